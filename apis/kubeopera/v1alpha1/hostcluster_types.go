@@ -1,0 +1,286 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// HostClusterFinalizer is set on every HostCluster so its stored and delivered Secrets are removed
+// before the object goes away. Disconnecting never touches the target cluster.
+const HostClusterFinalizer = "kubeopera.io/hostcluster"
+
+// HostClusterMode is how the cluster comes to exist.
+// +kubebuilder:validation:Enum=connect_existing;provision_vanilla;provision_eks
+type HostClusterMode string
+
+// HostCluster modes.
+const (
+	HostClusterModeConnectExisting  HostClusterMode = "connect_existing"
+	HostClusterModeProvisionVanilla HostClusterMode = "provision_vanilla"
+	HostClusterModeProvisionEKS     HostClusterMode = "provision_eks"
+)
+
+// ProvisioningTopology is the Terraform topology of a provisioned cluster.
+// +kubebuilder:validation:Enum=vanilla_kubeadm;eks
+type ProvisioningTopology string
+
+// Provisioning topologies.
+const (
+	TopologyVanillaKubeadm ProvisioningTopology = "vanilla_kubeadm"
+	TopologyEKS            ProvisioningTopology = "eks"
+)
+
+// HostClusterPhase is the HostCluster's state machine position.
+// +kubebuilder:validation:Enum=Pending;ValidatingAccess;Provisioning;BootstrappingFlux;GeneratingGitOpsTree;InstallingKubeOpera;Ready;Failed;Deleting
+type HostClusterPhase string
+
+// HostCluster phases, as in the Host Cluster Controller's state machine.
+const (
+	HostClusterPhasePending              HostClusterPhase = "Pending"
+	HostClusterPhaseValidatingAccess     HostClusterPhase = "ValidatingAccess"
+	HostClusterPhaseProvisioning         HostClusterPhase = "Provisioning"
+	HostClusterPhaseBootstrappingFlux    HostClusterPhase = "BootstrappingFlux"
+	HostClusterPhaseGeneratingGitOpsTree HostClusterPhase = "GeneratingGitOpsTree"
+	HostClusterPhaseInstallingKubeOpera  HostClusterPhase = "InstallingKubeOpera"
+	HostClusterPhaseReady                HostClusterPhase = "Ready"
+	HostClusterPhaseFailed               HostClusterPhase = "Failed"
+	HostClusterPhaseDeleting             HostClusterPhase = "Deleting"
+)
+
+// HostCluster annotations that carry in-flight work across manager restarts.
+const (
+	// ProvisionJobIDAnnotation holds the cluster-provisioner job ID.
+	ProvisionJobIDAnnotation = "kubeopera.io/provision-job-id"
+	// ScaffoldJobIDAnnotation holds the gitops-scaffolder job ID.
+	ScaffoldJobIDAnnotation = "kubeopera.io/scaffold-job-id"
+	// ValidationStartedAnnotation holds when ValidatingAccess started (RFC 3339), for the 5-minute give-up.
+	ValidationStartedAnnotation = "kubeopera.io/validation-started-at"
+)
+
+// HostClusterSpec describes the cluster to connect or provision and how Flux is bootstrapped on it.
+// +kubebuilder:validation:XValidation:rule="self.mode == 'connect_existing' ? !has(self.provisioning) : has(self.provisioning)",message="spec.provisioning is required exactly when spec.mode is provision_vanilla or provision_eks"
+// +kubebuilder:validation:XValidation:rule="self.mode != 'connect_existing' || (has(self.connectKubeconfigSecretRef) && self.connectKubeconfigSecretRef != ”)",message="spec.connectKubeconfigSecretRef is required when spec.mode is connect_existing"
+// +kubebuilder:validation:XValidation:rule="!has(self.provisioning) || (self.mode == 'provision_vanilla' ? self.provisioning.topology == 'vanilla_kubeadm' : self.provisioning.topology == 'eks')",message="spec.provisioning.topology must be vanilla_kubeadm for provision_vanilla and eks for provision_eks"
+// +kubebuilder:validation:XValidation:rule="has(self.adminEmail) == has(self.adminUsername)",message="spec.adminEmail and spec.adminUsername are set together or not at all"
+// +kubebuilder:validation:XValidation:rule="self.mode == oldSelf.mode",message="spec.mode is immutable"
+// +kubebuilder:validation:XValidation:rule="self.clusterID == oldSelf.clusterID",message="spec.clusterID is immutable"
+type HostClusterSpec struct {
+	// clusterID is the clusters.id row this CR belongs to; it names the stored Secrets.
+	// +required
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9][A-Za-z0-9-]{0,62}$`
+	ClusterID string `json:"clusterID"`
+
+	// mode is connect_existing, provision_vanilla or provision_eks.
+	// +required
+	Mode HostClusterMode `json:"mode"`
+
+	// provider is a free string (only "aws" is implemented for provisioning); adding a provider
+	// never needs a schema migration.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	Provider string `json:"provider,omitempty"`
+
+	// region is the cloud region, e.g. eu-north-1.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	Region string `json:"region,omitempty"`
+
+	// connectKubeconfigSecretRef names a Secret in this object's namespace whose key "kubeconfig"
+	// holds the kubeconfig of the cluster to connect (mode connect_existing).
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	ConnectKubeconfigSecretRef string `json:"connectKubeconfigSecretRef,omitempty"`
+
+	// provisioning describes the cluster to build; only for provision_vanilla and provision_eks.
+	// +optional
+	Provisioning *HostClusterProvisioning `json:"provisioning,omitempty"`
+
+	// gitOpsRepoURL is the Git repository Flux is pointed at.
+	// +optional
+	// +kubebuilder:validation:MaxLength=2048
+	GitOpsRepoURL string `json:"gitOpsRepoURL,omitempty"`
+
+	// gitOpsPath is the path in the repository that holds this cluster's tree.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	GitOpsPath string `json:"gitOpsPath,omitempty"`
+
+	// gitCredentialsSecretRef names a Secret in this object's namespace with Git credentials.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	GitCredentialsSecretRef string `json:"gitCredentialsSecretRef,omitempty"`
+
+	// domain feeds every generated service's ingress hostname.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)+$`
+	Domain string `json:"domain"`
+
+	// registryPullSecretRef names a Secret in this object's namespace with registry pull credentials.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	RegistryPullSecretRef string `json:"registryPullSecretRef,omitempty"`
+
+	// adminEmail of the initial super-admin; with adminUsername, or both unset to skip admin creation.
+	// +optional
+	// +kubebuilder:validation:MaxLength=254
+	// +kubebuilder:validation:Pattern=`^[^@\s]+@[^@\s]+$`
+	AdminEmail string `json:"adminEmail,omitempty"`
+
+	// adminUsername of the initial super-admin.
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	AdminUsername string `json:"adminUsername,omitempty"`
+}
+
+// HostClusterProvisioning is the cluster-provisioner request.
+// +kubebuilder:validation:XValidation:rule="self.topology == 'vanilla_kubeadm' || !has(self.controlPlaneCount)",message="spec.provisioning.controlPlaneCount applies to vanilla_kubeadm only"
+type HostClusterProvisioning struct {
+	// topology is vanilla_kubeadm or eks.
+	// +required
+	Topology ProvisioningTopology `json:"topology"`
+
+	// controlPlaneCount is the number of control-plane nodes (vanilla_kubeadm only); more than one
+	// puts a Network Load Balancer in front of the API servers.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=7
+	ControlPlaneCount *int32 `json:"controlPlaneCount,omitempty"`
+
+	// nodeCount is the number of worker nodes.
+	// +required
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=1000
+	NodeCount int32 `json:"nodeCount"`
+
+	// instanceType is the EC2 instance type, e.g. t3.medium.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	InstanceType string `json:"instanceType"`
+
+	// kubernetesVersion, e.g. "1.31.0".
+	// +required
+	// +kubebuilder:validation:Pattern=`^v?[0-9]+\.[0-9]+(\.[0-9]+)?$`
+	KubernetesVersion string `json:"kubernetesVersion"`
+
+	// credentialRef names a Secret in this object's namespace with the cloud credentials.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	CredentialRef string `json:"credentialRef"`
+
+	// terraformEnvironment names the Terraform state environment.
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	TerraformEnvironment string `json:"terraformEnvironment,omitempty"`
+}
+
+// HostClusterStatus is the platform's word on the HostCluster; tenants cannot write it.
+type HostClusterStatus struct {
+	// phase is the position in the state machine.
+	// +optional
+	Phase HostClusterPhase `json:"phase,omitempty"`
+
+	// message says in a sentence what happened last, or why the cluster failed.
+	// +optional
+	// +kubebuilder:validation:MaxLength=4096
+	Message string `json:"message,omitempty"`
+
+	// kubeconfigSecret names the delivered Secret holding the cluster's kubeconfig.
+	// +optional
+	KubeconfigSecret string `json:"kubeconfigSecret,omitempty"`
+
+	// fluxHealthy is true once Flux on the target reports healthy.
+	// +optional
+	FluxHealthy bool `json:"fluxHealthy,omitempty"`
+
+	// kubeOperaInstalled is true once the platform's apps Kustomization is Ready.
+	// +optional
+	KubeOperaInstalled bool `json:"kubeOperaInstalled,omitempty"`
+
+	// adminPasswordSecretRef names the delivered Secret holding the initial admin password.
+	// +optional
+	AdminPasswordSecretRef string `json:"adminPasswordSecretRef,omitempty"`
+
+	// lastReconciledAt is when the reconciler last completed a pass.
+	// +optional
+	LastReconciledAt *metav1.Time `json:"lastReconciledAt,omitempty"`
+
+	// inventory holds facts read from the cluster.
+	// +optional
+	Inventory *HostClusterInventory `json:"inventory,omitempty"`
+
+	// observedGeneration is the generation the status was last computed for.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// conditions: Ready, Reconciling, Stalled and one per step.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// HostClusterInventory are facts read from the target cluster.
+type HostClusterInventory struct {
+	// provider as read from the nodes' providerID, or "unknown".
+	// +optional
+	Provider string `json:"provider,omitempty"`
+	// region as read from the nodes' providerID.
+	// +optional
+	Region string `json:"region,omitempty"`
+	// kubernetesVersion as reported by the API server.
+	// +optional
+	KubernetesVersion string `json:"kubernetesVersion,omitempty"`
+	// nodeCount is the number of nodes.
+	// +optional
+	NodeCount int32 `json:"nodeCount,omitempty"`
+	// readyNodeCount is the number of Ready nodes.
+	// +optional
+	ReadyNodeCount int32 `json:"readyNodeCount,omitempty"`
+	// healthScore is 0-100, computed with the fleet's penalty table.
+	// +optional
+	HealthScore int32 `json:"healthScore,omitempty"`
+}
+
+// HostCluster is a Kubernetes cluster connected or provisioned for KubeOpera.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=hc,categories=kubeopera
+// +kubebuilder:printcolumn:name="Mode",type=string,JSONPath=`.spec.mode`
+// +kubebuilder:printcolumn:name="Provider",type=string,JSONPath=`.spec.provider`
+// +kubebuilder:printcolumn:name="Region",type=string,JSONPath=`.spec.region`
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type HostCluster struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec is the desired cluster.
+	// +required
+	Spec HostClusterSpec `json:"spec"`
+
+	// status is written by the platform only.
+	// +optional
+	Status HostClusterStatus `json:"status,omitempty"`
+}
+
+// GetConditions returns the status conditions.
+func (h *HostCluster) GetConditions() []metav1.Condition { return h.Status.Conditions }
+
+// SetConditions replaces the status conditions.
+func (h *HostCluster) SetConditions(c []metav1.Condition) { h.Status.Conditions = c }
+
+// HostClusterList is a list of HostClusters.
+// +kubebuilder:object:root=true
+type HostClusterList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []HostCluster `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&HostCluster{}, &HostClusterList{})
+}

@@ -1,0 +1,21 @@
+package framework
+
+import (
+	"os"
+	"path/filepath"
+	"runtime"
+)
+
+// RepoRoot returns the repository's root directory.
+func RepoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+}
+
+// ToolsBin returns the folder with the built tools (_tools/bin), or $KUBEOPERA_TOOLS_BIN.
+func ToolsBin() string {
+	if dir := os.Getenv("KUBEOPERA_TOOLS_BIN"); dir != "" {
+		return dir
+	}
+	return filepath.Join(RepoRoot(), "_tools", "bin")
+}
