@@ -1,0 +1,64 @@
+# KubeOpera on kcp. `make run` starts the local environment; `make test` runs every test.
+SHELL := /usr/bin/env bash
+.SHELLFLAGS := -euo pipefail -c
+
+TOOLS_BIN := $(CURDIR)/_tools/bin
+CONTROLLER_GEN := $(TOOLS_BIN)/controller-gen
+APIGEN := $(TOOLS_BIN)/apigen
+GO_TEST_FLAGS ?=
+
+.PHONY: all
+all: build
+
+.PHONY: tools
+tools: ## Build kcp, apigen, kube-apiserver, etcd and controller-gen into _tools/bin (skips what is built).
+	hack/build-tools.sh
+
+$(CONTROLLER_GEN):
+	hack/build-tools.sh controller-gen
+$(APIGEN):
+	hack/build-tools.sh apigen
+
+.PHONY: generate
+generate: $(CONTROLLER_GEN) ## Generate deepcopy functions.
+	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./apis/...
+
+.PHONY: manifests
+manifests: $(CONTROLLER_GEN) ## Generate CRDs into config/crd/bases.
+	$(CONTROLLER_GEN) crd paths=./apis/... output:crd:artifacts:config=config/crd/bases
+
+.PHONY: apiexports
+apiexports: $(APIGEN) manifests ## Generate APIResourceSchemas and APIExports into apiexports/resources.
+	$(APIGEN) --input-dir config/crd/bases --output-dir apiexports/resources 2>/dev/null
+	go run ./hack/gen-apiexports --dir apiexports/resources
+
+.PHONY: verify
+verify: generate manifests apiexports lint ## Fail when generated files are stale or code is not gofmt/vet clean.
+	@if [ -n "$$(git status --porcelain -- apis config apiexports)" ]; then \
+		git status --porcelain -- apis config apiexports; \
+		echo "generated files are stale: run 'make generate manifests apiexports' and commit"; exit 1; fi
+
+.PHONY: lint
+lint: ## gofmt and go vet.
+	@out="$$(gofmt -l $$(git ls-files '*.go'))"; if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	go vet ./...
+
+.PHONY: build
+build: ## Build the binaries into bin/.
+	go build -o bin/ ./cmd/...
+
+.PHONY: test
+test: tools ## Run every test, including the e2e suite on real kcp and kube-apiservers.
+	go test $(GO_TEST_FLAGS) -timeout 30m ./...
+
+.PHONY: bench
+bench: tools ## Run the benchmarks and print their figures.
+	go test -run '^$$' -bench . -benchmem ./...
+
+.PHONY: run
+run: tools build ## Start kcp, a backend apiserver, the platform and demo workspaces and the manager.
+	bin/devenv
+
+.PHONY: help
+help:
+	@grep -E '^[a-z-]+:.*## ' Makefile | sed 's/:.*## /\t/'

@@ -1,0 +1,69 @@
+package helm
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+)
+
+var _ genericclioptions.RESTClientGetter = (*restClientGetter)(nil)
+
+// restClientGetter is a genericclioptions.RESTClientGetter backed by an
+// in-memory *rest.Config instead of a kubeconfig file. The discovery client
+// and REST mapper are memory-cached and may be shared by getters of different
+// namespaces.
+type restClientGetter struct {
+	cfg       *rest.Config
+	namespace string
+	discovery discovery.CachedDiscoveryInterface
+	mapper    meta.RESTMapper
+}
+
+// newRESTClientGetter returns a getter for cfg whose discovery client and REST
+// mapper are created once; use forNamespace to bind it to a namespace.
+func newRESTClientGetter(cfg *rest.Config) (*restClientGetter, error) {
+	dc, err := discovery.NewDiscoveryClientForConfig(rest.CopyConfig(cfg))
+	if err != nil {
+		return nil, fmt.Errorf("failed to create discovery client: %w", err)
+	}
+	cached := memory.NewMemCacheClient(dc)
+	mapper := restmapper.NewShortcutExpander(restmapper.NewDeferredDiscoveryRESTMapper(cached), cached, nil)
+	return &restClientGetter{cfg: cfg, discovery: cached, mapper: mapper}, nil
+}
+
+// forNamespace returns a copy of g bound to namespace.
+func (g *restClientGetter) forNamespace(namespace string) *restClientGetter {
+	c := *g
+	c.namespace = namespace
+	return &c
+}
+
+// ToRESTConfig returns a copy of the wrapped config.
+func (g *restClientGetter) ToRESTConfig() (*rest.Config, error) {
+	return rest.CopyConfig(g.cfg), nil
+}
+
+// ToDiscoveryClient returns the shared memory-cached discovery client.
+func (g *restClientGetter) ToDiscoveryClient() (discovery.CachedDiscoveryInterface, error) {
+	return g.discovery, nil
+}
+
+// ToRESTMapper returns the shared discovery-backed REST mapper.
+func (g *restClientGetter) ToRESTMapper() (meta.RESTMapper, error) {
+	return g.mapper, nil
+}
+
+// ToRawKubeConfigLoader returns a client config that only carries the
+// namespace; Helm's kube client reads its default namespace from it.
+func (g *restClientGetter) ToRawKubeConfigLoader() clientcmd.ClientConfig {
+	return clientcmd.NewDefaultClientConfig(*clientcmdapi.NewConfig(), &clientcmd.ConfigOverrides{
+		Context: clientcmdapi.Context{Namespace: g.namespace},
+	})
+}
