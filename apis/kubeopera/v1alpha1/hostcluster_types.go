@@ -87,6 +87,7 @@ type HostClusterSpec struct {
 	// connectKubeconfigSecretRef names a Secret in this object's namespace whose key "kubeconfig"
 	// holds the kubeconfig of the cluster to connect (mode connect_existing).
 	// +optional
+	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
 	ConnectKubeconfigSecretRef string `json:"connectKubeconfigSecretRef,omitempty"`
 

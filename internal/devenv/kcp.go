@@ -1,0 +1,169 @@
+// Package devenv starts the servers of the local environment: a kcp server (built by
+// hack/build-tools.sh) and a backend kube-apiserver with etcd (the envtest binaries). `make run`
+// and the e2e suite use it, so both run on the same real servers.
+package devenv
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// KCPOptions configure StartKCP.
+type KCPOptions struct {
+	// Binary is the kcp binary.
+	Binary string
+	// RootDir keeps kcp's state (etcd data, certificates, admin.kubeconfig). Reusing it keeps
+	// workspaces across restarts.
+	RootDir string
+	// SecurePort is the API port; 0 picks a free port.
+	SecurePort int
+	// Output receives kcp's logs; nil discards them.
+	Output io.Writer
+}
+
+// KCP is a running kcp server.
+type KCP struct {
+	cmd *exec.Cmd
+	// KubeconfigPath is kcp's admin kubeconfig (contexts root, base, system:admin).
+	KubeconfigPath string
+	// Config is the admin config of the root workspace.
+	Config *rest.Config
+	done   chan struct{}
+}
+
+// StartKCP starts kcp bound to 127.0.0.1, so every URL it advertises (workspaces, virtual
+// workspaces) is a loopback one, and waits until it is ready.
+func StartKCP(ctx context.Context, opts KCPOptions) (*KCP, error) {
+	if _, err := os.Stat(opts.Binary); err != nil {
+		return nil, fmt.Errorf("kcp binary %s is missing: run `make tools`: %w", opts.Binary, err)
+	}
+	if err := os.MkdirAll(opts.RootDir, 0o755); err != nil {
+		return nil, err
+	}
+	port := opts.SecurePort
+	ports, err := FreePorts(3)
+	if err != nil {
+		return nil, err
+	}
+	if port == 0 {
+		port = ports[0]
+	}
+	out := opts.Output
+	if out == nil {
+		out = io.Discard
+	}
+	cmd := exec.Command(opts.Binary, "start",
+		"--root-directory", opts.RootDir,
+		"--bind-address", "127.0.0.1",
+		"--secure-port", strconv.Itoa(port),
+		"--embedded-etcd-client-port", strconv.Itoa(ports[1]),
+		"--embedded-etcd-peer-port", strconv.Itoa(ports[2]),
+		"--batteries-included", "admin,workspace-types",
+	)
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("failed to start kcp: %w", err)
+	}
+	k := &KCP{cmd: cmd, KubeconfigPath: filepath.Join(opts.RootDir, "admin.kubeconfig"), done: make(chan struct{})}
+	go func() { _ = cmd.Wait(); close(k.done) }()
+
+	if err := k.waitReady(ctx, port); err != nil {
+		k.Stop()
+		return nil, err
+	}
+	return k, nil
+}
+
+func (k *KCP) waitReady(ctx context.Context, port int) error {
+	url := fmt.Sprintf("https://127.0.0.1:%d/readyz", port)
+	httpClient := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // readiness probe of our own local server
+	}}
+	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
+		select {
+		case <-k.done:
+			return false, errors.New("kcp exited before it became ready")
+		default:
+		}
+		if _, err := os.Stat(k.KubeconfigPath); err != nil {
+			return false, nil
+		}
+		resp, err := httpClient.Get(url)
+		if err != nil {
+			return false, nil
+		}
+		_ = resp.Body.Close()
+		return resp.StatusCode == http.StatusOK || resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden, nil
+	})
+	if err != nil {
+		return fmt.Errorf("kcp did not become ready: %w", err)
+	}
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
+		&clientcmd.ClientConfigLoadingRules{ExplicitPath: k.KubeconfigPath},
+		&clientcmd.ConfigOverrides{CurrentContext: "root"}).ClientConfig()
+	if err != nil {
+		return fmt.Errorf("failed to load %s: %w", k.KubeconfigPath, err)
+	}
+	k.Config = cfg
+	// The root workspace is usable once its default namespace exists.
+	return wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		cs, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			return false, err
+		}
+		_, err = cs.CoreV1().Namespaces().Get(ctx, "default", metav1.GetOptions{})
+		return err == nil, nil
+	})
+}
+
+// Stop terminates kcp and waits for it to exit.
+func (k *KCP) Stop() {
+	if k == nil || k.cmd.Process == nil {
+		return
+	}
+	_ = syscall.Kill(-k.cmd.Process.Pid, syscall.SIGTERM)
+	select {
+	case <-k.done:
+	case <-time.After(30 * time.Second):
+		_ = syscall.Kill(-k.cmd.Process.Pid, syscall.SIGKILL)
+		<-k.done
+	}
+}
+
+// FreePorts returns n distinct free TCP ports on 127.0.0.1.
+func FreePorts(n int) ([]int, error) {
+	var ls []net.Listener
+	defer func() {
+		for _, l := range ls {
+			_ = l.Close()
+		}
+	}()
+	ports := make([]int, 0, n)
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		ls = append(ls, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}

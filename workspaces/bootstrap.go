@@ -1,0 +1,123 @@
+package workspaces
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"path"
+	"sort"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kubeopera/kubeopera/apiexports"
+)
+
+const (
+	// PlatformWorkspaceName is the platform workspace's name under root.
+	PlatformWorkspaceName = "kubeopera"
+	// PlatformWorkspace is the platform workspace's path.
+	PlatformWorkspace = "root:" + PlatformWorkspaceName
+	// fieldOwner is the server-side apply field manager of the bootstrap.
+	fieldOwner = "kubeopera-bootstrap"
+)
+
+// Bootstrap makes the platform workspace root:kubeopera hold what the platform publishes: the
+// APIResourceSchemas, both APIExports, their endpoint slices, the maximal-permission-policy RBAC and
+// the WorkspaceType kubeopera-tenant. It is idempotent: it server-side-applies every object, so a
+// second run changes nothing. cfg is a kcp admin config (any /clusters/ path is ignored).
+func Bootstrap(ctx context.Context, cfg *rest.Config) error {
+	if _, err := EnsureWorkspace(ctx, cfg, "root", PlatformWorkspaceName, WorkspaceType{}); err != nil {
+		return err
+	}
+	objs, err := platformObjects()
+	if err != nil {
+		return err
+	}
+	pcfg := ClusterConfig(cfg, PlatformWorkspace)
+	// Schemas and exports first; RBAC, slices and the type after. kcp may need a moment to serve
+	// newly registered kinds, so each object is retried briefly.
+	c, err := client.New(pcfg, client.Options{})
+	if err != nil {
+		return fmt.Errorf("failed to create client for %s: %w", PlatformWorkspace, err)
+	}
+	for _, obj := range objs {
+		var lastErr error
+		err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+			if err := applyObject(ctx, c, obj); err != nil {
+				lastErr = err
+				return false, nil
+			}
+			return true, nil
+		})
+		if err != nil {
+			return fmt.Errorf("failed to apply %s %s in %s: %w (last error: %v)", obj.GetKind(), obj.GetName(), PlatformWorkspace, err, lastErr)
+		}
+	}
+	return nil
+}
+
+func applyObject(ctx context.Context, c client.Client, obj *unstructured.Unstructured) error {
+	obj = obj.DeepCopy()
+	obj.SetManagedFields(nil)
+	obj.SetResourceVersion("")
+	//nolint:staticcheck // client.Apply with unstructured objects is the supported SSA path here.
+	return c.Patch(ctx, obj, client.Apply, client.FieldOwner(fieldOwner), client.ForceOwnership)
+}
+
+// platformObjects reads the embedded manifests in apply order.
+func platformObjects() ([]*unstructured.Unstructured, error) {
+	order := func(u *unstructured.Unstructured) int {
+		switch u.GetKind() {
+		case "APIResourceSchema":
+			return 0
+		case "APIExport":
+			return 1
+		case "APIExportEndpointSlice":
+			return 2
+		case "ClusterRole":
+			return 3
+		case "ClusterRoleBinding":
+			return 4
+		default:
+			return 5
+		}
+	}
+	var objs []*unstructured.Unstructured
+	err := fs.WalkDir(apiexports.FS, ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || path.Ext(p) != ".yaml" {
+			return err
+		}
+		raw, err := apiexports.FS.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		dec := yaml.NewYAMLOrJSONDecoder(strings.NewReader(string(raw)), 4096)
+		for {
+			u := &unstructured.Unstructured{}
+			if err := dec.Decode(&u.Object); err != nil {
+				if err.Error() == "EOF" {
+					break
+				}
+				return fmt.Errorf("failed to decode %s: %w", p, err)
+			}
+			if len(u.Object) == 0 {
+				continue
+			}
+			unstructured.RemoveNestedField(u.Object, "status")
+			unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
+			objs = append(objs, u)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	sort.SliceStable(objs, func(i, j int) bool { return order(objs[i]) < order(objs[j]) })
+	return objs, nil
+}

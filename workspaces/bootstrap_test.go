@@ -1,0 +1,79 @@
+package workspaces_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	apisv1alpha2 "github.com/kcp-dev/sdk/apis/apis/v1alpha2"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kubeopera/kubeopera/test/framework"
+	"github.com/kubeopera/kubeopera/workspaces"
+)
+
+// TestBootstrapOnRealKCP bootstraps root:kubeopera twice on a real kcp server and checks that a
+// workspace of type kubeopera-tenant comes with both exports bound and every claim accepted.
+func TestBootstrapOnRealKCP(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	kcp := framework.StartKCP(t)
+
+	for i := range 2 {
+		if err := workspaces.Bootstrap(ctx, kcp.Config); err != nil {
+			t.Fatalf("bootstrap run %d: %v", i+1, err)
+		}
+	}
+	if _, err := workspaces.EnsureWorkspace(ctx, kcp.Config, "root", "orgs", workspaces.WorkspaceType{}); err != nil {
+		t.Fatal(err)
+	}
+	cluster, err := workspaces.EnsureWorkspace(ctx, kcp.Config, "root:orgs", "acme", workspaces.TenantWorkspaceType)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cluster == "" {
+		t.Fatal("workspace has no logical cluster name")
+	}
+
+	scheme := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(scheme)
+	_ = apisv1alpha2.AddToScheme(scheme)
+	c, err := client.New(workspaces.ClusterConfig(kcp.Config, "root:orgs:acme"), client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, export := range []string{"kubeopera.io", "platform.edgeconnect.eu"} {
+		var binding *apisv1alpha2.APIBinding
+		err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+			list := &apisv1alpha2.APIBindingList{}
+			if err := c.List(ctx, list); err != nil {
+				return false, nil
+			}
+			for i := range list.Items {
+				b := &list.Items[i]
+				if b.Spec.Reference.Export != nil && b.Spec.Reference.Export.Name == export && b.Status.Phase == apisv1alpha2.APIBindingPhaseBound {
+					binding = b
+					return true, nil
+				}
+			}
+			return false, nil
+		})
+		if err != nil {
+			t.Fatalf("no bound APIBinding for export %s in root:orgs:acme", export)
+		}
+		claims := map[string]bool{}
+		for _, pc := range binding.Spec.PermissionClaims {
+			if pc.State == apisv1alpha2.ClaimAccepted {
+				claims[pc.Group+"/"+pc.Resource] = true
+			}
+		}
+		for _, want := range []string{"/secrets", "/events", "/namespaces"} {
+			if !claims[want] {
+				t.Errorf("export %s: claim %s not accepted in the default binding (claims: %v)", export, want, binding.Spec.PermissionClaims)
+			}
+		}
+	}
+}
