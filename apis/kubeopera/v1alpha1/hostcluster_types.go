@@ -58,7 +58,7 @@ const (
 
 // HostClusterSpec describes the cluster to connect or provision and how Flux is bootstrapped on it.
 // +kubebuilder:validation:XValidation:rule="self.mode == 'connect_existing' ? !has(self.provisioning) : has(self.provisioning)",message="spec.provisioning is required exactly when spec.mode is provision_vanilla or provision_eks"
-// +kubebuilder:validation:XValidation:rule="self.mode != 'connect_existing' || (has(self.connectKubeconfigSecretRef) && self.connectKubeconfigSecretRef != ”)",message="spec.connectKubeconfigSecretRef is required when spec.mode is connect_existing"
+// +kubebuilder:validation:XValidation:rule="self.mode != 'connect_existing' || has(self.connectKubeconfigSecretRef)",message="spec.connectKubeconfigSecretRef is required when spec.mode is connect_existing"
 // +kubebuilder:validation:XValidation:rule="!has(self.provisioning) || (self.mode == 'provision_vanilla' ? self.provisioning.topology == 'vanilla_kubeadm' : self.provisioning.topology == 'eks')",message="spec.provisioning.topology must be vanilla_kubeadm for provision_vanilla and eks for provision_eks"
 // +kubebuilder:validation:XValidation:rule="has(self.adminEmail) == has(self.adminUsername)",message="spec.adminEmail and spec.adminUsername are set together or not at all"
 // +kubebuilder:validation:XValidation:rule="self.mode == oldSelf.mode",message="spec.mode is immutable"
