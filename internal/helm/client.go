@@ -82,7 +82,7 @@ type Options struct {
 	// remote charts are downloaded. Defaults to os.UserCacheDir()/helm.
 	CacheDir string
 	// Log receives Helm's debug output at V(1) and is used when the context
-	// of a call carries no logger. Defaults to logr.Discard().
+	// of a call carries no logger. The zero value discards.
 	Log logr.Logger
 }
 
@@ -94,9 +94,6 @@ func (o Options) withDefaults() Options {
 			dir = os.TempDir()
 		}
 		o.CacheDir = filepath.Join(dir, "helm")
-	}
-	if o.Log.GetSink() == nil {
-		o.Log = logr.Discard()
 	}
 	return o
 }

@@ -340,6 +340,8 @@ func TestRetriesFailedFirstInstall(t *testing.T) {
 		t.Fatal("install with an invalid quota succeeded")
 	} else if !strings.Contains(err.Error(), "failed to install release "+ns+"/"+name) {
 		t.Errorf("install error = %q, want release context", err)
+	} else {
+		t.Logf("install error: %v", err)
 	}
 	info, err := c.Observe(ctx, ns, name)
 	if err != nil || info == nil || info.Status != release.StatusFailed {
@@ -365,6 +367,7 @@ func TestBadChartRef(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "failed to load chart "+missing) {
 		t.Errorf("InstallOrUpgrade with a missing chart: error = %v, want it to name the chart", err)
 	}
+	t.Logf("missing chart: %v", err)
 
 	if err := Reachable(ctx, Options{ChartRef: missing}); err == nil {
 		t.Error("Reachable(missing local chart) = nil, want error")
@@ -376,6 +379,7 @@ func TestBadChartRef(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "failed to pull chart "+oci) {
 		t.Errorf("Reachable(unreachable registry) = %v, want pull error", err)
 	}
+	t.Logf("unreachable registry: %v", err)
 	if err := Reachable(ctx, Options{ChartRef: chartDir}); err != nil {
 		t.Errorf("Reachable(local chart) = %v", err)
 	}

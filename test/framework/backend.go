@@ -41,6 +41,7 @@ func StartCluster(t testing.TB, opts ClusterOptions) *Cluster {
 	}
 	cfg, err := env.Start()
 	if err != nil {
+		_ = env.Stop()
 		t.Fatalf("failed to start kube-apiserver: %v", err)
 	}
 	t.Cleanup(func() {

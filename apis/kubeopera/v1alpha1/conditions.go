@@ -57,8 +57,6 @@ const (
 	// RetryAnnotation: set it to a new value to retry a Failed object (as Flux's
 	// reconcile.fluxcd.io/requestedAt). Tenants cannot write status; this is their way to retry.
 	RetryAnnotation = "kubeopera.io/retry"
-	// LastHandledRetryAnnotation records the retry value the reconciler last acted upon.
-	LastHandledRetryAnnotation = "kubeopera.io/last-handled-retry"
 )
 
 // Labels put on Secrets the platform stores or delivers.

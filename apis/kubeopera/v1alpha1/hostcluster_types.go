@@ -204,6 +204,12 @@ type HostClusterStatus struct {
 	// +optional
 	AdminPasswordSecretRef string `json:"adminPasswordSecretRef,omitempty"`
 
+	// lastHandledRetry is the value of the kubeopera.io/retry annotation the reconciler last acted
+	// upon; setting the annotation to a different value retries a Failed object.
+	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	LastHandledRetry string `json:"lastHandledRetry,omitempty"`
+
 	// lastReconciledAt is when the reconciler last completed a pass.
 	// +optional
 	LastReconciledAt *metav1.Time `json:"lastReconciledAt,omitempty"`

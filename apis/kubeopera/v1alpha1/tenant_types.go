@@ -86,6 +86,12 @@ type TenantStatus struct {
 	// +optional
 	KubeconfigSecret string `json:"kubeconfigSecret,omitempty"`
 
+	// lastHandledRetry is the value of the kubeopera.io/retry annotation the reconciler last acted
+	// upon; setting the annotation to a different value retries a Failed object.
+	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	LastHandledRetry string `json:"lastHandledRetry,omitempty"`
+
 	// lastSyncedAt is when the reconciler last completed a pass.
 	// +optional
 	LastSyncedAt *metav1.Time `json:"lastSyncedAt,omitempty"`

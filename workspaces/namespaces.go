@@ -1,0 +1,115 @@
+package workspaces
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// CollisionError says a backend namespace exists but belongs to another logical cluster (or to no
+// workspace at all). Such a namespace is never reused and nothing is written into it.
+type CollisionError struct {
+	Namespace      string
+	LogicalCluster string
+	Owner          string // the logical cluster named by the namespace's annotation, "" if none
+}
+
+func (e *CollisionError) Error() string {
+	if e.Owner == "" {
+		return fmt.Sprintf("backend namespace %s already exists and is not managed for this workspace; refusing to reuse it", e.Namespace)
+	}
+	return fmt.Sprintf("backend namespace %s belongs to another workspace (fingerprint collision); refusing to reuse it", e.Namespace)
+}
+
+// IsCollision reports whether err is a CollisionError.
+func IsCollision(err error) bool {
+	var ce *CollisionError
+	return errors.As(err, &ce)
+}
+
+// Backend reads and writes backend namespaces. Reader should be uncached (an API reader): a
+// namespace created by someone else must be seen before anything is written.
+type Backend struct {
+	Client client.Client
+	Reader client.Reader
+}
+
+// EnsureNamespace creates backend namespace name for logicalCluster, labelled with the workspace
+// fingerprint and annotated with the full logical cluster name. An existing namespace is reused
+// only when its annotation names the same logical cluster; otherwise a CollisionError is returned
+// and nothing is written. A namespace being deleted is reported as an error to retry later.
+func (b Backend) EnsureNamespace(ctx context.Context, logicalCluster, name string, extraLabels map[string]string) error {
+	ns := &corev1.Namespace{}
+	err := b.Reader.Get(ctx, client.ObjectKey{Name: name}, ns)
+	switch {
+	case apierrors.IsNotFound(err):
+		ns = &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
+			Name:        name,
+			Labels:      map[string]string{FingerprintLabel: Fingerprint(logicalCluster)},
+			Annotations: map[string]string{LogicalClusterAnnotation: logicalCluster},
+		}}
+		for k, v := range extraLabels {
+			ns.Labels[k] = v
+		}
+		if err := b.Client.Create(ctx, ns); err != nil {
+			if apierrors.IsAlreadyExists(err) {
+				// Lost a race; look again so a foreign namespace is still refused.
+				return b.EnsureNamespace(ctx, logicalCluster, name, extraLabels)
+			}
+			return fmt.Errorf("failed to create backend namespace %s: %w", name, err)
+		}
+		return nil
+	case err != nil:
+		return fmt.Errorf("failed to get backend namespace %s: %w", name, err)
+	}
+	if owner := ns.Annotations[LogicalClusterAnnotation]; owner != logicalCluster {
+		return &CollisionError{Namespace: name, LogicalCluster: logicalCluster, Owner: owner}
+	}
+	if ns.DeletionTimestamp != nil {
+		return fmt.Errorf("backend namespace %s is being deleted; waiting for it to go", name)
+	}
+	return nil
+}
+
+// DeleteNamespace deletes backend namespace name when it belongs to logicalCluster. It returns
+// true once the namespace is gone. A namespace of another logical cluster is never touched.
+func (b Backend) DeleteNamespace(ctx context.Context, logicalCluster, name string) (gone bool, err error) {
+	ns := &corev1.Namespace{}
+	if err := b.Reader.Get(ctx, client.ObjectKey{Name: name}, ns); err != nil {
+		if apierrors.IsNotFound(err) {
+			return true, nil
+		}
+		return false, fmt.Errorf("failed to get backend namespace %s: %w", name, err)
+	}
+	if ns.Annotations[LogicalClusterAnnotation] != logicalCluster {
+		// Not ours: nothing to delete on our behalf.
+		return true, nil
+	}
+	if ns.DeletionTimestamp == nil {
+		if err := b.Client.Delete(ctx, ns, client.Preconditions{UID: &ns.UID}); client.IgnoreNotFound(err) != nil {
+			return false, fmt.Errorf("failed to delete backend namespace %s: %w", name, err)
+		}
+	}
+	return false, nil
+}
+
+// WorkspaceNamespaces lists the backend namespaces of logicalCluster (by fingerprint label, checked
+// against the annotation).
+func (b Backend) WorkspaceNamespaces(ctx context.Context, logicalCluster string) ([]corev1.Namespace, error) {
+	list := &corev1.NamespaceList{}
+	if err := b.Reader.List(ctx, list, client.MatchingLabels{FingerprintLabel: Fingerprint(logicalCluster)}); err != nil {
+		return nil, fmt.Errorf("failed to list backend namespaces of %s: %w", logicalCluster, err)
+	}
+	out := list.Items[:0]
+	for _, ns := range list.Items {
+		if ns.Annotations[LogicalClusterAnnotation] == logicalCluster {
+			out = append(out, ns)
+		}
+	}
+	return out, nil
+}
