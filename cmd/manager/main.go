@@ -1,0 +1,35 @@
+// Command manager is the one KubeOpera manager: it engages every kcp workspace bound to the
+// platform's exports, does the work on the backend cluster and writes status back.
+package main
+
+import (
+	"os"
+
+	"github.com/spf13/pflag"
+	"go.uber.org/zap/zapcore"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/kubeopera/kubeopera/internal/manager"
+)
+
+func main() {
+	opts := manager.DefaultOptions()
+	opts.BindFlags(pflag.CommandLine)
+	zapOpts := zap.Options{Development: opts.Environment == "development", TimeEncoder: zapcore.ISO8601TimeEncoder}
+	pflag.Parse()
+	zapOpts.Development = opts.Environment == "development"
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+	log := ctrl.Log.WithName("setup")
+
+	kcpCfg, backendCfg, err := opts.Configs()
+	if err != nil {
+		log.Error(err, "Invalid configuration")
+		os.Exit(1)
+	}
+	ctx := ctrl.LoggerInto(ctrl.SetupSignalHandler(), ctrl.Log)
+	if err := manager.Run(ctx, opts, kcpCfg, backendCfg); err != nil {
+		log.Error(err, "Manager stopped with an error")
+		os.Exit(1)
+	}
+}

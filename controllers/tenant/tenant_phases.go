@@ -1,0 +1,284 @@
+package tenant
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	kov1alpha1 "github.com/kubeopera/kubeopera/apis/kubeopera/v1alpha1"
+	"github.com/kubeopera/kubeopera/internal/kubeconfig"
+	"github.com/kubeopera/kubeopera/internal/kubeoperaapi"
+	"github.com/kubeopera/kubeopera/syncer"
+	"github.com/kubeopera/kubeopera/workspaces"
+)
+
+// vclusterKubeconfigKey is the key vCluster writes its kubeconfig under in Secret vc-<release>.
+const vclusterKubeconfigKey = "config"
+
+// DeliveredKubeconfigKey is the key of the kubeconfig in the stored and delivered Secrets.
+const DeliveredKubeconfigKey = "kubeconfig"
+
+// deleteNamespacePoll is how often deletion checks whether the host namespace is gone.
+const deleteNamespacePoll = 2 * time.Second
+
+// reconcileNormal runs the state machine. Each pass is cheap: Helm never waits, and a Provisioning
+// Tenant is polled every RequeueInterval.
+func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result, error) {
+	t := s.tenant
+	if t.Status.Phase == "" {
+		t.Status.Phase = kov1alpha1.TenantPhasePending
+	}
+
+	// Retry: a new value of the retry annotation (tenants cannot write status), or a spec change,
+	// sends a Failed Tenant back to Pending. An admin may also patch status.phase to Pending.
+	retry := t.Annotations[kov1alpha1.RetryAnnotation]
+	retryRequested := retry != "" && retry != t.Status.LastHandledRetry
+	if retryRequested {
+		t.Status.LastHandledRetry = retry
+	}
+	specChanged := t.Status.ObservedGeneration != 0 && t.Generation != t.Status.ObservedGeneration
+	switch t.Status.Phase {
+	case kov1alpha1.TenantPhaseFailed:
+		if !retryRequested && !specChanged {
+			// Nothing to do until the user asks again; the status says why.
+			return ctrl.Result{}, nil
+		}
+		s.event(corev1.EventTypeNormal, kov1alpha1.RetryRequestedReason, "Retrying the vCluster provisioning")
+		t.Status.Phase = kov1alpha1.TenantPhasePending
+	case kov1alpha1.TenantPhaseReady:
+		if !specChanged && !retryRequested {
+			return r.reconcileReady(ctx, s)
+		}
+		t.Status.Phase = kov1alpha1.TenantPhasePending
+	}
+
+	t.Status.VClusterName = s.releaseName
+	t.Status.Namespace = s.hostNamespace
+
+	// Backend namespaces, refusing any that belong to another workspace.
+	for _, ns := range []string{s.storeNamespace, s.hostNamespace} {
+		if err := r.Backend.EnsureNamespace(ctx, s.logicalCluster, ns, nil); err != nil {
+			if workspaces.IsCollision(err) {
+				s.event(corev1.EventTypeWarning, kov1alpha1.FingerprintCollisionReason, err.Error())
+				markFailed(t, kov1alpha1.BackendNamespaceReadyCondition, kov1alpha1.FingerprintCollisionReason, err.Error())
+				return ctrl.Result{}, nil
+			}
+			markProgress(t, kov1alpha1.BackendNamespaceReadyCondition, metav1.ConditionFalse, kov1alpha1.WaitingReason, err.Error())
+			return ctrl.Result{}, err
+		}
+	}
+	setCondition(t, kov1alpha1.BackendNamespaceReadyCondition, metav1.ConditionTrue, kov1alpha1.SucceededReason, "Backend namespaces "+s.storeNamespace+" and "+s.hostNamespace+" are ready")
+
+	rel, err := r.Helm.Observe(ctx, s.hostNamespace, s.releaseName)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	// Install or upgrade when starting an attempt (Pending) or when the release is missing. A
+	// Provisioning Tenant whose release exists is only observed, so a manager restart resumes
+	// without a second install.
+	if t.Status.Phase == kov1alpha1.TenantPhasePending || rel == nil {
+		values := vclusterValues(t, s.releaseName, s.hostNamespace, r.Environment)
+		rel, err = r.Helm.InstallOrUpgrade(ctx, s.hostNamespace, s.releaseName, values)
+		if err != nil {
+			msg := fmt.Sprintf("Helm install of vCluster release %s failed: %v", s.releaseName, err)
+			s.event(corev1.EventTypeWarning, kov1alpha1.InstallFailedReason, msg)
+			markFailed(t, kov1alpha1.ReleaseDeployedCondition, kov1alpha1.InstallFailedReason, msg)
+			return ctrl.Result{}, nil
+		}
+		s.event(corev1.EventTypeNormal, kov1alpha1.ProgressingReason, fmt.Sprintf("Installed vCluster release %s revision %d", rel.Name, rel.Revision))
+	}
+	t.Status.Phase = kov1alpha1.TenantPhaseProvisioning
+
+	switch rel.Status {
+	case "deployed":
+		setCondition(t, kov1alpha1.ReleaseDeployedCondition, metav1.ConditionTrue, kov1alpha1.SucceededReason, fmt.Sprintf("Release %s revision %d is deployed", rel.Name, rel.Revision))
+	case "failed":
+		msg := fmt.Sprintf("vCluster release %s revision %d failed: %s", rel.Name, rel.Revision, rel.Description)
+		s.event(corev1.EventTypeWarning, kov1alpha1.ReleaseFailedReason, msg)
+		markFailed(t, kov1alpha1.ReleaseDeployedCondition, kov1alpha1.ReleaseFailedReason, msg)
+		return ctrl.Result{}, nil
+	default:
+		markProgress(t, kov1alpha1.ReleaseDeployedCondition, metav1.ConditionFalse, kov1alpha1.WaitingReason, fmt.Sprintf("Release %s is %s", rel.Name, rel.Status))
+		return ctrl.Result{RequeueAfter: r.RequeueInterval}, nil
+	}
+
+	// The vCluster writes its kubeconfig into Secret vc-<release> once it is up.
+	raw, err := r.vclusterKubeconfig(ctx, s)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if raw == nil {
+		markProgress(t, kov1alpha1.KubeconfigDeliveredCondition, metav1.ConditionFalse, kov1alpha1.WaitingReason,
+			fmt.Sprintf("Waiting for the vCluster to write Secret %s/%s", s.hostNamespace, s.releaseName))
+		return ctrl.Result{RequeueAfter: r.RequeueInterval}, nil
+	}
+	server := fmt.Sprintf("https://%s.%s:443", s.releaseName, s.hostNamespace)
+	rewritten, err := kubeconfig.RewriteServer(raw, server)
+	if err != nil {
+		msg := fmt.Sprintf("Secret %s/%s does not hold a usable kubeconfig: %v", s.hostNamespace, s.releaseName, err)
+		markFailed(t, kov1alpha1.KubeconfigDeliveredCondition, kov1alpha1.KubeconfigFailedReason, msg)
+		return ctrl.Result{}, nil
+	}
+	if err := r.storeAndDeliver(ctx, s, rewritten); err != nil {
+		markProgress(t, kov1alpha1.KubeconfigDeliveredCondition, metav1.ConditionFalse, kov1alpha1.KubeconfigFailedReason, err.Error())
+		return ctrl.Result{}, err
+	}
+	t.Status.KubeconfigSecret = s.kubeconfigSecret
+	setCondition(t, kov1alpha1.KubeconfigDeliveredCondition, metav1.ConditionTrue, kov1alpha1.SucceededReason,
+		fmt.Sprintf("Kubeconfig delivered in Secret %s (key %q)", s.kubeconfigSecret, DeliveredKubeconfigKey))
+
+	r.callback(ctx, s)
+
+	t.Status.Phase = kov1alpha1.TenantPhaseReady
+	now := metav1.Now()
+	t.Status.LastSyncedAt = &now
+	markReady(t, fmt.Sprintf("vCluster %s is ready; kubeconfig in Secret %s", s.releaseName, s.kubeconfigSecret))
+	s.event(corev1.EventTypeNormal, kov1alpha1.SucceededReason, "vCluster "+s.releaseName+" is ready")
+	return ctrl.Result{}, nil
+}
+
+// reconcileReady keeps a Ready Tenant's delivered Secret in place without touching Helm.
+func (r *Reconciler) reconcileReady(ctx context.Context, s *scope) (ctrl.Result, error) {
+	stored := &corev1.Secret{}
+	err := r.Backend.Reader.Get(ctx, client.ObjectKey{Namespace: s.storeNamespace, Name: s.kubeconfigSecret}, stored)
+	if err != nil {
+		if apierrors.IsNotFound(err) {
+			// The stored copy is gone: provision again from the release.
+			s.tenant.Status.Phase = kov1alpha1.TenantPhaseProvisioning
+			return r.reconcileNormal(ctx, s)
+		}
+		return ctrl.Result{}, fmt.Errorf("failed to read stored kubeconfig: %w", err)
+	}
+	if err := syncer.Deliver(ctx, s.wsDirect, s.tenant, kov1alpha1.GroupVersion.WithKind("Tenant"), s.kubeconfigSecret,
+		s.secretLabels(), map[string][]byte{DeliveredKubeconfigKey: stored.Data[DeliveredKubeconfigKey]}); err != nil {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{}, nil
+}
+
+// vclusterKubeconfig returns the kubeconfig vCluster wrote, or nil while it is not there yet.
+func (r *Reconciler) vclusterKubeconfig(ctx context.Context, s *scope) ([]byte, error) {
+	sec := &corev1.Secret{}
+	err := r.Backend.Reader.Get(ctx, client.ObjectKey{Namespace: s.hostNamespace, Name: s.releaseName}, sec)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("failed to read vCluster kubeconfig Secret %s/%s: %w", s.hostNamespace, s.releaseName, err)
+	}
+	if len(sec.Data[vclusterKubeconfigKey]) == 0 {
+		return nil, nil
+	}
+	return sec.Data[vclusterKubeconfigKey], nil
+}
+
+func (s *scope) secretLabels() map[string]string {
+	return map[string]string{
+		kov1alpha1.TenantIDLabel:  s.tenant.Spec.CloudSpaceID,
+		kov1alpha1.ManagedByLabel: ControllerName,
+	}
+}
+
+// storeAndDeliver stores the kubeconfig in kcp-<fp> on the backend and delivers it into the
+// Tenant's namespace in its workspace.
+func (r *Reconciler) storeAndDeliver(ctx context.Context, s *scope, kc []byte) error {
+	data := map[string][]byte{DeliveredKubeconfigKey: kc}
+	stored := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: s.storeNamespace,
+			Name:      s.kubeconfigSecret,
+			Labels:    s.secretLabels(),
+			Annotations: map[string]string{
+				workspaces.LogicalClusterAnnotation: s.logicalCluster,
+				syncer.SourceNamespaceAnnotation:    s.tenant.Namespace,
+				syncer.SourceNameAnnotation:         s.tenant.Name,
+			},
+		},
+		Type: corev1.SecretTypeOpaque,
+		Data: data,
+	}
+	if err := syncer.Store(ctx, r.Backend.Reader, r.Backend.Client, stored); err != nil {
+		return err
+	}
+	return syncer.Deliver(ctx, s.wsDirect, s.tenant, kov1alpha1.GroupVersion.WithKind("Tenant"), s.kubeconfigSecret, s.secretLabels(), data)
+}
+
+// callback tells kubeopera-api the CloudSpace is active. It never blocks Ready.
+func (r *Reconciler) callback(ctx context.Context, s *scope) {
+	t := s.tenant
+	if !r.API.Enabled() {
+		setCondition(t, kov1alpha1.CallbackSucceededCondition, metav1.ConditionFalse, kov1alpha1.CallbackSkippedReason, "No kubeopera-api base URL is configured")
+		return
+	}
+	err := r.API.PatchCloudSpace(ctx, t.Spec.CloudSpaceID, kubeoperaapi.CloudSpaceUpdate{
+		VClusterID:       s.releaseName,
+		Namespace:        s.hostNamespace,
+		KubeconfigSecret: s.kubeconfigSecret,
+		Status:           "active",
+	})
+	if err != nil {
+		ctrl.LoggerFrom(ctx).Info("kubeopera-api callback failed; the Tenant is Ready regardless", "error", err.Error())
+		setCondition(t, kov1alpha1.CallbackSucceededCondition, metav1.ConditionFalse, kov1alpha1.CallbackFailedReason, err.Error())
+		return
+	}
+	setCondition(t, kov1alpha1.CallbackSucceededCondition, metav1.ConditionTrue, kov1alpha1.SucceededReason, "kubeopera-api was told the CloudSpace is active")
+}
+
+// reconcileDelete uninstalls the vCluster, removes the stored and delivered Secrets and the host
+// namespace, then drops the finalizer.
+func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result, error) {
+	t := s.tenant
+	if !controllerutil.ContainsFinalizer(t, kov1alpha1.TenantFinalizer) {
+		return ctrl.Result{}, nil
+	}
+	t.Status.Phase = kov1alpha1.TenantPhaseDeleting
+	markProgress(t, kov1alpha1.ReadyCondition, metav1.ConditionFalse, kov1alpha1.DeletingReason, "Removing the vCluster and its Secrets")
+
+	if err := r.Helm.Uninstall(ctx, s.hostNamespace, s.releaseName); err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := syncer.Undeliver(ctx, s.wsDirect, t, s.kubeconfigSecret); err != nil {
+		return ctrl.Result{}, err
+	}
+	stored := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: s.storeNamespace, Name: s.kubeconfigSecret}}
+	if err := deleteIfOwned(ctx, r.Backend, s, stored); err != nil {
+		return ctrl.Result{}, err
+	}
+	gone, err := r.Backend.DeleteNamespace(ctx, s.logicalCluster, s.hostNamespace)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if !gone {
+		return ctrl.Result{RequeueAfter: deleteNamespacePoll}, nil
+	}
+
+	base := t.DeepCopy()
+	controllerutil.RemoveFinalizer(t, kov1alpha1.TenantFinalizer)
+	if err := s.ws.Patch(ctx, t, client.MergeFrom(base)); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(fmt.Errorf("failed to remove finalizer: %w", err))
+	}
+	ctrl.LoggerFrom(ctx).Info("Tenant deleted; vCluster and Secrets removed", "release", s.releaseName, "hostNamespace", s.hostNamespace)
+	return ctrl.Result{}, nil
+}
+
+// deleteIfOwned deletes a stored backend Secret only when it was stored for this workspace.
+func deleteIfOwned(ctx context.Context, b workspaces.Backend, s *scope, sec *corev1.Secret) error {
+	cur := &corev1.Secret{}
+	if err := b.Reader.Get(ctx, client.ObjectKeyFromObject(sec), cur); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if cur.Annotations[workspaces.LogicalClusterAnnotation] != s.logicalCluster {
+		return nil
+	}
+	if err := b.Client.Delete(ctx, cur); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("failed to delete stored kubeconfig %s/%s: %w", cur.Namespace, cur.Name, err)
+	}
+	return nil
+}

@@ -1,0 +1,61 @@
+package tenant
+
+import (
+	kov1alpha1 "github.com/kubeopera/kubeopera/apis/kubeopera/v1alpha1"
+)
+
+// vclusterValues are the seed's default values for every CloudSpace, with the quota as the
+// control-plane requests and limits, plus the isolation the seed left out: the chart's
+// NetworkPolicy, ResourceQuota and LimitRange policies on, so one tenant's workloads cannot reach
+// or starve another's on the shared backend.
+func vclusterValues(t *kov1alpha1.Tenant, release, namespace, environment string) map[string]any {
+	res := map[string]any{
+		"cpu":    t.Spec.Quota.CPU.String(),
+		"memory": t.Spec.Quota.Memory.String(),
+	}
+	labels := map[string]any{
+		"kubeopera.io/tenant-id": t.Spec.CloudSpaceID,
+	}
+	if environment != "" {
+		labels["kubeopera.io/environment"] = environment
+	}
+	return map[string]any{
+		"controlPlane": map[string]any{
+			"distro": map[string]any{
+				"k3s": map[string]any{"enabled": true},
+			},
+			"statefulSet": map[string]any{
+				"resources": map[string]any{
+					"requests": res,
+					"limits":   copyMap(res),
+				},
+				"labels": labels,
+			},
+		},
+		"sync": map[string]any{
+			"toHost": map[string]any{
+				"ingresses":       map[string]any{"enabled": true},
+				"serviceAccounts": map[string]any{"enabled": true},
+			},
+		},
+		// vCluster writes Secret vc-<release> (key "config"); its server is the Service's
+		// in-cluster short-DNS name.
+		"exportKubeConfig": map[string]any{
+			"enabled": true,
+			"server":  "https://" + release + "." + namespace + ":443",
+		},
+		"policies": map[string]any{
+			"networkPolicy": map[string]any{"enabled": true},
+			"resourceQuota": map[string]any{"enabled": true},
+			"limitRange":    map[string]any{"enabled": true},
+		},
+	}
+}
+
+func copyMap(m map[string]any) map[string]any {
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}

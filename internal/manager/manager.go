@@ -1,0 +1,220 @@
+package manager
+
+import (
+	"context"
+	"fmt"
+
+	apisv1alpha1 "github.com/kcp-dev/sdk/apis/apis/v1alpha1"
+	corev1alpha1 "github.com/kcp-dev/sdk/apis/core/v1alpha1"
+	tenancyv1alpha1 "github.com/kcp-dev/sdk/apis/tenancy/v1alpha1"
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
+	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
+	"sigs.k8s.io/multicluster-runtime/providers/multi"
+
+	"github.com/kcp-dev/multicluster-provider/apiexport"
+	"github.com/kcp-dev/multicluster-provider/pkg/handlers"
+
+	kov1alpha1 "github.com/kubeopera/kubeopera/apis/kubeopera/v1alpha1"
+	platformv1alpha1 "github.com/kubeopera/kubeopera/apis/platform/v1alpha1"
+	"github.com/kubeopera/kubeopera/controllers/tenant"
+	"github.com/kubeopera/kubeopera/internal/helm"
+	"github.com/kubeopera/kubeopera/internal/kubeoperaapi"
+	"github.com/kubeopera/kubeopera/workspaces"
+)
+
+// Provider names in the multi provider; cluster names are "<provider>#<logical cluster>".
+const (
+	KubeoperaProvider = "kubeopera.io"
+	PlatformProvider  = "platform.edgeconnect.eu"
+)
+
+// Scheme returns the scheme of every type the manager reads or writes.
+func Scheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(s))
+	utilruntime.Must(apisv1alpha1.AddToScheme(s))
+	utilruntime.Must(corev1alpha1.AddToScheme(s))
+	utilruntime.Must(tenancyv1alpha1.AddToScheme(s))
+	utilruntime.Must(kov1alpha1.AddToScheme(s))
+	utilruntime.Must(platformv1alpha1.AddToScheme(s))
+	return s
+}
+
+// Configs loads the kcp config (pointed at the platform workspace) and the backend config.
+func (o Options) Configs() (kcp *rest.Config, backend *rest.Config, err error) {
+	if o.KCPKubeconfig == "" {
+		return nil, nil, fmt.Errorf("--kcp-kubeconfig (or KCP_KUBECONFIG) is required")
+	}
+	kcp, err = clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
+		&clientcmd.ClientConfigLoadingRules{ExplicitPath: o.KCPKubeconfig},
+		&clientcmd.ConfigOverrides{CurrentContext: o.KCPContext}).ClientConfig()
+	if err != nil {
+		return nil, nil, fmt.Errorf("failed to load kcp kubeconfig %s: %w", o.KCPKubeconfig, err)
+	}
+	if o.BackendKubeconfig != "" {
+		backend, err = clientcmd.BuildConfigFromFlags("", o.BackendKubeconfig)
+	} else {
+		backend, err = rest.InClusterConfig()
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("failed to load backend config: %w", err)
+	}
+	return workspaces.ClusterConfig(kcp, o.PlatformWorkspace), backend, nil
+}
+
+// Run builds the manager and runs it until ctx is done.
+func Run(ctx context.Context, o Options, kcpCfg, backendCfg *rest.Config) error {
+	log := ctrl.LoggerFrom(ctx).WithName("manager")
+	scheme := Scheme()
+
+	providers := multi.New(multi.Options{})
+	for name, slice := range map[string]string{KubeoperaProvider: o.KubeoperaEndpointSlice, PlatformProvider: o.PlatformEndpointSlice} {
+		plog := log.WithName("provider").WithValues("export", name)
+		p, err := apiexport.New(kcpCfg, slice, apiexport.Options{
+			Scheme: scheme,
+			Log:    &plog,
+			Handlers: handlers.Handlers{bindingLogger{log: plog}},
+		})
+		if err != nil {
+			return fmt.Errorf("failed to create apiexport provider for %s: %w", name, err)
+		}
+		if err := providers.AddProvider(name, p); err != nil {
+			return fmt.Errorf("failed to add provider %s: %w", name, err)
+		}
+	}
+
+	mgr, err := mcmanager.New(backendCfg, providers, manager.Options{
+		Scheme:                        scheme,
+		Metrics:                       metricsserver.Options{BindAddress: o.MetricsAddr},
+		HealthProbeBindAddress:        o.ProbeAddr,
+		LeaderElection:                o.LeaderElect,
+		LeaderElectionNamespace:       o.LeaderElectionNamespace,
+		LeaderElectionID:              o.LeaderElectionID,
+		LeaderElectionReleaseOnCancel: true,
+		// The backend cache only ever holds what the reconcilers watch; Secrets and Namespaces are
+		// read uncached so the manager never caches the whole backend.
+		Cache: cache.Options{
+			ByObject: map[client.Object]cache.ByObject{},
+		},
+		Client: client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}, &corev1.Namespace{}}}},
+	})
+	if err != nil {
+		return fmt.Errorf("failed to create manager: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return err
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		return err
+	}
+
+	local := mgr.GetLocalManager()
+	backend := workspaces.Backend{Client: local.GetClient(), Reader: local.GetAPIReader()}
+
+	helmClient, err := helm.New(backendCfg, helm.Options{
+		ChartRef:     o.VClusterChart,
+		ChartVersion: o.VClusterChartVersion,
+		CacheDir:     o.HelmCacheDir,
+		Log:          log.WithName("helm"),
+	})
+	if err != nil {
+		return fmt.Errorf("failed to create Helm client: %w", err)
+	}
+	if err := (&tenant.Reconciler{
+		Backend:         backend,
+		Helm:            helmClient,
+		API:             &kubeoperaapi.Client{BaseURL: o.KubeoperaAPIBaseURL, Token: o.InternalServiceToken},
+		Environment:     o.Environment,
+		RequeueInterval: o.TenantRequeueInterval,
+		ClusterFilter:   workspaces.ClustersOf(KubeoperaProvider),
+	}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("failed to set up the tenant controller: %w", err)
+	}
+
+	if err := local.Add(&workspaces.Terminator{
+		KCPConfig:     kcpCfg,
+		WorkspaceType: workspaces.TenantWorkspaceType.Name,
+		Backend:       backend,
+		Workspace:     workspaceObjects(mgr),
+		Interval:      o.TerminatorPollInterval,
+	}); err != nil {
+		return err
+	}
+	if err := local.Add(&workspaces.OrphanSweep{
+		KCPConfig: kcpCfg,
+		Backend:   backend,
+		Interval:  o.OrphanSweepInterval,
+	}); err != nil {
+		return err
+	}
+
+	log.Info("Starting manager", "platformWorkspace", o.PlatformWorkspace, "vclusterChart", o.VClusterChart, "vclusterChartVersion", o.VClusterChartVersion)
+	return mgr.Start(ctx)
+}
+
+// bindingLogger logs workspace binding lifecycle; unbinding never deletes backend state (the
+// terminator and the orphan sweep do, once the workspace is really gone).
+type bindingLogger struct{ log logr.Logger }
+
+func (h bindingLogger) OnAdd(obj client.Object) {
+	h.log.V(1).Info("Workspace bound", "cluster", clusterOf(obj), "binding", obj.GetName())
+}
+func (h bindingLogger) OnUpdate(_, _ client.Object) {}
+func (h bindingLogger) OnDelete(obj client.Object) {
+	h.log.Info("Workspace unbound; its backend namespaces are kept until the workspace is deleted or the orphan sweep finds it gone", "cluster", clusterOf(obj), "binding", obj.GetName())
+}
+
+func clusterOf(obj client.Object) string { return obj.GetAnnotations()["kcp.io/cluster"] }
+
+// workspaceObjects returns the terminator's view of a workspace's CRs: it deletes those not yet
+// being deleted (so each goes through its finalizer) and returns how many remain. A workspace no
+// export serves any more has none reachable.
+func workspaceObjects(mgr mcmanager.Manager) workspaces.WorkspaceObjectsFunc {
+	kinds := map[string][]client.ObjectList{
+		KubeoperaProvider: {&kov1alpha1.TenantList{}, &kov1alpha1.HostClusterList{}},
+		PlatformProvider:  {&platformv1alpha1.KubernetesClusterList{}},
+	}
+	return func(ctx context.Context, logicalCluster string) (int, error) {
+		remaining := 0
+		for provider, lists := range kinds {
+			cl, err := mgr.GetCluster(ctx, multicluster.ClusterName(provider+"#"+logicalCluster))
+			if err != nil {
+				continue // not engaged through this export (unbound or never bound)
+			}
+			for _, list := range lists {
+				list = list.DeepCopyObject().(client.ObjectList)
+				if err := cl.GetClient().List(ctx, list); err != nil {
+					return 0, fmt.Errorf("failed to list %T in %s: %w", list, logicalCluster, err)
+				}
+				items, err := meta.ExtractList(list)
+				if err != nil {
+					return 0, err
+				}
+				for _, item := range items {
+					obj := item.(client.Object)
+					remaining++
+					if obj.GetDeletionTimestamp() == nil {
+						if err := cl.GetClient().Delete(ctx, obj); client.IgnoreNotFound(err) != nil {
+							return 0, fmt.Errorf("failed to delete %s/%s in %s: %w", obj.GetNamespace(), obj.GetName(), logicalCluster, err)
+						}
+					}
+				}
+			}
+		}
+		return remaining, nil
+	}
+}

@@ -1,0 +1,182 @@
+package workspaces
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"path"
+	"slices"
+	"time"
+
+	corev1alpha1 "github.com/kcp-dev/sdk/apis/core/v1alpha1"
+	tenancyv1alpha1 "github.com/kcp-dev/sdk/apis/tenancy/v1alpha1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// WorkspaceObjectsFunc deletes the platform's CRs left in a workspace (so each goes through its
+// finalizer) and returns how many remain.
+type WorkspaceObjectsFunc func(ctx context.Context, logicalCluster string) (remaining int, err error)
+
+// Terminator is the kubeopera-tenant WorkspaceType's terminator. When a tenant workspace is
+// deleted, kcp keeps its LogicalCluster until every terminator is removed. The Terminator deletes
+// the workspace's CRs and waits until their finalizers have run, deletes the workspace's backend
+// namespaces and waits until they are gone, and only then removes its terminator entry, so deleting
+// a workspace cleans the backend. It never deletes anything for a workspace that is not being
+// deleted.
+type Terminator struct {
+	// KCPConfig points at the platform workspace, where the WorkspaceType lives.
+	KCPConfig *rest.Config
+	// WorkspaceType is the name of the WorkspaceType whose terminator this is.
+	WorkspaceType string
+	// Backend reads and deletes backend namespaces.
+	Backend Backend
+	// Workspace deletes and counts the CRs left in a terminating workspace.
+	Workspace WorkspaceObjectsFunc
+	// Interval between looks for terminating workspaces.
+	Interval time.Duration
+
+	// vwURL is the terminating virtual workspace's URL and name the terminator entry kcp puts
+	// into status.terminators (set once the WorkspaceType publishes them).
+	vwURL, name string
+}
+
+// NeedLeaderElection: only the leader terminates workspaces.
+func (t *Terminator) NeedLeaderElection() bool { return true }
+
+// Start polls the terminating virtual workspace until ctx is done.
+func (t *Terminator) Start(ctx context.Context) error {
+	log := ctrl.LoggerFrom(ctx).WithName("terminator")
+	ctx = ctrl.LoggerInto(ctx, log)
+	var vw client.Client
+	wait.JitterUntilWithContext(ctx, func(ctx context.Context) {
+		if vw == nil {
+			c, err := t.virtualWorkspaceClient(ctx)
+			if err != nil {
+				log.V(1).Info("Terminating virtual workspace not available yet", "error", err.Error())
+				return
+			}
+			vw = c
+		}
+		if err := t.pass(ctx, vw); err != nil {
+			log.Error(err, "Terminator pass failed")
+		}
+	}, t.Interval, 0.2, true)
+	return nil
+}
+
+func terminatorScheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(s)
+	_ = corev1alpha1.AddToScheme(s)
+	_ = tenancyv1alpha1.AddToScheme(s)
+	return s
+}
+
+// virtualWorkspaceClient builds a client for the WorkspaceType's terminating virtual workspace.
+func (t *Terminator) virtualWorkspaceClient(ctx context.Context) (client.Client, error) {
+	c, err := client.New(t.KCPConfig, client.Options{Scheme: terminatorScheme()})
+	if err != nil {
+		return nil, err
+	}
+	wt := &tenancyv1alpha1.WorkspaceType{}
+	if err := c.Get(ctx, client.ObjectKey{Name: t.WorkspaceType}, wt); err != nil {
+		return nil, fmt.Errorf("failed to get WorkspaceType %s: %w", t.WorkspaceType, err)
+	}
+	for _, vw := range wt.Status.VirtualWorkspaces {
+		if vw.Type != "terminating" {
+			continue
+		}
+		t.vwURL, t.name = vw.URL, terminatorName(vw.URL)
+		cfg := rest.CopyConfig(t.KCPConfig)
+		cfg.Host = vw.URL + "/clusters/*"
+		return client.New(cfg, client.Options{Scheme: terminatorScheme()})
+	}
+	return nil, fmt.Errorf("WorkspaceType %s publishes no terminating virtual workspace URL", t.WorkspaceType)
+}
+
+// terminatorName is what kcp puts into status.terminators for this type:
+// "<workspacetype logical cluster>:<workspacetype name>", the last segment of the VW URL
+// (https://<host>/services/terminatingworkspaces/<cluster>:<name>).
+func terminatorName(vwURL string) string {
+	u, err := url.Parse(vwURL)
+	if err != nil {
+		return ""
+	}
+	return path.Base(u.Path)
+}
+
+func (t *Terminator) pass(ctx context.Context, vw client.Client) error {
+	log := ctrl.LoggerFrom(ctx)
+	list := &corev1alpha1.LogicalClusterList{}
+	if err := vw.List(ctx, list); err != nil {
+		return fmt.Errorf("failed to list terminating logical clusters: %w", err)
+	}
+	for i := range list.Items {
+		lc := &list.Items[i]
+		name := lc.Annotations["kcp.io/cluster"]
+		if name == "" || lc.DeletionTimestamp == nil || !slices.Contains(lc.Status.Terminators, corev1alpha1.LogicalClusterTerminator(t.name)) {
+			continue
+		}
+		clog := log.WithValues("cluster", name)
+		done, err := t.terminate(ctrl.LoggerInto(ctx, clog), name)
+		if err != nil {
+			clog.Error(err, "Failed to clean up terminating workspace")
+			continue
+		}
+		if !done {
+			continue
+		}
+		if err := t.removeTerminator(ctx, lc); err != nil {
+			clog.Error(err, "Failed to remove terminator")
+			continue
+		}
+		clog.Info("Workspace terminated: its CRs went through their finalizers and its backend namespaces are gone")
+	}
+	return nil
+}
+
+// terminate returns true once nothing of the workspace is left.
+func (t *Terminator) terminate(ctx context.Context, logicalCluster string) (bool, error) {
+	if t.Workspace != nil {
+		remaining, err := t.Workspace(ctx, logicalCluster)
+		if err != nil {
+			return false, err
+		}
+		if remaining > 0 {
+			ctrl.LoggerFrom(ctx).V(1).Info("Waiting for the workspace's CRs to be finalized", "remaining", remaining)
+			return false, nil
+		}
+	}
+	nss, err := t.Backend.WorkspaceNamespaces(ctx, logicalCluster)
+	if err != nil {
+		return false, err
+	}
+	for _, ns := range nss {
+		if _, err := t.Backend.DeleteNamespace(ctx, logicalCluster, ns.Name); err != nil {
+			return false, err
+		}
+	}
+	return len(nss) == 0, nil
+}
+
+func (t *Terminator) removeTerminator(ctx context.Context, lc *corev1alpha1.LogicalCluster) error {
+	cfg := rest.CopyConfig(t.KCPConfig)
+	cfg.Host = t.vwURL + "/clusters/" + lc.Annotations["kcp.io/cluster"]
+	c, err := client.New(cfg, client.Options{Scheme: terminatorScheme()})
+	if err != nil {
+		return err
+	}
+	base := lc.DeepCopy()
+	lc.Status.Terminators = slices.DeleteFunc(slices.Clone(lc.Status.Terminators), func(x corev1alpha1.LogicalClusterTerminator) bool {
+		return string(x) == t.name
+	})
+	if len(lc.Status.Terminators) == len(base.Status.Terminators) {
+		return nil
+	}
+	return c.Status().Patch(ctx, lc, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
+}
