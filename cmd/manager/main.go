@@ -3,6 +3,7 @@
 package main
 
 import (
+	"flag"
 	"os"
 
 	"github.com/spf13/pflag"
@@ -16,7 +17,10 @@ import (
 func main() {
 	opts := manager.DefaultOptions()
 	opts.BindFlags(pflag.CommandLine)
-	zapOpts := zap.Options{Development: opts.Environment == "development", TimeEncoder: zapcore.ISO8601TimeEncoder}
+	zapOpts := zap.Options{TimeEncoder: zapcore.ISO8601TimeEncoder}
+	goFlags := flag.NewFlagSet("zap", flag.ExitOnError)
+	zapOpts.BindFlags(goFlags)
+	pflag.CommandLine.AddGoFlagSet(goFlags)
 	pflag.Parse()
 	zapOpts.Development = opts.Environment == "development"
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))

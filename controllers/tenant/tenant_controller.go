@@ -105,7 +105,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (_ 
 	}
 
 	before := t.DeepCopy()
+	log.V(1).Info("Reconciling Tenant", "phase", t.Status.Phase, "generation", t.Generation)
 	defer func() {
+		if before.Status.Phase != t.Status.Phase {
+			log.Info("Tenant phase changed", "from", before.Status.Phase, "to", t.Status.Phase, "message", t.Status.Message)
+		}
 		if err := patchStatus(ctx, s.ws, before, t, retErr); err != nil && !apierrors.IsNotFound(err) {
 			retErr = joinErr(retErr, err)
 		}
