@@ -94,3 +94,20 @@ func DeleteWorkspace(ctx context.Context, cfg *rest.Config, parentPath, name str
 	err = c.Delete(ctx, &tenancyv1alpha1.Workspace{ObjectMeta: metav1.ObjectMeta{Name: name}})
 	return client.IgnoreNotFound(err)
 }
+
+// LogicalClusterOf returns the logical cluster name of the workspace at path (e.g. root:orgs:demo).
+func LogicalClusterOf(ctx context.Context, cfg *rest.Config, path string) (string, error) {
+	i := strings.LastIndex(path, ":")
+	if i < 0 {
+		return "", fmt.Errorf("%q is not a workspace path below root", path)
+	}
+	c, err := client.New(ClusterConfig(cfg, path[:i]), client.Options{Scheme: kcpScheme()})
+	if err != nil {
+		return "", err
+	}
+	ws := &tenancyv1alpha1.Workspace{}
+	if err := c.Get(ctx, client.ObjectKey{Name: path[i+1:]}, ws); err != nil {
+		return "", fmt.Errorf("failed to get workspace %s: %w", path, err)
+	}
+	return ws.Spec.Cluster, nil
+}

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	kov1alpha1 "github.com/kubeopera/kubeopera/apis/kubeopera/v1alpha1"
+	"github.com/kubeopera/kubeopera/internal/helm"
 	"github.com/kubeopera/kubeopera/internal/kubeconfig"
 	"github.com/kubeopera/kubeopera/internal/kubeoperaapi"
 	"github.com/kubeopera/kubeopera/syncer"
@@ -80,11 +81,12 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	// Install or upgrade when starting an attempt (Pending) or when the release is missing. A
-	// Provisioning Tenant whose release exists is only observed, so a manager restart resumes
-	// without a second install.
-	if t.Status.Phase == kov1alpha1.TenantPhasePending || rel == nil {
-		values := vclusterValues(t, s.releaseName, s.hostNamespace, r.Environment)
+	// Install or upgrade only when the release is missing, was made with other values (a spec
+	// change), or a new attempt starts on a release that is not deployed. A pass that reads a stale
+	// phase, and a restarted manager, therefore never install a second time.
+	values := vclusterValues(t, s.releaseName, s.hostNamespace, r.Environment)
+	newAttempt := t.Status.Phase == kov1alpha1.TenantPhasePending && rel != nil && rel.Status != "deployed"
+	if rel == nil || rel.ValuesHash != helm.HashValues(values) || newAttempt {
 		rel, err = r.Helm.InstallOrUpgrade(ctx, s.hostNamespace, s.releaseName, values)
 		if err != nil {
 			msg := fmt.Sprintf("Helm install of vCluster release %s failed: %v", s.releaseName, err)
@@ -114,6 +116,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	ctrl.LoggerFrom(ctx).V(1).Info("Release observed", "revision", rel.Revision, "status", rel.Status, "kubeconfigFound", raw != nil)
 	if raw == nil {
 		markProgress(t, kov1alpha1.KubeconfigDeliveredCondition, metav1.ConditionFalse, kov1alpha1.WaitingReason,
 			fmt.Sprintf("Waiting for the vCluster to write Secret %s/%s", s.hostNamespace, s.releaseName))

@@ -12,6 +12,9 @@ package helm
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -50,6 +53,9 @@ type ReleaseInfo struct {
 	Status release.Status
 	// ChartVersion is the version of the chart the revision was made from.
 	ChartVersion string
+	// ValuesHash is the hash of the values the revision was made with (see HashValues), read from
+	// the release's label; empty for releases made by other tools.
+	ValuesHash string
 	// Description is Helm's human-readable description of the revision,
 	// e.g. "Install complete" or the error that failed it.
 	Description string
@@ -214,6 +220,7 @@ func (c *SDKClient) InstallOrUpgrade(ctx context.Context, namespace, name string
 		in := action.NewInstall(cfg)
 		in.ReleaseName, in.Namespace = name, namespace
 		in.CreateNamespace, in.Wait, in.Timeout = false, false, hookTimeout
+		in.Labels = map[string]string{ValuesHashLabel: HashValues(values)}
 		if rel, err = in.RunWithContext(ctx, ch, values); err != nil {
 			return nil, fmt.Errorf("failed to install release %s/%s: %w", namespace, name, err)
 		}
@@ -223,6 +230,7 @@ func (c *SDKClient) InstallOrUpgrade(ctx context.Context, namespace, name string
 		up.Namespace = namespace
 		up.Wait, up.Timeout, up.MaxHistory = false, hookTimeout, maxHistory
 		up.ResetValues = true // values are the complete desired state, never merged with older ones
+		up.Labels = map[string]string{ValuesHashLabel: HashValues(values)}
 		if rel, err = up.RunWithContext(ctx, name, ch, values); err != nil {
 			return nil, fmt.Errorf("failed to upgrade release %s/%s: %w", namespace, name, err)
 		}
@@ -357,5 +365,17 @@ func toInfo(rel *release.Release) *ReleaseInfo {
 	if rel.Chart != nil && rel.Chart.Metadata != nil {
 		info.ChartVersion = rel.Chart.Metadata.Version
 	}
+	info.ValuesHash = rel.Labels[ValuesHashLabel]
 	return info
+}
+
+// ValuesHashLabel is the release label carrying HashValues of the values a revision was made with,
+// so a caller can tell whether a release already has the values it wants without reading them.
+const ValuesHashLabel = "kubeopera.io/values-hash"
+
+// HashValues returns a short stable hash of values (encoding/json sorts map keys).
+func HashValues(values map[string]any) string {
+	raw, _ := json.Marshal(values)
+	sum := sha256.Sum256(raw)
+	return hex.EncodeToString(sum[:])[:16]
 }

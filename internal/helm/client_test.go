@@ -146,13 +146,16 @@ func TestInstallUpgradeUninstall(t *testing.T) {
 	if err != nil || info != nil {
 		t.Fatalf("Observe(missing) = %+v, %v; want nil, nil", info, err)
 	}
+	if HashValues(map[string]any{"a": 1, "b": 2}) != HashValues(map[string]any{"b": 2, "a": 1}) || HashValues(map[string]any{"a": 1}) == HashValues(map[string]any{"a": 2}) {
+		t.Error("HashValues must be stable across map order and differ for different values")
+	}
 
 	values := vclusterValues()
 	info, err = c.InstallOrUpgrade(ctx, ns, name, values)
 	if err != nil {
 		t.Fatalf("install: %v", err)
 	}
-	want := ReleaseInfo{Name: name, Namespace: ns, Revision: 1, Status: release.StatusDeployed, ChartVersion: "0.21.2-test", Description: "Install complete"}
+	want := ReleaseInfo{Name: name, Namespace: ns, Revision: 1, Status: release.StatusDeployed, ChartVersion: "0.21.2-test", ValuesHash: HashValues(values), Description: "Install complete"}
 	if *info != want {
 		t.Errorf("install = %+v, want %+v", *info, want)
 	}

@@ -4,10 +4,10 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/go-logr/logr"
 	apisv1alpha1 "github.com/kcp-dev/sdk/apis/apis/v1alpha1"
 	corev1alpha1 "github.com/kcp-dev/sdk/apis/core/v1alpha1"
 	tenancyv1alpha1 "github.com/kcp-dev/sdk/apis/tenancy/v1alpha1"
-	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -85,8 +85,8 @@ func Run(ctx context.Context, o Options, kcpCfg, backendCfg *rest.Config) error 
 	for name, slice := range map[string]string{KubeoperaProvider: o.KubeoperaEndpointSlice, PlatformProvider: o.PlatformEndpointSlice} {
 		plog := log.WithName("provider").WithValues("export", name)
 		p, err := apiexport.New(kcpCfg, slice, apiexport.Options{
-			Scheme: scheme,
-			Log:    &plog,
+			Scheme:   scheme,
+			Log:      &plog,
 			Handlers: handlers.Handlers{bindingLogger{log: plog}},
 		})
 		if err != nil {

@@ -182,7 +182,9 @@ func (e *env) workspaceClient(t *testing.T, path string) client.Client {
 	return c
 }
 
-func (e *env) kcpConfig(path string) *rest.Config { return workspaces.ClusterConfig(e.kcp.Config, path) }
+func (e *env) kcpConfig(path string) *rest.Config {
+	return workspaces.ClusterConfig(e.kcp.Config, path)
+}
 
 // eventually polls cond until it holds or the timeout passes; the message of the last poll is
 // reported on failure.

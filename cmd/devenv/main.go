@@ -1,0 +1,243 @@
+// Command devenv runs the embedded local environment behind `make run`: a kcp server, a backend
+// cluster (or the one BACKEND_KUBECONFIG names), the platform workspace root:kubeopera, a demo
+// tenant workspace root:orgs:demo and the manager. State lives under .dev/ and is reused by the
+// next run; Ctrl-C stops everything.
+//
+// `devenv simulate-vcluster <tenantName> [workspace]` plays the vCluster control plane on the
+// embedded backend (which has no kubelet, so vCluster Pods never start): it writes the
+// vc-<release> kubeconfig Secret exactly as vCluster would, so the Tenant can become Ready.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kubeopera/kubeopera/internal/devenv"
+	"github.com/kubeopera/kubeopera/internal/helm"
+	"github.com/kubeopera/kubeopera/internal/manager"
+	"github.com/kubeopera/kubeopera/workspaces"
+)
+
+const (
+	stateDir      = ".dev"
+	demoWorkspace = "root:orgs:demo"
+	defaultChart  = "oci://ghcr.io/loft-sh/charts/vcluster"
+	localChart    = "test/charts/vcluster"
+)
+
+func main() {
+	if len(os.Args) > 1 && os.Args[1] == "simulate-vcluster" {
+		if err := simulateVCluster(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "error:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "error:", err)
+		os.Exit(1)
+	}
+}
+
+func say(format string, args ...any) { fmt.Printf("==> "+format+"\n", args...) }
+
+func run() error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	root, _ := os.Getwd()
+	bin := filepath.Join(root, "_tools", "bin")
+	dev := filepath.Join(root, stateDir)
+	logs := filepath.Join(dev, "logs")
+	if err := os.MkdirAll(logs, 0o755); err != nil {
+		return err
+	}
+
+	port := 6443
+	if p, err := strconv.Atoi(os.Getenv("KCP_PORT")); err == nil {
+		port = p
+	}
+	kcpLog, _ := os.Create(filepath.Join(logs, "kcp.log"))
+	say("Starting kcp on https://127.0.0.1:%d (state in %s/kcp, log in %s/logs/kcp.log)", port, stateDir, stateDir)
+	kcp, err := devenv.StartKCP(ctx, devenv.KCPOptions{Binary: filepath.Join(bin, "kcp"), RootDir: filepath.Join(dev, "kcp"), SecurePort: port, Output: kcpLog})
+	if err != nil {
+		return err
+	}
+	defer kcp.Stop()
+
+	backendKubeconfig := filepath.Join(dev, "backend.kubeconfig")
+	if ext := os.Getenv("BACKEND_KUBECONFIG"); ext != "" {
+		say("Using the backend cluster of BACKEND_KUBECONFIG=%s", ext)
+		raw, err := os.ReadFile(ext)
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(backendKubeconfig, raw, 0o600); err != nil {
+			return err
+		}
+	} else {
+		kcmLog, _ := os.Create(filepath.Join(logs, "kube-controller-manager.log"))
+		say("Starting the embedded backend: kube-apiserver, etcd and kube-controller-manager (state in %s/backend-etcd)", stateDir)
+		b, err := devenv.StartBackend(ctx, devenv.BackendOptions{BinDir: bin, DataDir: filepath.Join(dev, "backend-etcd"), KubeconfigPath: backendKubeconfig, Output: kcmLog})
+		if err != nil {
+			return err
+		}
+		defer b.Stop()
+	}
+	backendCfg, err := clientcmd.BuildConfigFromFlags("", backendKubeconfig)
+	if err != nil {
+		return err
+	}
+	bc, err := client.New(backendCfg, client.Options{})
+	if err != nil {
+		return err
+	}
+	if err := bc.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "kubeopera-system"}}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("failed to create namespace kubeopera-system on the backend: %w", err)
+	}
+
+	say("Bootstrapping the platform workspace %s (schemas, exports, WorkspaceType kubeopera-tenant)", workspaces.PlatformWorkspace)
+	if err := workspaces.Bootstrap(ctx, kcp.Config); err != nil {
+		return err
+	}
+	if _, err := workspaces.EnsureWorkspace(ctx, kcp.Config, "root", "orgs", workspaces.WorkspaceType{}); err != nil {
+		return err
+	}
+	demoLC, err := workspaces.EnsureWorkspace(ctx, kcp.Config, "root:orgs", "demo", workspaces.TenantWorkspaceType)
+	if err != nil {
+		return err
+	}
+	kcpKubeconfig := filepath.Join(dev, "kcp.kubeconfig")
+	if err := writeKCPKubeconfig(kcp.KubeconfigPath, kcpKubeconfig); err != nil {
+		return err
+	}
+
+	chart, version := os.Getenv("VCLUSTER_CHART"), os.Getenv("VCLUSTER_CHART_VERSION")
+	if chart == "" {
+		chart, version = defaultChart, "0.21.2"
+		rctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		err := helm.Reachable(rctx, helm.Options{ChartRef: chart, ChartVersion: version, CacheDir: filepath.Join(dev, "helm-cache")})
+		cancel()
+		if err != nil {
+			say("The vCluster chart %s %s cannot be reached (%v); using the repo's local chart %s instead", chart, version, err, localChart)
+			chart = filepath.Join(root, localChart)
+		}
+	}
+
+	mgrLog := filepath.Join(logs, "manager.log")
+	say("Starting the manager (log in %s/logs/manager.log), vCluster chart %s", stateDir, chart)
+	mf, _ := os.Create(mgrLog)
+	mgr := exec.CommandContext(ctx, filepath.Join(root, "bin", "manager"),
+		"--kcp-kubeconfig", kcpKubeconfig,
+		"--backend-kubeconfig", backendKubeconfig,
+		"--vcluster-chart", chart,
+		"--vcluster-chart-version", version,
+		"--helm-cache-dir", filepath.Join(dev, "helm-cache"),
+	)
+	mgr.Env = append(os.Environ(), "KUBEOPERA_API_BASE_URL="+os.Getenv("KUBEOPERA_API_BASE_URL"))
+	mgr.Stdout, mgr.Stderr = mf, mf
+	mgr.Cancel = func() error { return mgr.Process.Signal(syscall.SIGTERM) }
+	mgr.WaitDelay = 20 * time.Second
+	if err := mgr.Start(); err != nil {
+		return fmt.Errorf("failed to start bin/manager (run `make build`): %w", err)
+	}
+
+	fmt.Printf(`
+KubeOpera is running. kcp: https://127.0.0.1:%d   demo workspace: %s (logical cluster %s)
+  kcp admin kubeconfig:   %s/kcp.kubeconfig   (contexts: root, demo)
+  backend kubeconfig:     %s/backend.kubeconfig
+  logs:                   %s/logs/
+
+As a tenant, in another shell:
+  export KUBECONFIG=$PWD/%s/kcp.kubeconfig
+  kubectl ws %s                 # with the kcp kubectl plugin; without it use --context demo
+  kubectl --context demo apply -f config/samples/tenant.yaml
+  kubectl --context demo get tenants
+  kubectl --context demo wait --for=condition=Ready tenant/alice-default --timeout=10m
+  kubectl --context demo get secret tenant-7e9d3a1b-0000-4000-8000-000000000002-kubeconfig -o jsonpath='{.data.kubeconfig}' | base64 -d
+`, port, demoWorkspace, demoLC, stateDir, stateDir, stateDir, stateDir, demoWorkspace)
+	if os.Getenv("BACKEND_KUBECONFIG") == "" {
+		fmt.Printf(`
+The embedded backend has no kubelet, so vCluster Pods never start and a Tenant waits in
+Provisioning. To play the vCluster writing its kubeconfig Secret, run:
+  bin/devenv simulate-vcluster alice-default %s
+`, demoWorkspace)
+	}
+	fmt.Println("\nCtrl-C stops everything; the next `make run` reuses what is stored in .dev/.")
+
+	err = mgr.Wait()
+	if ctx.Err() != nil {
+		say("Stopping")
+		return nil
+	}
+	return fmt.Errorf("the manager exited: %v (see %s)", err, mgrLog)
+}
+
+// writeKCPKubeconfig copies kcp's admin kubeconfig and adds a "demo" context for root:orgs:demo.
+func writeKCPKubeconfig(src, dst string) error {
+	cfg, err := clientcmd.LoadFromFile(src)
+	if err != nil {
+		return err
+	}
+	rootCtx, ok := cfg.Contexts["root"]
+	if !ok {
+		return fmt.Errorf("%s has no context root", src)
+	}
+	rootCluster := cfg.Clusters[rootCtx.Cluster]
+	demo := rootCluster.DeepCopy()
+	demo.Server = workspaces.ServerBase(rootCluster.Server) + "/clusters/" + demoWorkspace
+	cfg.Clusters["demo"] = demo
+	c := rootCtx.DeepCopy()
+	c.Cluster = "demo"
+	cfg.Contexts["demo"] = c
+	return clientcmd.WriteToFile(*cfg, dst)
+}
+
+// simulateVCluster writes Secret vc-<release> in the Tenant's host namespace on the backend, as
+// vCluster does once its control plane is up.
+func simulateVCluster(args []string) error {
+	if len(args) < 1 {
+		return fmt.Errorf("usage: devenv simulate-vcluster <tenantName> [workspace path, default %s]", demoWorkspace)
+	}
+	tenantName, ws := args[0], demoWorkspace
+	if len(args) > 1 {
+		ws = args[1]
+	}
+	ctx := context.Background()
+	kcpCfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(stateDir, "kcp.kubeconfig"))
+	if err != nil {
+		return err
+	}
+	lc, err := workspaces.LogicalClusterOf(ctx, kcpCfg, ws)
+	if err != nil {
+		return err
+	}
+	backendCfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(stateDir, "backend.kubeconfig"))
+	if err != nil {
+		return err
+	}
+	bc, err := client.New(backendCfg, client.Options{Scheme: manager.Scheme()})
+	if err != nil {
+		return err
+	}
+	ns, release := workspaces.VClusterNamespace(lc, tenantName), "vc-"+tenantName
+	kc := fmt.Sprintf("apiVersion: v1\nkind: Config\nclusters:\n- name: %[1]s\n  cluster: {server: \"https://localhost:8443\", insecure-skip-tls-verify: true}\ncontexts:\n- name: %[1]s\n  context: {cluster: %[1]s, user: %[1]s}\ncurrent-context: %[1]s\nusers:\n- name: %[1]s\n  user: {token: simulated}\n", release)
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: release}, Data: map[string][]byte{"config": []byte(kc)}}
+	if err := bc.Create(ctx, s); err != nil {
+		return fmt.Errorf("failed to write Secret %s/%s (is the Tenant Provisioning?): %w", ns, release, err)
+	}
+	say("Wrote Secret %s/%s as vCluster would; the Tenant becomes Ready at its next poll (within 15 s)", ns, release)
+	return nil
+}
