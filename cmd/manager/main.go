@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/kubeopera/kubeopera/internal/manager"
+	"github.com/kubeopera/kubeopera/workspaces"
 )
 
 func main() {
@@ -32,6 +33,13 @@ func main() {
 		os.Exit(1)
 	}
 	ctx := ctrl.LoggerInto(ctrl.SetupSignalHandler(), ctrl.Log)
+	if opts.Bootstrap {
+		log.Info("Bootstrapping the platform workspace", "workspace", workspaces.PlatformWorkspace)
+		if err := workspaces.Bootstrap(ctx, kcpCfg); err != nil {
+			log.Error(err, "Bootstrap failed")
+			os.Exit(1)
+		}
+	}
 	if err := manager.Run(ctx, opts, kcpCfg, backendCfg); err != nil {
 		log.Error(err, "Manager stopped with an error")
 		os.Exit(1)

@@ -21,6 +21,8 @@ type Options struct {
 	KCPContext string
 	// PlatformWorkspace is where the exports and their endpoint slices live.
 	PlatformWorkspace string
+	// Bootstrap applies the platform workspace's schemas, exports, WorkspaceType and RBAC at start.
+	Bootstrap bool
 	// BackendKubeconfig is the backend cluster's kubeconfig; empty means in-cluster.
 	BackendKubeconfig string
 	// KubeoperaEndpointSlice and PlatformEndpointSlice name the exports' endpoint slices.
@@ -93,6 +95,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.KCPKubeconfig, "kcp-kubeconfig", o.KCPKubeconfig, "kubeconfig of kcp (env KCP_KUBECONFIG)")
 	fs.StringVar(&o.KCPContext, "kcp-context", o.KCPContext, "context of --kcp-kubeconfig to use (default: current)")
 	fs.StringVar(&o.PlatformWorkspace, "platform-workspace", o.PlatformWorkspace, "kcp workspace holding the APIExports and their endpoint slices")
+	fs.BoolVar(&o.Bootstrap, "bootstrap", o.Bootstrap, "create root:kubeopera and apply its schemas, exports, WorkspaceType and RBAC before starting (idempotent)")
 	fs.StringVar(&o.BackendKubeconfig, "backend-kubeconfig", o.BackendKubeconfig, "kubeconfig of the backend cluster; empty: in-cluster (env BACKEND_KUBECONFIG)")
 	fs.StringVar(&o.KubeoperaEndpointSlice, "kubeopera-endpointslice", o.KubeoperaEndpointSlice, "APIExportEndpointSlice of the kubeopera.io export")
 	fs.StringVar(&o.PlatformEndpointSlice, "platform-endpointslice", o.PlatformEndpointSlice, "APIExportEndpointSlice of the platform.edgeconnect.eu export")
