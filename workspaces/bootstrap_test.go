@@ -6,6 +6,7 @@ import (
 	"time"
 
 	apisv1alpha2 "github.com/kcp-dev/sdk/apis/apis/v1alpha2"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -75,5 +76,45 @@ func TestBootstrapOnRealKCP(t *testing.T) {
 				t.Errorf("export %s: claim %s not accepted in the default binding (claims: %v)", export, want, binding.Spec.PermissionClaims)
 			}
 		}
+	}
+
+	// The orphan sweep: a backend namespace whose workspace is gone is reported and deleted; the
+	// live workspace's namespace is kept.
+	backend := framework.StartBackend(t)
+	bc, err := client.New(backend.Config, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := workspaces.Backend{Client: bc, Reader: bc}
+	const gone = "3nonexistent0000"
+	for _, lc := range []string{cluster, gone} {
+		if err := b.EnsureNamespace(ctx, lc, workspaces.Namespace(lc), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// With an identity that may not read other workspaces' LogicalClusters, nothing is deleted.
+	kept, err := (&workspaces.OrphanSweep{KCPConfig: kcp.Config, Backend: b}).Sweep(ctx)
+	if err != nil || len(kept) != 0 {
+		t.Fatalf("a sweep that cannot look workspaces up must keep everything: %v, %v", kept, err)
+	}
+	shardAdmin, err := kcp.ContextConfig("system:admin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sweep := &workspaces.OrphanSweep{KCPConfig: shardAdmin, Backend: b}
+	orphans, err := sweep.Sweep(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(orphans) != 1 || orphans[0] != workspaces.Namespace(gone) {
+		t.Fatalf("orphans = %v, want only %s", orphans, workspaces.Namespace(gone))
+	}
+	live := &corev1.Namespace{}
+	if err := bc.Get(ctx, client.ObjectKey{Name: workspaces.Namespace(cluster)}, live); err != nil || live.DeletionTimestamp != nil {
+		t.Fatalf("the live workspace's namespace was deleted: %v", err)
+	}
+	orphan := &corev1.Namespace{}
+	if err := bc.Get(ctx, client.ObjectKey{Name: workspaces.Namespace(gone)}, orphan); err == nil && orphan.DeletionTimestamp == nil {
+		t.Fatal("the orphan was reported but not deleted")
 	}
 }

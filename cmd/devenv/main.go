@@ -145,6 +145,7 @@ func run() error {
 		"--vcluster-chart", chart,
 		"--vcluster-chart-version", version,
 		"--helm-cache-dir", filepath.Join(dev, "helm-cache"),
+		"--orphan-sweep-kcp-context", "system:admin",
 	)
 	mgr.Env = append(os.Environ(), "KUBEOPERA_API_BASE_URL="+os.Getenv("KUBEOPERA_API_BASE_URL"))
 	mgr.Stdout, mgr.Stderr = mf, mf
@@ -162,7 +163,7 @@ KubeOpera is running. kcp: https://127.0.0.1:%d   demo workspace: %s (logical cl
 
 As a tenant, in another shell:
   export KUBECONFIG=$PWD/%s/kcp.kubeconfig
-  kubectl ws %s                 # with the kcp kubectl plugin; without it use --context demo
+  kubectl ws :%s                # with the kcp kubectl plugin; without it use --context demo
   kubectl --context demo apply -f config/samples/tenant.yaml
   kubectl --context demo get tenants
   kubectl --context demo wait --for=condition=Ready tenant/alice-default --timeout=10m

@@ -27,7 +27,7 @@ func main() {
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 	log := ctrl.Log.WithName("setup")
 
-	kcpCfg, backendCfg, err := opts.Configs()
+	cfgs, err := opts.Configs()
 	if err != nil {
 		log.Error(err, "Invalid configuration")
 		os.Exit(1)
@@ -35,12 +35,12 @@ func main() {
 	ctx := ctrl.LoggerInto(ctrl.SetupSignalHandler(), ctrl.Log)
 	if opts.Bootstrap {
 		log.Info("Bootstrapping the platform workspace", "workspace", workspaces.PlatformWorkspace)
-		if err := workspaces.Bootstrap(ctx, kcpCfg); err != nil {
+		if err := workspaces.Bootstrap(ctx, cfgs.KCP); err != nil {
 			log.Error(err, "Bootstrap failed")
 			os.Exit(1)
 		}
 	}
-	if err := manager.Run(ctx, opts, kcpCfg, backendCfg); err != nil {
+	if err := manager.Run(ctx, opts, cfgs); err != nil {
 		log.Error(err, "Manager stopped with an error")
 		os.Exit(1)
 	}

@@ -134,6 +134,14 @@ func (k *KCP) waitReady(ctx context.Context, port int) error {
 	})
 }
 
+// ContextConfig returns the config of a context of kcp's admin kubeconfig, e.g. "system:admin"
+// (the shard admin, which may read LogicalClusters in every workspace).
+func (k *KCP) ContextConfig(context string) (*rest.Config, error) {
+	return clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
+		&clientcmd.ClientConfigLoadingRules{ExplicitPath: k.KubeconfigPath},
+		&clientcmd.ConfigOverrides{CurrentContext: context}).ClientConfig()
+}
+
 // Stop terminates kcp and waits for it to exit.
 func (k *KCP) Stop() {
 	if k == nil || k.cmd.Process == nil {

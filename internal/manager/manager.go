@@ -54,30 +54,55 @@ func Scheme() *runtime.Scheme {
 	return s
 }
 
-// Configs loads the kcp config (pointed at the platform workspace) and the backend config.
-func (o Options) Configs() (kcp *rest.Config, backend *rest.Config, err error) {
+// Configs holds the configs the manager talks with.
+type Configs struct {
+	// KCP points at the platform workspace.
+	KCP *rest.Config
+	// Sweep is the orphan sweep's kcp config.
+	Sweep *rest.Config
+	// Backend is the backend cluster's config.
+	Backend *rest.Config
+}
+
+// Configs loads the kcp configs (pointed at the platform workspace) and the backend config.
+func (o Options) Configs() (*Configs, error) {
 	if o.KCPKubeconfig == "" {
-		return nil, nil, fmt.Errorf("--kcp-kubeconfig (or KCP_KUBECONFIG) is required")
+		return nil, fmt.Errorf("--kcp-kubeconfig (or KCP_KUBECONFIG) is required")
 	}
-	kcp, err = clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
-		&clientcmd.ClientConfigLoadingRules{ExplicitPath: o.KCPKubeconfig},
-		&clientcmd.ConfigOverrides{CurrentContext: o.KCPContext}).ClientConfig()
+	load := func(context string) (*rest.Config, error) {
+		cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
+			&clientcmd.ClientConfigLoadingRules{ExplicitPath: o.KCPKubeconfig},
+			&clientcmd.ConfigOverrides{CurrentContext: context}).ClientConfig()
+		if err != nil {
+			return nil, fmt.Errorf("failed to load kcp kubeconfig %s (context %q): %w", o.KCPKubeconfig, context, err)
+		}
+		return cfg, nil
+	}
+	kcp, err := load(o.KCPContext)
 	if err != nil {
-		return nil, nil, fmt.Errorf("failed to load kcp kubeconfig %s: %w", o.KCPKubeconfig, err)
+		return nil, err
 	}
+	sweep := kcp
+	if o.SweepKCPContext != "" {
+		if sweep, err = load(o.SweepKCPContext); err != nil {
+			return nil, err
+		}
+	}
+	var backend *rest.Config
 	if o.BackendKubeconfig != "" {
 		backend, err = clientcmd.BuildConfigFromFlags("", o.BackendKubeconfig)
 	} else {
 		backend, err = rest.InClusterConfig()
 	}
 	if err != nil {
-		return nil, nil, fmt.Errorf("failed to load backend config: %w", err)
+		return nil, fmt.Errorf("failed to load backend config: %w", err)
 	}
-	return workspaces.ClusterConfig(kcp, o.PlatformWorkspace), backend, nil
+	return &Configs{KCP: workspaces.ClusterConfig(kcp, o.PlatformWorkspace), Sweep: sweep, Backend: backend}, nil
 }
 
 // Run builds the manager and runs it until ctx is done.
-func Run(ctx context.Context, o Options, kcpCfg, backendCfg *rest.Config) error {
+func Run(ctx context.Context, o Options, cfgs *Configs) error {
+	kcpCfg, backendCfg := cfgs.KCP, cfgs.Backend
 	log := ctrl.LoggerFrom(ctx).WithName("manager")
 	scheme := Scheme()
 
@@ -155,7 +180,7 @@ func Run(ctx context.Context, o Options, kcpCfg, backendCfg *rest.Config) error 
 		return err
 	}
 	if err := local.Add(&workspaces.OrphanSweep{
-		KCPConfig: kcpCfg,
+		KCPConfig: cfgs.Sweep,
 		Backend:   backend,
 		Interval:  o.OrphanSweepInterval,
 	}); err != nil {

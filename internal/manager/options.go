@@ -19,6 +19,9 @@ type Options struct {
 	KCPKubeconfig string
 	// KCPContext selects a context of KCPKubeconfig (empty: current).
 	KCPContext string
+	// SweepKCPContext selects the context the orphan sweep reads LogicalClusters with; it needs
+	// read access to logicalclusters in every workspace (e.g. a shard admin). Empty: KCPContext.
+	SweepKCPContext string
 	// PlatformWorkspace is where the exports and their endpoint slices live.
 	PlatformWorkspace string
 	// Bootstrap applies the platform workspace's schemas, exports, WorkspaceType and RBAC at start.
@@ -94,6 +97,7 @@ func DefaultOptions() Options {
 func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.KCPKubeconfig, "kcp-kubeconfig", o.KCPKubeconfig, "kubeconfig of kcp (env KCP_KUBECONFIG)")
 	fs.StringVar(&o.KCPContext, "kcp-context", o.KCPContext, "context of --kcp-kubeconfig to use (default: current)")
+	fs.StringVar(&o.SweepKCPContext, "orphan-sweep-kcp-context", o.SweepKCPContext, "context of --kcp-kubeconfig the orphan sweep uses to look workspaces up; it needs get on logicalclusters in every workspace (default: --kcp-context)")
 	fs.StringVar(&o.PlatformWorkspace, "platform-workspace", o.PlatformWorkspace, "kcp workspace holding the APIExports and their endpoint slices")
 	fs.BoolVar(&o.Bootstrap, "bootstrap", o.Bootstrap, "create root:kubeopera and apply its schemas, exports, WorkspaceType and RBAC before starting (idempotent)")
 	fs.StringVar(&o.BackendKubeconfig, "backend-kubeconfig", o.BackendKubeconfig, "kubeconfig of the backend cluster; empty: in-cluster (env BACKEND_KUBECONFIG)")

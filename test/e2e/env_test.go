@@ -103,6 +103,7 @@ func (e *env) startManager(t *testing.T) {
 		"--tenant-requeue-interval", "1s",
 		"--terminator-poll-interval", "1s",
 		"--orphan-sweep-interval", "1h",
+		"--orphan-sweep-kcp-context", "system:admin",
 		"--zap-log-level", "debug",
 	)
 	cmd.Env = append(os.Environ(), "INTERNAL_SERVICE_TOKEN=e2e-token", "ENVIRONMENT=e2e")

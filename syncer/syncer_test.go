@@ -1,0 +1,116 @@
+package syncer
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kov1alpha1 "github.com/kubeopera/kubeopera/apis/kubeopera/v1alpha1"
+	"github.com/kubeopera/kubeopera/test/framework"
+)
+
+// TestCopyInAndDeliver runs against two real kube-apiservers: one plays the tenant's workspace,
+// the other the backend.
+func TestCopyInAndDeliver(t *testing.T) {
+	ctx := context.Background()
+	wsCluster := framework.StartCluster(t, framework.ClusterOptions{CRDDirectoryPaths: []string{framework.RepoRoot() + "/config/crd/bases"}})
+	backendCluster := framework.StartCluster(t, framework.ClusterOptions{})
+	scheme := clientScheme(t)
+	ws, err := client.New(wsCluster.Config, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	backend, err := client.New(backendCluster.Config, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ns := range []string{"team-a", "team-b"} {
+		if err := ws.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := backend.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "kcp-0123456789ab"}}); err != nil {
+		t.Fatal(err)
+	}
+	// The same Secret name exists in two namespaces; only the CR's own may ever be read.
+	for ns, v := range map[string]string{"team-a": "a-secret-value", "team-b": "b-secret-value"} {
+		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "creds"}, Data: map[string][]byte{"credentials": []byte(v), "other": []byte("x")}}
+		if err := ws.Create(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	owner := &kov1alpha1.Tenant{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "t"},
+		Spec:       kov1alpha1.TenantSpec{UserID: "u", TenantName: "t-a", CloudSpaceID: "cs"},
+	}
+	if err := ws.Create(ctx, owner); err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("copy in reads only the CR's own namespace", func(t *testing.T) {
+		if err := CopyIn(ctx, ws, backend, "lc-a", owner, "creds", "kcp-0123456789ab", "team-a-creds", "credentials"); err != nil {
+			t.Fatal(err)
+		}
+		got := &corev1.Secret{}
+		if err := backend.Get(ctx, client.ObjectKey{Namespace: "kcp-0123456789ab", Name: "team-a-creds"}, got); err != nil {
+			t.Fatal(err)
+		}
+		if string(got.Data["credentials"]) != "a-secret-value" || len(got.Data) != 1 {
+			t.Errorf("copied data = %v, want only team-a's credentials", got.Data)
+		}
+		if got.Annotations[SourceNamespaceAnnotation] != "team-a" || got.Annotations[SourceClusterAnnotation] != "lc-a" {
+			t.Errorf("origin annotations = %v", got.Annotations)
+		}
+	})
+
+	t.Run("missing secret and missing key are clear errors without data", func(t *testing.T) {
+		err := CopyIn(ctx, ws, backend, "lc-a", owner, "nope", "kcp-0123456789ab", "x")
+		var missing *MissingSecretError
+		if !errors.As(err, &missing) || err.Error() != "secret team-a/nope not found" {
+			t.Fatalf("got %v", err)
+		}
+		err = CopyIn(ctx, ws, backend, "lc-a", owner, "creds", "kcp-0123456789ab", "x", "kubeconfig")
+		if !errors.As(err, &missing) || !strings.Contains(err.Error(), `has no key "kubeconfig"`) || strings.Contains(err.Error(), "a-secret-value") {
+			t.Fatalf("got %v", err)
+		}
+	})
+
+	t.Run("deliver is owner-referenced, updates in place and undeliver removes it", func(t *testing.T) {
+		gvk := kov1alpha1.GroupVersion.WithKind("Tenant")
+		labels := map[string]string{kov1alpha1.ManagedByLabel: "tenant-controller"}
+		if err := Deliver(ctx, ws, owner, gvk, "result", labels, map[string][]byte{"kubeconfig": []byte("v1")}); err != nil {
+			t.Fatal(err)
+		}
+		if err := Deliver(ctx, ws, owner, gvk, "result", labels, map[string][]byte{"kubeconfig": []byte("v2")}); err != nil {
+			t.Fatal(err)
+		}
+		got := &corev1.Secret{}
+		if err := ws.Get(ctx, client.ObjectKey{Namespace: "team-a", Name: "result"}, got); err != nil {
+			t.Fatal(err)
+		}
+		if string(got.Data["kubeconfig"]) != "v2" || !metav1.IsControlledBy(got, owner) || got.Labels[kov1alpha1.ManagedByLabel] != "tenant-controller" {
+			t.Errorf("delivered secret = %+v", got.ObjectMeta)
+		}
+		// A Secret the tenant made themselves is never overwritten.
+		if err := Deliver(ctx, ws, owner, gvk, "creds", labels, map[string][]byte{"kubeconfig": []byte("v1")}); err == nil || !strings.Contains(err.Error(), "refusing to overwrite") {
+			t.Errorf("want a refusal to overwrite a foreign Secret, got %v", err)
+		}
+		if err := Undeliver(ctx, ws, owner, "result"); err != nil {
+			t.Fatal(err)
+		}
+		if err := Undeliver(ctx, ws, owner, "creds"); err != nil {
+			t.Fatal(err)
+		}
+		if err := ws.Get(ctx, client.ObjectKey{Namespace: "team-a", Name: "creds"}, &corev1.Secret{}); err != nil {
+			t.Errorf("undeliver removed a Secret it does not own: %v", err)
+		}
+		if err := ws.Get(ctx, client.ObjectKey{Namespace: "team-a", Name: "result"}, &corev1.Secret{}); err == nil {
+			t.Error("delivered Secret still there")
+		}
+	})
+}

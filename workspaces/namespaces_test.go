@@ -1,0 +1,94 @@
+package workspaces_test
+
+import (
+	"context"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kubeopera/kubeopera/test/framework"
+	"github.com/kubeopera/kubeopera/workspaces"
+)
+
+func TestBackendNamespaces(t *testing.T) {
+	ctx := context.Background()
+	b := framework.StartBackend(t)
+	c, err := client.New(b.Config, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	backend := workspaces.Backend{Client: c, Reader: c}
+	const lc, other = "1bg4baqdjkcw9lz4", "2xyzother0000000"
+	name := workspaces.VClusterNamespace(lc, "alice")
+
+	t.Run("creates a labelled and annotated namespace, idempotently", func(t *testing.T) {
+		for range 2 {
+			if err := backend.EnsureNamespace(ctx, lc, name, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ns := &corev1.Namespace{}
+		if err := c.Get(ctx, client.ObjectKey{Name: name}, ns); err != nil {
+			t.Fatal(err)
+		}
+		if ns.Labels[workspaces.FingerprintLabel] != workspaces.Fingerprint(lc) || ns.Annotations[workspaces.LogicalClusterAnnotation] != lc {
+			t.Errorf("namespace metadata = %v %v", ns.Labels, ns.Annotations)
+		}
+		got, err := backend.WorkspaceNamespaces(ctx, lc)
+		if err != nil || len(got) != 1 || got[0].Name != name {
+			t.Errorf("WorkspaceNamespaces = %v, %v", got, err)
+		}
+	})
+
+	t.Run("refuses a namespace of another logical cluster and writes nothing", func(t *testing.T) {
+		err := backend.EnsureNamespace(ctx, other, name, map[string]string{"x": "y"})
+		if !workspaces.IsCollision(err) {
+			t.Fatalf("want a collision, got %v", err)
+		}
+		ns := &corev1.Namespace{}
+		if err := c.Get(ctx, client.ObjectKey{Name: name}, ns); err != nil {
+			t.Fatal(err)
+		}
+		if ns.Labels["x"] != "" || ns.Annotations[workspaces.LogicalClusterAnnotation] != lc {
+			t.Errorf("the namespace was modified: %v %v", ns.Labels, ns.Annotations)
+		}
+		// The other workspace cannot delete it either.
+		if gone, err := backend.DeleteNamespace(ctx, other, name); err != nil || !gone {
+			t.Fatalf("DeleteNamespace(other) = %v, %v", gone, err)
+		}
+		if err := c.Get(ctx, client.ObjectKey{Name: name}, ns); err != nil || ns.DeletionTimestamp != nil {
+			t.Fatalf("another workspace deleted the namespace: %v", err)
+		}
+	})
+
+	t.Run("refuses an unmanaged namespace", func(t *testing.T) {
+		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "kcp-" + workspaces.Fingerprint(lc) + "-taken"}}); err != nil {
+			t.Fatal(err)
+		}
+		err := backend.EnsureNamespace(ctx, lc, "kcp-"+workspaces.Fingerprint(lc)+"-taken", nil)
+		if !workspaces.IsCollision(err) {
+			t.Fatalf("want a collision for an unmanaged namespace, got %v", err)
+		}
+	})
+
+	t.Run("deletes its own namespace and reports when it is gone", func(t *testing.T) {
+		var gone bool
+		for i := 0; i < 100 && !gone; i++ {
+			if gone, err = backend.DeleteNamespace(ctx, lc, name); err != nil {
+				t.Fatal(err)
+			}
+			if !gone {
+				framework.Sleep(100)
+			}
+		}
+		if !gone {
+			t.Fatal("namespace never went away")
+		}
+		if err := c.Get(ctx, client.ObjectKey{Name: name}, &corev1.Namespace{}); !apierrors.IsNotFound(err) {
+			t.Fatalf("namespace still there: %v", err)
+		}
+	})
+}
