@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	apisv1alpha1 "github.com/kcp-dev/sdk/apis/apis/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -200,4 +201,24 @@ func eventually(t *testing.T, timeout time.Duration, what string, cond func() (b
 	if err != nil {
 		t.Fatalf("timed out after %s waiting for %s; last: %s", timeout, what, strings.TrimSpace(last))
 	}
+}
+
+// virtualWorkspaceClient returns a client for one workspace through an export's virtual
+// workspace, with the platform admin's identity.
+func (e *env) virtualWorkspaceClient(t *testing.T, export, logicalCluster string) client.Client {
+	t.Helper()
+	ctx := context.Background()
+	pc := e.workspaceClient(t, workspaces.PlatformWorkspace)
+	slice := &apisv1alpha1.APIExportEndpointSlice{}
+	eventually(t, time.Minute, "endpoint slice "+export, func() (bool, string) {
+		err := pc.Get(ctx, client.ObjectKey{Name: export}, slice)
+		return err == nil && len(slice.Status.APIExportEndpoints) > 0, fmt.Sprint(err)
+	})
+	cfg := rest.CopyConfig(e.kcp.Config)
+	cfg.Host = slice.Status.APIExportEndpoints[0].URL + "/clusters/" + logicalCluster
+	c, err := client.New(cfg, client.Options{Scheme: manager.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }

@@ -320,6 +320,37 @@ func TestTenantsOnKCP(t *testing.T) {
 		}
 	})
 
+	t.Run("an admin retries a Failed Tenant by patching status.phase to Pending", func(t *testing.T) {
+		hostNS := workspaces.VClusterNamespace(acmeLC, "admin-retry")
+		foreign := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: hostNS}}
+		if err := e.backendC.Create(ctx, foreign); err != nil {
+			t.Fatal(err)
+		}
+		tn := seedTenant(t, "default", "admin-retry", "ad31")
+		tn.Name = "admin-retry"
+		if err := acme.Create(ctx, tn); err != nil {
+			t.Fatal(err)
+		}
+		waitPhase(t, acme, "default", "admin-retry", kov1alpha1.TenantPhaseFailed)
+		if err := e.backendC.Delete(ctx, foreign); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, time.Minute, "foreign namespace gone", func() (bool, string) {
+			err := e.backendC.Get(ctx, client.ObjectKey{Name: hostNS}, &corev1.Namespace{})
+			return apierrors.IsNotFound(err), fmt.Sprint(err)
+		})
+		// The platform admin writes status through the export's virtual workspace, as the
+		// manager does; tenants cannot.
+		admin := e.virtualWorkspaceClient(t, "kubeopera.io", acmeLC)
+		patch := client.RawPatch("application/merge-patch+json", []byte(`{"status":{"phase":"Pending"}}`))
+		if err := admin.Status().Patch(ctx, &kov1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "admin-retry"}}, patch); err != nil {
+			t.Fatal(err)
+		}
+		waitPhase(t, acme, "default", "admin-retry", kov1alpha1.TenantPhaseProvisioning)
+		vclusterWritesKubeconfig(t, ctx, e.backendC, hostNS, "vc-admin-retry")
+		waitPhase(t, acme, "default", "admin-retry", kov1alpha1.TenantPhaseReady)
+	})
+
 	t.Run("a deleted Tenant cleans its backend", func(t *testing.T) {
 		tn, err := getTenant(ctx, acme, "default", "alice-default")
 		if err != nil {
