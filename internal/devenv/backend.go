@@ -93,12 +93,7 @@ func (b *Backend) Stop() {
 		return
 	}
 	if b.kcm != nil && b.kcm.Process != nil {
-		_ = syscall.Kill(-b.kcm.Process.Pid, syscall.SIGTERM)
-		select {
-		case <-b.kcmOut:
-		case <-time.After(10 * time.Second):
-			_ = syscall.Kill(-b.kcm.Process.Pid, syscall.SIGKILL)
-		}
+		StopProcessGroup(b.kcm, b.kcmOut, 10*time.Second)
 	}
 	_ = b.env.Stop()
 }

@@ -147,12 +147,18 @@ func (k *KCP) Stop() {
 	if k == nil || k.cmd.Process == nil {
 		return
 	}
-	_ = syscall.Kill(-k.cmd.Process.Pid, syscall.SIGTERM)
+	StopProcessGroup(k.cmd, k.done, 30*time.Second)
+}
+
+// StopProcessGroup sends SIGTERM to cmd's process group (started with Setpgid), waits until done
+// is closed, and sends SIGKILL when that takes longer than grace.
+func StopProcessGroup(cmd *exec.Cmd, done <-chan struct{}, grace time.Duration) {
+	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
 	select {
-	case <-k.done:
-	case <-time.After(30 * time.Second):
-		_ = syscall.Kill(-k.cmd.Process.Pid, syscall.SIGKILL)
-		<-k.done
+	case <-done:
+	case <-time.After(grace):
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		<-done
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 
 	apisv1alpha1 "github.com/kcp-dev/sdk/apis/apis/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
@@ -123,13 +124,7 @@ func (e *env) stopManager(t *testing.T) {
 	if e.mgr == nil {
 		return
 	}
-	_ = syscall.Kill(-e.mgr.Process.Pid, syscall.SIGTERM)
-	select {
-	case <-e.mgrDone:
-	case <-time.After(30 * time.Second):
-		_ = syscall.Kill(-e.mgr.Process.Pid, syscall.SIGKILL)
-		<-e.mgrDone
-	}
+	devenv.StopProcessGroup(e.mgr, e.mgrDone, 30*time.Second)
 	e.mgr = nil
 }
 
@@ -221,4 +216,18 @@ func (e *env) virtualWorkspaceClient(t *testing.T, export, logicalCluster string
 		t.Fatal(err)
 	}
 	return c
+}
+
+// adminDeletesBackendNamespace plays the platform admin removing a backend namespace by hand and
+// waits until kube-controller-manager has finished deleting it.
+func (e *env) adminDeletesBackendNamespace(t *testing.T, ns *corev1.Namespace) {
+	t.Helper()
+	ctx := context.Background()
+	if err := e.backendC.Delete(ctx, ns); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, time.Minute, "namespace "+ns.Name+" gone", func() (bool, string) {
+		err := e.backendC.Get(ctx, client.ObjectKey{Name: ns.Name}, &corev1.Namespace{})
+		return apierrors.IsNotFound(err), fmt.Sprint(err)
+	})
 }

@@ -301,13 +301,7 @@ func TestTenantsOnKCP(t *testing.T) {
 		}
 
 		// The admin removes the foreign namespace; the tenant asks for a retry.
-		if err := e.backendC.Delete(ctx, foreign); err != nil {
-			t.Fatal(err)
-		}
-		eventually(t, time.Minute, "foreign namespace gone", func() (bool, string) {
-			err := e.backendC.Get(ctx, client.ObjectKey{Name: hostNS}, &corev1.Namespace{})
-			return apierrors.IsNotFound(err), fmt.Sprint(err)
-		})
+		e.adminDeletesBackendNamespace(t, foreign)
 		patch := client.RawPatch("application/merge-patch+json", []byte(`{"metadata":{"annotations":{"kubeopera.io/retry":"1"}}}`))
 		if err := acme.Patch(ctx, &kov1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "collide"}}, patch); err != nil {
 			t.Fatal(err)
@@ -332,13 +326,7 @@ func TestTenantsOnKCP(t *testing.T) {
 			t.Fatal(err)
 		}
 		waitPhase(t, acme, "default", "admin-retry", kov1alpha1.TenantPhaseFailed)
-		if err := e.backendC.Delete(ctx, foreign); err != nil {
-			t.Fatal(err)
-		}
-		eventually(t, time.Minute, "foreign namespace gone", func() (bool, string) {
-			err := e.backendC.Get(ctx, client.ObjectKey{Name: hostNS}, &corev1.Namespace{})
-			return apierrors.IsNotFound(err), fmt.Sprint(err)
-		})
+		e.adminDeletesBackendNamespace(t, foreign)
 		// The platform admin writes status through the export's virtual workspace, as the
 		// manager does; tenants cannot.
 		admin := e.virtualWorkspaceClient(t, "kubeopera.io", acmeLC)
