@@ -53,7 +53,7 @@ test: tools ## Run every test, including the e2e suite on real kcp and kube-apis
 
 .PHONY: bench
 bench: tools ## Run the benchmarks and print their figures.
-	go test -run '^$$' -bench . -benchmem ./...
+	go test -run '^$$' -bench . -benchtime=1x -timeout 30m ./...
 
 .PHONY: run
 run: tools build ## Start kcp, a backend apiserver, the platform and demo workspaces and the manager.
