@@ -38,11 +38,12 @@ func vclusterValues(t *kov1alpha1.Tenant, release, namespace, environment string
 				"serviceAccounts": map[string]any{"enabled": true},
 			},
 		},
-		// vCluster writes Secret vc-<release> (key "config"); its server is the Service's
-		// in-cluster short-DNS name.
+		// vCluster always writes Secret vc-<release> (key "config"); the seed's
+		// exportKubeConfig.enabled is not a key of the 0.21 chart's schema (which refuses unknown
+		// keys), so only the server is set: the Service's in-cluster short-DNS name, which the
+		// vCluster certificate covers.
 		"exportKubeConfig": map[string]any{
-			"enabled": true,
-			"server":  "https://" + release + "." + namespace + ":443",
+			"server": "https://" + release + "." + namespace + ":443",
 		},
 		"policies": map[string]any{
 			"networkPolicy": map[string]any{"enabled": true},

@@ -37,7 +37,6 @@ func TestVClusterValues(t *testing.T) {
 		"memory limit is the quota": {[]string{"controlPlane", "statefulSet", "resources", "limits", "memory"}, "4Gi"},
 		"ingresses synced":          {[]string{"sync", "toHost", "ingresses", "enabled"}, true},
 		"service accounts synced":   {[]string{"sync", "toHost", "serviceAccounts", "enabled"}, true},
-		"kubeconfig exported":       {[]string{"exportKubeConfig", "enabled"}, true},
 		"in-cluster server":         {[]string{"exportKubeConfig", "server"}, "https://vc-alice-default.kcp-0123456789ab-vc-alice-default:443"},
 		"network policy on":         {[]string{"policies", "networkPolicy", "enabled"}, true},
 		"resource quota on":         {[]string{"policies", "resourceQuota", "enabled"}, true},

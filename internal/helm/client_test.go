@@ -436,3 +436,16 @@ func expectGone(t *testing.T, kind string, get func() error) {
 		t.Errorf("%s: got error %v, want NotFound", kind, err)
 	}
 }
+
+// TestValuesOutsideTheChartSchemaAreRefused: the vcluster chart's schema refuses unknown keys
+// under exportKubeConfig (the seed's exportKubeConfig.enabled is one); the install fails with
+// Helm's schema error instead of deploying something else.
+func TestValuesOutsideTheChartSchemaAreRefused(t *testing.T) {
+	c, ns := setup(t)
+	_, err := c.InstallOrUpgrade(context.Background(), ns, "schema", map[string]any{
+		"exportKubeConfig": map[string]any{"enabled": true},
+	})
+	if err == nil || !strings.Contains(err.Error(), "exportKubeConfig") {
+		t.Fatalf("want a schema error naming exportKubeConfig, got %v", err)
+	}
+}
