@@ -122,4 +122,3 @@ func waitProvisioning(ctx context.Context, c client.Client, tn *kov1alpha1.Tenan
 	}
 	return fmt.Errorf("tenant in %s never reached Provisioning", tn.Spec.CloudSpaceID)
 }
-
