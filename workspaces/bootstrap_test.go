@@ -88,7 +88,7 @@ func TestBootstrapOnRealKCP(t *testing.T) {
 	b := workspaces.Backend{Client: bc, Reader: bc}
 	const gone = "3nonexistent0000"
 	for _, lc := range []string{cluster, gone} {
-		if err := b.EnsureNamespace(ctx, lc, workspaces.Namespace(lc), nil); err != nil {
+		if err := b.EnsureNamespace(ctx, lc, workspaces.Namespace(lc), ""); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -101,8 +101,17 @@ func TestBootstrapOnRealKCP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sweep := &workspaces.OrphanSweep{KCPConfig: shardAdmin, Backend: b}
+	sweep := &workspaces.OrphanSweep{KCPConfig: shardAdmin, Backend: b, MinAge: time.Hour}
 	orphans, err := sweep.Sweep(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pending := &corev1.Namespace{}
+	if err := bc.Get(ctx, client.ObjectKey{Name: workspaces.Namespace(gone)}, pending); err != nil || pending.DeletionTimestamp != nil {
+		t.Fatalf("an orphan seen once must not be deleted before MinAge: %v", err)
+	}
+	sweep.MinAge = 0 // the orphan has now been confirmed
+	orphans, err = sweep.Sweep(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,6 +26,27 @@ func (e *CollisionError) Error() string {
 	return fmt.Sprintf("backend namespace %s belongs to another workspace (fingerprint collision); refusing to reuse it", e.Namespace)
 }
 
+// OwnerAnnotation names the one object a backend namespace or Secret is exclusively for, e.g.
+// "Tenant default/alice-default". Shared namespaces (kcp-<fp>) carry none.
+const OwnerAnnotation = "kubeopera.io/owner"
+
+// ClaimedError says a backend namespace of this workspace is already claimed by another object of
+// the same workspace (e.g. two Tenants with the same tenantName). Nothing is written.
+type ClaimedError struct {
+	Namespace string
+	Owner     string
+}
+
+func (e *ClaimedError) Error() string {
+	return fmt.Sprintf("backend namespace %s is already used by %s in this workspace", e.Namespace, e.Owner)
+}
+
+// IsClaimed reports whether err is a ClaimedError.
+func IsClaimed(err error) bool {
+	var ce *ClaimedError
+	return errors.As(err, &ce)
+}
+
 // IsCollision reports whether err is a CollisionError.
 func IsCollision(err error) bool {
 	var ce *CollisionError
@@ -40,10 +61,11 @@ type Backend struct {
 }
 
 // EnsureNamespace creates backend namespace name for logicalCluster, labelled with the workspace
-// fingerprint and annotated with the full logical cluster name. An existing namespace is reused
-// only when its annotation names the same logical cluster; otherwise a CollisionError is returned
-// and nothing is written. A namespace being deleted is reported as an error to retry later.
-func (b Backend) EnsureNamespace(ctx context.Context, logicalCluster, name string, extraLabels map[string]string) error {
+// fingerprint and annotated with the full logical cluster name and, when owner is set, with the
+// one object it is for. An existing namespace is reused only when its annotation names the same
+// logical cluster (else a CollisionError) and the same owner (else a ClaimedError); nothing is
+// written otherwise. A namespace being deleted is reported as an error to retry later.
+func (b Backend) EnsureNamespace(ctx context.Context, logicalCluster, name, owner string) error {
 	ns := &corev1.Namespace{}
 	err := b.Reader.Get(ctx, client.ObjectKey{Name: name}, ns)
 	switch {
@@ -53,13 +75,13 @@ func (b Backend) EnsureNamespace(ctx context.Context, logicalCluster, name strin
 			Labels:      map[string]string{FingerprintLabel: Fingerprint(logicalCluster)},
 			Annotations: map[string]string{LogicalClusterAnnotation: logicalCluster},
 		}}
-		for k, v := range extraLabels {
-			ns.Labels[k] = v
+		if owner != "" {
+			ns.Annotations[OwnerAnnotation] = owner
 		}
 		if err := b.Client.Create(ctx, ns); err != nil {
 			if apierrors.IsAlreadyExists(err) {
 				// Lost a race; look again so a foreign namespace is still refused.
-				return b.EnsureNamespace(ctx, logicalCluster, name, extraLabels)
+				return b.EnsureNamespace(ctx, logicalCluster, name, owner)
 			}
 			return fmt.Errorf("failed to create backend namespace %s: %w", name, err)
 		}
@@ -67,8 +89,11 @@ func (b Backend) EnsureNamespace(ctx context.Context, logicalCluster, name strin
 	case err != nil:
 		return fmt.Errorf("failed to get backend namespace %s: %w", name, err)
 	}
-	if owner := ns.Annotations[LogicalClusterAnnotation]; owner != logicalCluster {
-		return &CollisionError{Namespace: name, LogicalCluster: logicalCluster, Owner: owner}
+	if lc := ns.Annotations[LogicalClusterAnnotation]; lc != logicalCluster {
+		return &CollisionError{Namespace: name, LogicalCluster: logicalCluster, Owner: lc}
+	}
+	if current := ns.Annotations[OwnerAnnotation]; current != owner {
+		return &ClaimedError{Namespace: name, Owner: current}
 	}
 	if ns.DeletionTimestamp != nil {
 		return fmt.Errorf("backend namespace %s is being deleted; waiting for it to go", name)
@@ -76,9 +101,19 @@ func (b Backend) EnsureNamespace(ctx context.Context, logicalCluster, name strin
 	return nil
 }
 
-// DeleteNamespace deletes backend namespace name when it belongs to logicalCluster. It returns
-// true once the namespace is gone. A namespace of another logical cluster is never touched.
-func (b Backend) DeleteNamespace(ctx context.Context, logicalCluster, name string) (gone bool, err error) {
+// Owns reports whether backend namespace name exists and belongs to logicalCluster and owner.
+func (b Backend) Owns(ctx context.Context, logicalCluster, name, owner string) (bool, error) {
+	ns := &corev1.Namespace{}
+	if err := b.Reader.Get(ctx, client.ObjectKey{Name: name}, ns); err != nil {
+		return false, client.IgnoreNotFound(err)
+	}
+	return ns.Annotations[LogicalClusterAnnotation] == logicalCluster && ns.Annotations[OwnerAnnotation] == owner, nil
+}
+
+// DeleteNamespace deletes backend namespace name when it belongs to logicalCluster (and, when owner
+// is set, to owner). It returns true once the namespace is gone or is not ours to delete. A
+// namespace of another logical cluster or owner is never touched.
+func (b Backend) DeleteNamespace(ctx context.Context, logicalCluster, name, owner string) (gone bool, err error) {
 	ns := &corev1.Namespace{}
 	if err := b.Reader.Get(ctx, client.ObjectKey{Name: name}, ns); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -86,7 +121,7 @@ func (b Backend) DeleteNamespace(ctx context.Context, logicalCluster, name strin
 		}
 		return false, fmt.Errorf("failed to get backend namespace %s: %w", name, err)
 	}
-	if ns.Annotations[LogicalClusterAnnotation] != logicalCluster {
+	if ns.Annotations[LogicalClusterAnnotation] != logicalCluster || (owner != "" && ns.Annotations[OwnerAnnotation] != owner) {
 		// Not ours: nothing to delete on our behalf.
 		return true, nil
 	}

@@ -26,7 +26,7 @@ func TestBackendNamespaces(t *testing.T) {
 
 	t.Run("creates a labelled and annotated namespace, idempotently", func(t *testing.T) {
 		for range 2 {
-			if err := backend.EnsureNamespace(ctx, lc, name, nil); err != nil {
+			if err := backend.EnsureNamespace(ctx, lc, name, "Tenant default/alice"); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -44,7 +44,7 @@ func TestBackendNamespaces(t *testing.T) {
 	})
 
 	t.Run("refuses a namespace of another logical cluster and writes nothing", func(t *testing.T) {
-		err := backend.EnsureNamespace(ctx, other, name, map[string]string{"x": "y"})
+		err := backend.EnsureNamespace(ctx, other, name, "Tenant default/alice")
 		if !workspaces.IsCollision(err) {
 			t.Fatalf("want a collision, got %v", err)
 		}
@@ -52,11 +52,11 @@ func TestBackendNamespaces(t *testing.T) {
 		if err := c.Get(ctx, client.ObjectKey{Name: name}, ns); err != nil {
 			t.Fatal(err)
 		}
-		if ns.Labels["x"] != "" || ns.Annotations[workspaces.LogicalClusterAnnotation] != lc {
+		if ns.Annotations[workspaces.LogicalClusterAnnotation] != lc {
 			t.Errorf("the namespace was modified: %v %v", ns.Labels, ns.Annotations)
 		}
 		// The other workspace cannot delete it either.
-		if gone, err := backend.DeleteNamespace(ctx, other, name); err != nil || !gone {
+		if gone, err := backend.DeleteNamespace(ctx, other, name, ""); err != nil || !gone {
 			t.Fatalf("DeleteNamespace(other) = %v, %v", gone, err)
 		}
 		if err := c.Get(ctx, client.ObjectKey{Name: name}, ns); err != nil || ns.DeletionTimestamp != nil {
@@ -64,11 +64,28 @@ func TestBackendNamespaces(t *testing.T) {
 		}
 	})
 
+	t.Run("refuses a namespace another object of the same workspace claimed", func(t *testing.T) {
+		err := backend.EnsureNamespace(ctx, lc, name, "Tenant other/alice")
+		if !workspaces.IsClaimed(err) {
+			t.Fatalf("want a claim conflict, got %v", err)
+		}
+		if owns, err := backend.Owns(ctx, lc, name, "Tenant other/alice"); err != nil || owns {
+			t.Fatalf("Owns(other tenant) = %v, %v", owns, err)
+		}
+		if gone, err := backend.DeleteNamespace(ctx, lc, name, "Tenant other/alice"); err != nil || !gone {
+			t.Fatalf("DeleteNamespace(other tenant) = %v, %v", gone, err)
+		}
+		ns := &corev1.Namespace{}
+		if err := c.Get(ctx, client.ObjectKey{Name: name}, ns); err != nil || ns.DeletionTimestamp != nil {
+			t.Fatalf("another Tenant deleted the namespace: %v", err)
+		}
+	})
+
 	t.Run("refuses an unmanaged namespace", func(t *testing.T) {
 		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "kcp-" + workspaces.Fingerprint(lc) + "-taken"}}); err != nil {
 			t.Fatal(err)
 		}
-		err := backend.EnsureNamespace(ctx, lc, "kcp-"+workspaces.Fingerprint(lc)+"-taken", nil)
+		err := backend.EnsureNamespace(ctx, lc, "kcp-"+workspaces.Fingerprint(lc)+"-taken", "")
 		if !workspaces.IsCollision(err) {
 			t.Fatalf("want a collision for an unmanaged namespace, got %v", err)
 		}
@@ -77,7 +94,7 @@ func TestBackendNamespaces(t *testing.T) {
 	t.Run("deletes its own namespace and reports when it is gone", func(t *testing.T) {
 		var gone bool
 		for i := 0; i < 100 && !gone; i++ {
-			if gone, err = backend.DeleteNamespace(ctx, lc, name); err != nil {
+			if gone, err = backend.DeleteNamespace(ctx, lc, name, "Tenant default/alice"); err != nil {
 				t.Fatal(err)
 			}
 			if !gone {

@@ -2,6 +2,7 @@ package workspaces
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	corev1alpha1 "github.com/kcp-dev/sdk/apis/core/v1alpha1"
@@ -31,8 +32,10 @@ func init() {
 
 // OrphanSweep periodically looks for backend namespaces whose workspace is gone (a workspace
 // deleted while the manager was down, or before the terminator existed). An orphan is reported in
-// the metrics and the log and deleted; a namespace whose workspace still exists, or whose workspace
-// cannot be looked up, is never deleted.
+// the metrics and the log and deleted once it has been seen orphaned for MinAge; a namespace whose
+// workspace still exists, or whose workspace cannot be looked up, is never deleted. KCPConfig must
+// see every shard (the front proxy, or a single-shard kcp): a shard-local identity would report
+// workspaces of other shards as gone.
 type OrphanSweep struct {
 	// KCPConfig is a kcp config; the sweep reads /clusters/<name>'s LogicalCluster.
 	KCPConfig *rest.Config
@@ -40,6 +43,12 @@ type OrphanSweep struct {
 	Backend Backend
 	// Interval between sweeps.
 	Interval time.Duration
+	// MinAge is how long a namespace must have been seen orphaned before it is deleted, so one
+	// wrong answer (a shard restarting, a workspace being moved) never deletes anything.
+	MinAge time.Duration
+
+	mu        sync.Mutex
+	firstSeen map[string]time.Time
 }
 
 // NeedLeaderElection: only the leader sweeps.
@@ -65,6 +74,7 @@ func (s *OrphanSweep) Sweep(ctx context.Context) ([]string, error) {
 	}
 	exists := map[string]bool{}
 	var orphans []string
+	now := time.Now()
 	for _, ns := range list {
 		lc := ns.Annotations[LogicalClusterAnnotation]
 		if lc == "" {
@@ -83,9 +93,13 @@ func (s *OrphanSweep) Sweep(ctx context.Context) ([]string, error) {
 			continue
 		}
 		orphans = append(orphans, ns.Name)
+		if since := s.seen(ns.Name, now); since < s.MinAge {
+			log.Info("Orphaned backend namespace: its workspace is gone; deleting it once confirmed", "namespace", ns.Name, "cluster", lc, "confirmIn", (s.MinAge - since).String())
+			continue
+		}
 		log.Info("Orphaned backend namespace: its workspace is gone; deleting it", "namespace", ns.Name, "cluster", lc)
 		if ns.DeletionTimestamp == nil {
-			if _, err := s.Backend.DeleteNamespace(ctx, lc, ns.Name); err != nil {
+			if _, err := s.Backend.DeleteNamespace(ctx, lc, ns.Name, ""); err != nil {
 				log.Error(err, "Failed to delete orphaned backend namespace", "namespace", ns.Name)
 				continue
 			}
@@ -93,7 +107,38 @@ func (s *OrphanSweep) Sweep(ctx context.Context) ([]string, error) {
 		}
 	}
 	orphanNamespaces.Set(float64(len(orphans)))
+	s.forgetExcept(orphans)
 	return orphans, nil
+}
+
+// seen records when name was first seen orphaned and returns for how long it has been.
+func (s *OrphanSweep) seen(name string, now time.Time) time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.firstSeen == nil {
+		s.firstSeen = map[string]time.Time{}
+	}
+	first, ok := s.firstSeen[name]
+	if !ok {
+		s.firstSeen[name] = now
+		return 0
+	}
+	return now.Sub(first)
+}
+
+// forgetExcept drops the first-seen times of namespaces that are no longer orphaned.
+func (s *OrphanSweep) forgetExcept(orphans []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	keep := map[string]bool{}
+	for _, o := range orphans {
+		keep[o] = true
+	}
+	for name := range s.firstSeen {
+		if !keep[name] {
+			delete(s.firstSeen, name)
+		}
+	}
 }
 
 func (s *OrphanSweep) workspaceExists(ctx context.Context, logicalCluster string) (bool, error) {

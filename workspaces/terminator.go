@@ -39,31 +39,37 @@ type Terminator struct {
 	Workspace WorkspaceObjectsFunc
 	// Interval between looks for terminating workspaces.
 	Interval time.Duration
-
-	// vwURL is the terminating virtual workspace's URL and name the terminator entry kcp puts
-	// into status.terminators (set once the WorkspaceType publishes them).
-	vwURL, name string
 }
 
 // NeedLeaderElection: only the leader terminates workspaces.
 func (t *Terminator) NeedLeaderElection() bool { return true }
 
-// Start polls the terminating virtual workspace until ctx is done.
+// Start polls the terminating virtual workspaces until ctx is done.
 func (t *Terminator) Start(ctx context.Context) error {
 	log := ctrl.LoggerFrom(ctx).WithName("terminator")
 	ctx = ctrl.LoggerInto(ctx, log)
-	var vw client.Client
+	clients := map[string]client.Client{}
 	wait.JitterUntilWithContext(ctx, func(ctx context.Context) {
-		if vw == nil {
-			c, err := t.virtualWorkspaceClient(ctx)
-			if err != nil {
-				log.V(1).Info("Terminating virtual workspace not available yet", "error", err.Error())
-				return
-			}
-			vw = c
+		urls, err := t.virtualWorkspaceURLs(ctx)
+		if err != nil {
+			log.V(1).Info("Terminating virtual workspaces not available yet", "error", err.Error())
+			return
 		}
-		if err := t.pass(ctx, vw); err != nil {
-			log.Error(err, "Terminator pass failed")
+		// One terminating virtual workspace per shard; the list is read anew each pass.
+		for _, u := range urls {
+			c, ok := clients[u]
+			if !ok {
+				cfg := rest.CopyConfig(t.KCPConfig)
+				cfg.Host = u + "/clusters/*"
+				if c, err = client.New(cfg, client.Options{Scheme: terminatorScheme()}); err != nil {
+					log.Error(err, "Failed to create terminating virtual workspace client", "url", u)
+					continue
+				}
+				clients[u] = c
+			}
+			if err := t.pass(ctx, u, c); err != nil {
+				log.Error(err, "Terminator pass failed", "url", u)
+			}
 		}
 	}, t.Interval, 0.2, true)
 	return nil
@@ -77,8 +83,8 @@ func terminatorScheme() *runtime.Scheme {
 	return s
 }
 
-// virtualWorkspaceClient builds a client for the WorkspaceType's terminating virtual workspace.
-func (t *Terminator) virtualWorkspaceClient(ctx context.Context) (client.Client, error) {
+// virtualWorkspaceURLs returns the WorkspaceType's terminating virtual workspace URLs.
+func (t *Terminator) virtualWorkspaceURLs(ctx context.Context) ([]string, error) {
 	c, err := client.New(t.KCPConfig, client.Options{Scheme: terminatorScheme()})
 	if err != nil {
 		return nil, err
@@ -87,16 +93,16 @@ func (t *Terminator) virtualWorkspaceClient(ctx context.Context) (client.Client,
 	if err := c.Get(ctx, client.ObjectKey{Name: t.WorkspaceType}, wt); err != nil {
 		return nil, fmt.Errorf("failed to get WorkspaceType %s: %w", t.WorkspaceType, err)
 	}
+	var urls []string
 	for _, vw := range wt.Status.VirtualWorkspaces {
-		if vw.Type != "terminating" {
-			continue
+		if vw.Type == "terminating" {
+			urls = append(urls, vw.URL)
 		}
-		t.vwURL, t.name = vw.URL, terminatorName(vw.URL)
-		cfg := rest.CopyConfig(t.KCPConfig)
-		cfg.Host = vw.URL + "/clusters/*"
-		return client.New(cfg, client.Options{Scheme: terminatorScheme()})
 	}
-	return nil, fmt.Errorf("WorkspaceType %s publishes no terminating virtual workspace URL", t.WorkspaceType)
+	if len(urls) == 0 {
+		return nil, fmt.Errorf("WorkspaceType %s publishes no terminating virtual workspace URL", t.WorkspaceType)
+	}
+	return urls, nil
 }
 
 // terminatorName is what kcp puts into status.terminators for this type:
@@ -110,20 +116,21 @@ func terminatorName(vwURL string) string {
 	return path.Base(u.Path)
 }
 
-func (t *Terminator) pass(ctx context.Context, vw client.Client) error {
+func (t *Terminator) pass(ctx context.Context, vwURL string, vw client.Client) error {
 	log := ctrl.LoggerFrom(ctx)
+	name := corev1alpha1.LogicalClusterTerminator(terminatorName(vwURL))
 	list := &corev1alpha1.LogicalClusterList{}
 	if err := vw.List(ctx, list); err != nil {
 		return fmt.Errorf("failed to list terminating logical clusters: %w", err)
 	}
 	for i := range list.Items {
 		lc := &list.Items[i]
-		name := lc.Annotations["kcp.io/cluster"]
-		if name == "" || lc.DeletionTimestamp == nil || !slices.Contains(lc.Status.Terminators, corev1alpha1.LogicalClusterTerminator(t.name)) {
+		cluster := lc.Annotations["kcp.io/cluster"]
+		if cluster == "" || lc.DeletionTimestamp == nil || !slices.Contains(lc.Status.Terminators, name) {
 			continue
 		}
-		clog := log.WithValues("cluster", name)
-		done, err := t.terminate(ctrl.LoggerInto(ctx, clog), name)
+		clog := log.WithValues("cluster", cluster)
+		done, err := t.terminate(ctrl.LoggerInto(ctx, clog), cluster)
 		if err != nil {
 			clog.Error(err, "Failed to clean up terminating workspace")
 			continue
@@ -131,7 +138,7 @@ func (t *Terminator) pass(ctx context.Context, vw client.Client) error {
 		if !done {
 			continue
 		}
-		if err := t.removeTerminator(ctx, lc); err != nil {
+		if err := t.removeTerminator(ctx, vwURL, name, lc); err != nil {
 			clog.Error(err, "Failed to remove terminator")
 			continue
 		}
@@ -157,23 +164,23 @@ func (t *Terminator) terminate(ctx context.Context, logicalCluster string) (bool
 		return false, err
 	}
 	for _, ns := range nss {
-		if _, err := t.Backend.DeleteNamespace(ctx, logicalCluster, ns.Name); err != nil {
+		if _, err := t.Backend.DeleteNamespace(ctx, logicalCluster, ns.Name, ""); err != nil {
 			return false, err
 		}
 	}
 	return len(nss) == 0, nil
 }
 
-func (t *Terminator) removeTerminator(ctx context.Context, lc *corev1alpha1.LogicalCluster) error {
+func (t *Terminator) removeTerminator(ctx context.Context, vwURL string, name corev1alpha1.LogicalClusterTerminator, lc *corev1alpha1.LogicalCluster) error {
 	cfg := rest.CopyConfig(t.KCPConfig)
-	cfg.Host = t.vwURL + "/clusters/" + lc.Annotations["kcp.io/cluster"]
+	cfg.Host = vwURL + "/clusters/" + lc.Annotations["kcp.io/cluster"]
 	c, err := client.New(cfg, client.Options{Scheme: terminatorScheme()})
 	if err != nil {
 		return err
 	}
 	base := lc.DeepCopy()
 	lc.Status.Terminators = slices.DeleteFunc(slices.Clone(lc.Status.Terminators), func(x corev1alpha1.LogicalClusterTerminator) bool {
-		return string(x) == t.name
+		return x == name
 	})
 	if len(lc.Status.Terminators) == len(base.Status.Terminators) {
 		return nil

@@ -2,7 +2,9 @@ package tenant
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -15,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	mcbuilder "sigs.k8s.io/multicluster-runtime/pkg/builder"
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
 
 	kov1alpha1 "github.com/kubeopera/kubeopera/apis/kubeopera/v1alpha1"
@@ -29,6 +32,8 @@ const (
 	ControllerName = "tenant-controller"
 	// DefaultRequeueInterval is how often a Provisioning Tenant is polled (the seed's 15 s).
 	DefaultRequeueInterval = 15 * time.Second
+	// DefaultReadyRecheckInterval is how often a Ready Tenant is checked for drift (jittered).
+	DefaultReadyRecheckInterval = 10 * time.Minute
 )
 
 // Reconciler drives Tenants through Pending -> Provisioning -> Ready (or Failed).
@@ -47,6 +52,12 @@ type Reconciler struct {
 	RequeueInterval time.Duration
 	// ClusterFilter selects the engaged clusters that serve Tenants (those of the kubeopera.io export).
 	ClusterFilter mcbuilder.ClusterFilterFunc
+	// ReadyRecheckInterval is how often a Ready Tenant's delivered kubeconfig is checked for drift;
+	// DefaultReadyRecheckInterval when zero.
+	ReadyRecheckInterval time.Duration
+
+	// direct caches one uncached workspace client per engaged cluster.
+	direct sync.Map
 }
 
 // SetupWithManager registers the controller.
@@ -54,6 +65,9 @@ func (r *Reconciler) SetupWithManager(mgr mcmanager.Manager) error {
 	r.Manager = mgr
 	if r.RequeueInterval == 0 {
 		r.RequeueInterval = DefaultRequeueInterval
+	}
+	if r.ReadyRecheckInterval == 0 {
+		r.ReadyRecheckInterval = DefaultReadyRecheckInterval
 	}
 	opts := []mcbuilder.ForOption{}
 	if r.ClusterFilter != nil {
@@ -83,10 +97,12 @@ type scope struct {
 	storeNamespace string
 	// kubeconfigSecret is tenant-<cloudSpaceID>-kubeconfig (Reconcile).
 	kubeconfigSecret string
+	// owner identifies this Tenant on the backend objects it claims: "<namespace>/<name>" (Reconcile).
+	owner string
 }
 
 // Reconcile implements mcreconcile.Reconciler.
-func (r *Reconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (_ ctrl.Result, retErr error) {
+func (r *Reconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (res ctrl.Result, retErr error) {
 	lc := workspaces.LogicalCluster(req.ClusterName)
 	log := ctrl.LoggerFrom(ctx).WithValues("cluster", lc, "tenant", klog.KRef(req.Namespace, req.Name))
 	ctx = ctrl.LoggerInto(ctx, log)
@@ -110,8 +126,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (_ 
 		if before.Status.Phase != t.Status.Phase {
 			log.Info("Tenant phase changed", "from", before.Status.Phase, "to", t.Status.Phase, "message", t.Status.Message)
 		}
-		if err := patchStatus(ctx, s.ws, before, t, retErr); err != nil && !apierrors.IsNotFound(err) {
+		switch err := patchStatus(ctx, s.ws, before, t, retErr); {
+		case err == nil, apierrors.IsNotFound(err):
+		case apierrors.IsConflict(err):
+			// This pass worked from a stale copy; do it again from the current one.
+			res = ctrl.Result{RequeueAfter: time.Second}
+		default:
 			retErr = joinErr(retErr, err)
+		}
+		if retErr != nil {
+			res = ctrl.Result{} // never an error together with RequeueAfter
 		}
 	}()
 
@@ -121,7 +145,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (_ 
 	if !controllerutil.ContainsFinalizer(t, kov1alpha1.TenantFinalizer) {
 		base := t.DeepCopy()
 		controllerutil.AddFinalizer(t, kov1alpha1.TenantFinalizer)
-		if err := s.ws.Patch(ctx, t, client.MergeFrom(base)); err != nil {
+		if err := s.ws.Patch(ctx, t, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
 			return ctrl.Result{}, fmt.Errorf("failed to add finalizer: %w", err)
 		}
 		// Keep the status snapshot in step with the new resourceVersion.
@@ -131,7 +155,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (_ 
 }
 
 func (r *Reconciler) newScope(cl cluster.Cluster, lc string, t *kov1alpha1.Tenant) (*scope, error) {
-	direct, err := syncer.DirectClient(cl)
+	direct, err := r.directClient(cl)
 	if err != nil {
 		return nil, fmt.Errorf("failed to create workspace client: %w", err)
 	}
@@ -146,19 +170,35 @@ func (r *Reconciler) newScope(cl cluster.Cluster, lc string, t *kov1alpha1.Tenan
 		hostNamespace:    workspaces.VClusterNamespace(lc, t.Spec.TenantName),
 		storeNamespace:   workspaces.Namespace(lc),
 		kubeconfigSecret: "tenant-" + t.Spec.CloudSpaceID + "-kubeconfig",
+		owner:            "Tenant " + t.Namespace + "/" + t.Name,
 	}, nil
 }
 
-// patchStatus writes the status with one merge patch when it changed. observedGeneration is bumped
-// only when the pass succeeded.
+// directClient returns the uncached workspace client of cl, built once per engaged cluster.
+func (r *Reconciler) directClient(cl cluster.Cluster) (client.Client, error) {
+	if c, ok := r.direct.Load(cl); ok {
+		return c.(client.Client), nil
+	}
+	c, err := syncer.DirectClient(cl)
+	if err != nil {
+		return nil, err
+	}
+	r.direct.Store(cl, c)
+	return c, nil
+}
+
+// patchStatus writes the status with one merge patch when it changed, guarded by the
+// resourceVersion the pass started from, so a pass that read a stale copy cannot overwrite a newer
+// status (an admin's phase reset, another pass). observedGeneration is bumped only when the pass
+// succeeded or ended in a terminal failure the status explains.
 func patchStatus(ctx context.Context, c client.Client, before, t *kov1alpha1.Tenant, passErr error) error {
-	if passErr == nil {
+	if passErr == nil || errors.Is(passErr, reconcile.TerminalError(nil)) {
 		t.Status.ObservedGeneration = t.Generation
 	}
 	if equality.Semantic.DeepEqual(before.Status, t.Status) {
 		return nil
 	}
-	if err := c.Status().Patch(ctx, t, client.MergeFrom(before)); err != nil {
+	if err := c.Status().Patch(ctx, t, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
 		return fmt.Errorf("failed to patch status: %w", err)
 	}
 	return nil

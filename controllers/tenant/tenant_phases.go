@@ -2,12 +2,14 @@ package tenant
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -38,40 +40,44 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result
 	}
 
 	// Retry: a new value of the retry annotation (tenants cannot write status), or a spec change,
-	// sends a Failed Tenant back to Pending. An admin may also patch status.phase to Pending.
+	// starts a new attempt. An admin may also patch status.phase to Pending.
 	retry := t.Annotations[kov1alpha1.RetryAnnotation]
 	retryRequested := retry != "" && retry != t.Status.LastHandledRetry
 	if retryRequested {
 		t.Status.LastHandledRetry = retry
 	}
 	specChanged := t.Status.ObservedGeneration != 0 && t.Generation != t.Status.ObservedGeneration
-	switch t.Status.Phase {
-	case kov1alpha1.TenantPhaseFailed:
-		if !retryRequested && !specChanged {
-			// Nothing to do until the user asks again; the status says why.
-			return ctrl.Result{}, nil
-		}
+	switch {
+	case retryRequested:
 		s.event(corev1.EventTypeNormal, kov1alpha1.RetryRequestedReason, "Retrying the vCluster provisioning")
 		t.Status.Phase = kov1alpha1.TenantPhasePending
-	case kov1alpha1.TenantPhaseReady:
-		if !specChanged && !retryRequested {
-			return r.reconcileReady(ctx, s)
-		}
+	case t.Status.Phase == kov1alpha1.TenantPhaseFailed && !specChanged:
+		// Nothing to do until the user asks again; the status says why.
+		return ctrl.Result{}, nil
+	case t.Status.Phase == kov1alpha1.TenantPhaseReady && !specChanged:
+		return r.reconcileReady(ctx, s)
+	case specChanged && (t.Status.Phase == kov1alpha1.TenantPhaseFailed || t.Status.Phase == kov1alpha1.TenantPhaseReady):
 		t.Status.Phase = kov1alpha1.TenantPhasePending
 	}
 
 	t.Status.VClusterName = s.releaseName
 	t.Status.Namespace = s.hostNamespace
 
-	// Backend namespaces, refusing any that belong to another workspace.
-	for _, ns := range []string{s.storeNamespace, s.hostNamespace} {
-		if err := r.Backend.EnsureNamespace(ctx, s.logicalCluster, ns, nil); err != nil {
-			if workspaces.IsCollision(err) {
-				s.event(corev1.EventTypeWarning, kov1alpha1.FingerprintCollisionReason, err.Error())
-				markFailed(t, kov1alpha1.BackendNamespaceReadyCondition, kov1alpha1.FingerprintCollisionReason, err.Error())
-				return ctrl.Result{}, nil
-			}
-			markProgress(t, kov1alpha1.BackendNamespaceReadyCondition, metav1.ConditionFalse, kov1alpha1.WaitingReason, err.Error())
+	// Backend namespaces, refusing any that belong to another workspace or, for the host
+	// namespace, to another Tenant of this workspace.
+	for ns, owner := range map[string]string{s.storeNamespace: "", s.hostNamespace: s.owner} {
+		err := r.Backend.EnsureNamespace(ctx, s.logicalCluster, ns, owner)
+		switch {
+		case err == nil:
+		case workspaces.IsCollision(err):
+			s.event(corev1.EventTypeWarning, kov1alpha1.FingerprintCollisionReason, err.Error())
+			return markFailed(t, kov1alpha1.BackendNamespaceReadyCondition, kov1alpha1.FingerprintCollisionReason, err.Error())
+		case workspaces.IsClaimed(err):
+			msg := fmt.Sprintf("tenantName %q is already used by another Tenant in this workspace (%v)", t.Spec.TenantName, err)
+			s.event(corev1.EventTypeWarning, kov1alpha1.NameConflictReason, msg)
+			return markFailed(t, kov1alpha1.BackendNamespaceReadyCondition, kov1alpha1.NameConflictReason, msg)
+		default:
+			markProgress(t, kov1alpha1.BackendNamespaceReadyCondition, metav1.ConditionFalse, kov1alpha1.WaitingReason, "Waiting for the backend namespaces")
 			return ctrl.Result{}, err
 		}
 	}
@@ -84,15 +90,16 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result
 	// Install or upgrade only when the release is missing, was made with other values (a spec
 	// change), or a new attempt starts on a release that is not deployed. A pass that reads a stale
 	// phase, and a restarted manager, therefore never install a second time.
+	// A release stuck in a pending state (a manager stopped mid-install) is recovered by
+	// InstallOrUpgrade as well.
 	values := vclusterValues(t, s.releaseName, s.hostNamespace, r.Environment)
 	newAttempt := t.Status.Phase == kov1alpha1.TenantPhasePending && rel != nil && rel.Status != "deployed"
-	if rel == nil || rel.ValuesHash != helm.HashValues(values) || newAttempt {
+	if rel == nil || rel.ValuesHash != helm.HashValues(values) || newAttempt || rel.Status.IsPending() {
 		rel, err = r.Helm.InstallOrUpgrade(ctx, s.hostNamespace, s.releaseName, values)
 		if err != nil {
 			msg := fmt.Sprintf("Helm install of vCluster release %s failed: %v", s.releaseName, err)
 			s.event(corev1.EventTypeWarning, kov1alpha1.InstallFailedReason, msg)
-			markFailed(t, kov1alpha1.ReleaseDeployedCondition, kov1alpha1.InstallFailedReason, msg)
-			return ctrl.Result{}, nil
+			return markFailed(t, kov1alpha1.ReleaseDeployedCondition, kov1alpha1.InstallFailedReason, msg)
 		}
 		s.event(corev1.EventTypeNormal, kov1alpha1.ProgressingReason, fmt.Sprintf("Installed vCluster release %s revision %d", rel.Name, rel.Revision))
 	}
@@ -104,8 +111,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result
 	case "failed":
 		msg := fmt.Sprintf("vCluster release %s revision %d failed: %s", rel.Name, rel.Revision, rel.Description)
 		s.event(corev1.EventTypeWarning, kov1alpha1.ReleaseFailedReason, msg)
-		markFailed(t, kov1alpha1.ReleaseDeployedCondition, kov1alpha1.ReleaseFailedReason, msg)
-		return ctrl.Result{}, nil
+		return markFailed(t, kov1alpha1.ReleaseDeployedCondition, kov1alpha1.ReleaseFailedReason, msg)
 	default:
 		markProgress(t, kov1alpha1.ReleaseDeployedCondition, metav1.ConditionFalse, kov1alpha1.WaitingReason, fmt.Sprintf("Release %s is %s", rel.Name, rel.Status))
 		return ctrl.Result{RequeueAfter: r.RequeueInterval}, nil
@@ -126,10 +132,14 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result
 	rewritten, err := kubeconfig.RewriteServer(raw, server)
 	if err != nil {
 		msg := fmt.Sprintf("Secret %s/%s does not hold a usable kubeconfig: %v", s.hostNamespace, s.releaseName, err)
-		markFailed(t, kov1alpha1.KubeconfigDeliveredCondition, kov1alpha1.KubeconfigFailedReason, msg)
-		return ctrl.Result{}, nil
+		return markFailed(t, kov1alpha1.KubeconfigDeliveredCondition, kov1alpha1.KubeconfigFailedReason, msg)
 	}
 	if err := r.storeAndDeliver(ctx, s, rewritten); err != nil {
+		var claimed *claimedError
+		if errors.As(err, &claimed) {
+			s.event(corev1.EventTypeWarning, kov1alpha1.NameConflictReason, claimed.Error())
+			return markFailed(t, kov1alpha1.KubeconfigDeliveredCondition, kov1alpha1.NameConflictReason, claimed.Error())
+		}
 		markProgress(t, kov1alpha1.KubeconfigDeliveredCondition, metav1.ConditionFalse, kov1alpha1.KubeconfigFailedReason, err.Error())
 		return ctrl.Result{}, err
 	}
@@ -144,26 +154,36 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result
 	t.Status.LastSyncedAt = &now
 	markReady(t, fmt.Sprintf("vCluster %s is ready; kubeconfig in Secret %s", s.releaseName, s.kubeconfigSecret))
 	s.event(corev1.EventTypeNormal, kov1alpha1.SucceededReason, "vCluster "+s.releaseName+" is ready")
-	return ctrl.Result{}, nil
+	return ctrl.Result{RequeueAfter: r.readyRecheck()}, nil
 }
 
-// reconcileReady keeps a Ready Tenant's delivered Secret in place without touching Helm.
+// readyRecheck is the jittered interval after which a Ready Tenant is checked for drift.
+func (r *Reconciler) readyRecheck() time.Duration {
+	return wait.Jitter(r.ReadyRecheckInterval, 0.2)
+}
+
+// reconcileReady keeps a Ready Tenant's delivered Secret in place without touching Helm; when the
+// stored kubeconfig or the release is gone it provisions again.
 func (r *Reconciler) reconcileReady(ctx context.Context, s *scope) (ctrl.Result, error) {
 	stored := &corev1.Secret{}
 	err := r.Backend.Reader.Get(ctx, client.ObjectKey{Namespace: s.storeNamespace, Name: s.kubeconfigSecret}, stored)
-	if err != nil {
-		if apierrors.IsNotFound(err) {
-			// The stored copy is gone: provision again from the release.
-			s.tenant.Status.Phase = kov1alpha1.TenantPhaseProvisioning
-			return r.reconcileNormal(ctx, s)
-		}
+	if err != nil && !apierrors.IsNotFound(err) {
 		return ctrl.Result{}, fmt.Errorf("failed to read stored kubeconfig: %w", err)
+	}
+	rel, relErr := r.Helm.Observe(ctx, s.hostNamespace, s.releaseName)
+	if relErr != nil {
+		return ctrl.Result{}, relErr
+	}
+	if apierrors.IsNotFound(err) || len(stored.Data[DeliveredKubeconfigKey]) == 0 || rel == nil || rel.Status != "deployed" {
+		ctrl.LoggerFrom(ctx).Info("Ready Tenant drifted; provisioning again", "storedKubeconfig", err == nil, "releaseFound", rel != nil)
+		s.tenant.Status.Phase = kov1alpha1.TenantPhaseProvisioning
+		return r.reconcileNormal(ctx, s)
 	}
 	if err := syncer.Deliver(ctx, s.wsDirect, s.tenant, kov1alpha1.GroupVersion.WithKind("Tenant"), s.kubeconfigSecret,
 		s.secretLabels(), map[string][]byte{DeliveredKubeconfigKey: stored.Data[DeliveredKubeconfigKey]}); err != nil {
 		return ctrl.Result{}, err
 	}
-	return ctrl.Result{}, nil
+	return ctrl.Result{RequeueAfter: r.readyRecheck()}, nil
 }
 
 // vclusterKubeconfig returns the kubeconfig vCluster wrote, or nil while it is not there yet.
@@ -189,9 +209,30 @@ func (s *scope) secretLabels() map[string]string {
 	}
 }
 
+// claimedError says the stored kubeconfig Secret's name (from cloudSpaceID) is used by another
+// Tenant of this workspace.
+type claimedError struct{ cloudSpaceID, owner string }
+
+func (e *claimedError) Error() string {
+	return fmt.Sprintf("cloudSpaceID %q is already used by Tenant %s in this workspace", e.cloudSpaceID, e.owner)
+}
+
+// storedOwner returns the Tenant ("<namespace>/<name>") a stored kubeconfig Secret was stored for.
+func storedOwner(sec *corev1.Secret) string {
+	return sec.Annotations[syncer.SourceNamespaceAnnotation] + "/" + sec.Annotations[syncer.SourceNameAnnotation]
+}
+
 // storeAndDeliver stores the kubeconfig in kcp-<fp> on the backend and delivers it into the
-// Tenant's namespace in its workspace.
+// Tenant's namespace in its workspace. A stored Secret of another Tenant is never overwritten.
 func (r *Reconciler) storeAndDeliver(ctx context.Context, s *scope, kc []byte) error {
+	cur := &corev1.Secret{}
+	err := r.Backend.Reader.Get(ctx, client.ObjectKey{Namespace: s.storeNamespace, Name: s.kubeconfigSecret}, cur)
+	if err == nil && storedOwner(cur) != s.tenant.Namespace+"/"+s.tenant.Name {
+		return &claimedError{cloudSpaceID: s.tenant.Spec.CloudSpaceID, owner: storedOwner(cur)}
+	}
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("failed to read stored kubeconfig: %w", err)
+	}
 	data := map[string][]byte{DeliveredKubeconfigKey: kc}
 	stored := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{
@@ -227,8 +268,10 @@ func (r *Reconciler) callback(ctx context.Context, s *scope) {
 		Status:           "active",
 	})
 	if err != nil {
+		// The detail (internal URLs) is for the platform's logs, not the tenant's status.
 		ctrl.LoggerFrom(ctx).Info("kubeopera-api callback failed; the Tenant is Ready regardless", "error", err.Error())
-		setCondition(t, kov1alpha1.CallbackSucceededCondition, metav1.ConditionFalse, kov1alpha1.CallbackFailedReason, err.Error())
+		setCondition(t, kov1alpha1.CallbackSucceededCondition, metav1.ConditionFalse, kov1alpha1.CallbackFailedReason,
+			"kubeopera-api could not be told that the CloudSpace is active; the platform will catch up (the vCluster is usable)")
 		return
 	}
 	setCondition(t, kov1alpha1.CallbackSucceededCondition, metav1.ConditionTrue, kov1alpha1.SucceededReason, "kubeopera-api was told the CloudSpace is active")
@@ -244,43 +287,54 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 	t.Status.Phase = kov1alpha1.TenantPhaseDeleting
 	markProgress(t, kov1alpha1.ReadyCondition, metav1.ConditionFalse, kov1alpha1.DeletingReason, "Removing the vCluster and its Secrets")
 
-	if err := r.Helm.Uninstall(ctx, s.hostNamespace, s.releaseName); err != nil {
+	// Only what this Tenant owns is removed: a host namespace claimed by another Tenant or another
+	// workspace (a Tenant that failed on a conflict) is left alone, release included.
+	owns, err := r.Backend.Owns(ctx, s.logicalCluster, s.hostNamespace, s.owner)
+	if err != nil {
 		return ctrl.Result{}, err
+	}
+	if owns {
+		if err := r.Helm.Uninstall(ctx, s.hostNamespace, s.releaseName); err != nil {
+			return ctrl.Result{}, err
+		}
 	}
 	if err := syncer.Undeliver(ctx, s.wsDirect, t, s.kubeconfigSecret); err != nil {
 		return ctrl.Result{}, err
 	}
-	stored := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: s.storeNamespace, Name: s.kubeconfigSecret}}
-	if err := deleteIfOwned(ctx, r.Backend, s, stored); err != nil {
+	if err := r.deleteStoredKubeconfig(ctx, s); err != nil {
 		return ctrl.Result{}, err
 	}
-	gone, err := r.Backend.DeleteNamespace(ctx, s.logicalCluster, s.hostNamespace)
+	gone, err := r.Backend.DeleteNamespace(ctx, s.logicalCluster, s.hostNamespace, s.owner)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	if !gone {
-		return ctrl.Result{RequeueAfter: deleteNamespacePoll}, nil
+		return ctrl.Result{RequeueAfter: wait.Jitter(deleteNamespacePoll, 0.5)}, nil
 	}
 
 	base := t.DeepCopy()
 	controllerutil.RemoveFinalizer(t, kov1alpha1.TenantFinalizer)
-	if err := s.ws.Patch(ctx, t, client.MergeFrom(base)); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(fmt.Errorf("failed to remove finalizer: %w", err))
+	if err := s.ws.Patch(ctx, t, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+		if apierrors.IsNotFound(err) {
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, fmt.Errorf("failed to remove finalizer: %w", err)
 	}
 	ctrl.LoggerFrom(ctx).Info("Tenant deleted; vCluster and Secrets removed", "release", s.releaseName, "hostNamespace", s.hostNamespace)
 	return ctrl.Result{}, nil
 }
 
-// deleteIfOwned deletes a stored backend Secret only when it was stored for this workspace.
-func deleteIfOwned(ctx context.Context, b workspaces.Backend, s *scope, sec *corev1.Secret) error {
+// deleteStoredKubeconfig deletes the stored backend kubeconfig only when it was stored for this
+// Tenant of this workspace.
+func (r *Reconciler) deleteStoredKubeconfig(ctx context.Context, s *scope) error {
 	cur := &corev1.Secret{}
-	if err := b.Reader.Get(ctx, client.ObjectKeyFromObject(sec), cur); err != nil {
+	if err := r.Backend.Reader.Get(ctx, client.ObjectKey{Namespace: s.storeNamespace, Name: s.kubeconfigSecret}, cur); err != nil {
 		return client.IgnoreNotFound(err)
 	}
-	if cur.Annotations[workspaces.LogicalClusterAnnotation] != s.logicalCluster {
+	if cur.Annotations[workspaces.LogicalClusterAnnotation] != s.logicalCluster || storedOwner(cur) != s.tenant.Namespace+"/"+s.tenant.Name {
 		return nil
 	}
-	if err := b.Client.Delete(ctx, cur); client.IgnoreNotFound(err) != nil {
+	if err := r.Backend.Client.Delete(ctx, cur, client.Preconditions{UID: &cur.UID}); client.IgnoreNotFound(err) != nil {
 		return fmt.Errorf("failed to delete stored kubeconfig %s/%s: %w", cur.Namespace, cur.Name, err)
 	}
 	return nil

@@ -1,11 +1,14 @@
 package tenant
 
 import (
+	"errors"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	kov1alpha1 "github.com/kubeopera/kubeopera/apis/kubeopera/v1alpha1"
 )
@@ -29,8 +32,9 @@ func markProgress(t *kov1alpha1.Tenant, step string, status metav1.ConditionStat
 	t.Status.Message = truncate(msg)
 }
 
-// markFailed moves the Tenant to Failed: Ready False, Stalled True, no Reconciling.
-func markFailed(t *kov1alpha1.Tenant, step, reason, msg string) {
+// markFailed moves the Tenant to Failed: Ready False, Stalled True, no Reconciling. It returns a
+// terminal error: retrying cannot help until the user or an admin asks for a new attempt.
+func markFailed(t *kov1alpha1.Tenant, step, reason, msg string) (ctrl.Result, error) {
 	t.Status.Phase = kov1alpha1.TenantPhaseFailed
 	setCondition(t, step, metav1.ConditionFalse, reason, msg)
 	setCondition(t, kov1alpha1.ReadyCondition, metav1.ConditionFalse, reason, msg)
@@ -38,6 +42,7 @@ func markFailed(t *kov1alpha1.Tenant, step, reason, msg string) {
 		msg+fmt.Sprintf(" (set annotation %s to a new value to retry)", kov1alpha1.RetryAnnotation))
 	meta.RemoveStatusCondition(&t.Status.Conditions, kov1alpha1.ReconcilingCondition)
 	t.Status.Message = truncate(msg)
+	return ctrl.Result{}, reconcile.TerminalError(errors.New(reason + ": " + truncate(msg)))
 }
 
 // markReady: Ready True, no Reconciling, no Stalled.

@@ -9,6 +9,7 @@ import (
 	corev1alpha1 "github.com/kcp-dev/sdk/apis/core/v1alpha1"
 	tenancyv1alpha1 "github.com/kcp-dev/sdk/apis/tenancy/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -174,8 +175,11 @@ func Run(ctx context.Context, o Options, cfgs *Configs) error {
 		KCPConfig:     kcpCfg,
 		WorkspaceType: workspaces.TenantWorkspaceType.Name,
 		Backend:       backend,
-		Workspace:     workspaceObjects(mgr),
-		Interval:      o.TerminatorPollInterval,
+		Workspace: workspaceObjects(mgr, kcpCfg, map[string]string{
+			KubeoperaProvider: o.KubeoperaEndpointSlice,
+			PlatformProvider:  o.PlatformEndpointSlice,
+		}),
+		Interval: o.TerminatorPollInterval,
 	}); err != nil {
 		return err
 	}
@@ -183,6 +187,7 @@ func Run(ctx context.Context, o Options, cfgs *Configs) error {
 		KCPConfig: cfgs.Sweep,
 		Backend:   backend,
 		Interval:  o.OrphanSweepInterval,
+		MinAge:    o.OrphanSweepInterval / 2,
 	}); err != nil {
 		return err
 	}
@@ -206,9 +211,11 @@ func (h bindingLogger) OnDelete(obj client.Object) {
 func clusterOf(obj client.Object) string { return obj.GetAnnotations()["kcp.io/cluster"] }
 
 // workspaceObjects returns the terminator's view of a workspace's CRs: it deletes those not yet
-// being deleted (so each goes through its finalizer) and returns how many remain. A workspace no
-// export serves any more has none reachable.
-func workspaceObjects(mgr mcmanager.Manager) workspaces.WorkspaceObjectsFunc {
+// being deleted (so each goes through its finalizer) and returns how many remain. A workspace the
+// manager has not engaged (yet: right after a restart) is read through the export's virtual
+// workspace directly, so its CRs are never taken for absent; one no export serves any more has
+// none reachable.
+func workspaceObjects(mgr mcmanager.Manager, kcpCfg *rest.Config, slices map[string]string) workspaces.WorkspaceObjectsFunc {
 	kinds := map[string][]client.ObjectList{
 		KubeoperaProvider: {&kov1alpha1.TenantList{}, &kov1alpha1.HostClusterList{}},
 		PlatformProvider:  {&platformv1alpha1.KubernetesClusterList{}},
@@ -216,13 +223,22 @@ func workspaceObjects(mgr mcmanager.Manager) workspaces.WorkspaceObjectsFunc {
 	return func(ctx context.Context, logicalCluster string) (int, error) {
 		remaining := 0
 		for provider, lists := range kinds {
-			cl, err := mgr.GetCluster(ctx, multicluster.ClusterName(provider+"#"+logicalCluster))
-			if err != nil {
-				continue // not engaged through this export (unbound or never bound)
+			var c client.Client
+			if cl, err := mgr.GetCluster(ctx, multicluster.ClusterName(provider+"#"+logicalCluster)); err == nil {
+				c = cl.GetClient()
+			} else {
+				vw, err := virtualWorkspaceClient(ctx, kcpCfg, slices[provider], logicalCluster, mgr.GetLocalManager().GetScheme())
+				if err != nil {
+					return 0, err
+				}
+				c = vw
 			}
 			for _, list := range lists {
 				list = list.DeepCopyObject().(client.ObjectList)
-				if err := cl.GetClient().List(ctx, list); err != nil {
+				if err := c.List(ctx, list); err != nil {
+					if apierrors.IsForbidden(err) || apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
+						break // not bound to this export: nothing of it is reachable
+					}
 					return 0, fmt.Errorf("failed to list %T in %s: %w", list, logicalCluster, err)
 				}
 				items, err := meta.ExtractList(list)
@@ -233,7 +249,7 @@ func workspaceObjects(mgr mcmanager.Manager) workspaces.WorkspaceObjectsFunc {
 					obj := item.(client.Object)
 					remaining++
 					if obj.GetDeletionTimestamp() == nil {
-						if err := cl.GetClient().Delete(ctx, obj); client.IgnoreNotFound(err) != nil {
+						if err := c.Delete(ctx, obj); client.IgnoreNotFound(err) != nil {
 							return 0, fmt.Errorf("failed to delete %s/%s in %s: %w", obj.GetNamespace(), obj.GetName(), logicalCluster, err)
 						}
 					}
@@ -242,4 +258,23 @@ func workspaceObjects(mgr mcmanager.Manager) workspaces.WorkspaceObjectsFunc {
 		}
 		return remaining, nil
 	}
+}
+
+// virtualWorkspaceClient returns an uncached client for one workspace through the virtual
+// workspace of the export whose endpoint slice is named slice.
+func virtualWorkspaceClient(ctx context.Context, kcpCfg *rest.Config, slice, logicalCluster string, scheme *runtime.Scheme) (client.Client, error) {
+	pc, err := client.New(kcpCfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, err
+	}
+	es := &apisv1alpha1.APIExportEndpointSlice{}
+	if err := pc.Get(ctx, client.ObjectKey{Name: slice}, es); err != nil {
+		return nil, fmt.Errorf("failed to get APIExportEndpointSlice %s: %w", slice, err)
+	}
+	if len(es.Status.APIExportEndpoints) == 0 {
+		return nil, fmt.Errorf("APIExportEndpointSlice %s has no endpoints yet", slice)
+	}
+	cfg := rest.CopyConfig(kcpCfg)
+	cfg.Host = es.Status.APIExportEndpoints[0].URL + "/clusters/" + logicalCluster
+	return client.New(cfg, client.Options{Scheme: scheme})
 }

@@ -233,6 +233,33 @@ func TestTenantsOnKCP(t *testing.T) {
 		}
 	})
 
+	t.Run("a second Tenant reusing a tenantName in the same workspace is refused and removable", func(t *testing.T) {
+		twin := seedTenant(t, "default", "alice-default", "twin-cloudspace")
+		twin.Name = "alice-twin"
+		if err := acme.Create(ctx, twin); err != nil {
+			t.Fatal(err)
+		}
+		failed := waitPhase(t, acme, "default", "alice-twin", kov1alpha1.TenantPhaseFailed)
+		c := meta.FindStatusCondition(failed.Status.Conditions, kov1alpha1.BackendNamespaceReadyCondition)
+		if c == nil || c.Reason != kov1alpha1.NameConflictReason {
+			t.Fatalf("want reason NameConflict, got %+v", failed.Status.Conditions)
+		}
+		if err := acme.Delete(ctx, failed); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, time.Minute, "the twin gone", func() (bool, string) {
+			_, err := getTenant(ctx, acme, "default", "alice-twin")
+			return apierrors.IsNotFound(err), fmt.Sprint(err)
+		})
+		// The first Tenant's vCluster is untouched.
+		if revs := helmRevisions(t, e.backendC, acmeNS, "vc-alice-default"); len(revs) != 1 {
+			t.Fatalf("the first Tenant's release was affected: %v", revs)
+		}
+		if tn, err := getTenant(ctx, acme, "default", "alice-default"); err != nil || tn.Status.Phase != kov1alpha1.TenantPhaseReady {
+			t.Fatalf("the first Tenant is no longer Ready: %v %v", err, tn.Status.Phase)
+		}
+	})
+
 	t.Run("tenants cannot write status", func(t *testing.T) {
 		tn, err := getTenant(ctx, acme, "default", "alice-default")
 		if err != nil {

@@ -48,6 +48,9 @@ const (
 	RetryRequestedReason = "RetryRequested"
 	// DeletingReason: the object is being deleted and its backend state removed.
 	DeletingReason = "Deleting"
+	// NameConflictReason: another object of the same workspace already uses the name
+	// (tenantName or cloudSpaceID) that this one would give its backend objects.
+	NameConflictReason = "NameConflict"
 	// InvalidSpecReason: the spec cannot be acted upon as written.
 	InvalidSpecReason = "InvalidSpec"
 )
