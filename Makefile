@@ -5,7 +5,7 @@ SHELL := /usr/bin/env bash
 TOOLS_BIN := $(CURDIR)/_tools/bin
 CONTROLLER_GEN := $(TOOLS_BIN)/controller-gen
 APIGEN := $(TOOLS_BIN)/apigen
-GO_TEST_FLAGS ?=
+GO_TEST_FLAGS ?= -count=1
 
 .PHONY: all
 all: build

@@ -36,6 +36,8 @@ const (
 	storageDriver = "secret"
 	// maxHistory bounds the revisions (Secrets) kept per release.
 	maxHistory = 10
+	// chartPullTimeout bounds locating and loading the chart.
+	chartPullTimeout = 5 * time.Minute
 	// hookTimeout bounds chart hooks; resources themselves are never waited for.
 	hookTimeout = 5 * time.Minute
 )
@@ -253,6 +255,13 @@ func (c *SDKClient) Uninstall(_ context.Context, namespace, name string) error {
 	if err != nil {
 		return fmt.Errorf("failed to uninstall release %s/%s: %w", namespace, name, err)
 	}
+	// The namespace's Helm configuration is not needed any more (one vCluster per namespace);
+	// drop it so the client does not grow with every namespace it ever saw.
+	c.mu.Lock()
+	if c.configs[namespace] == nc {
+		delete(c.configs, namespace)
+	}
+	c.mu.Unlock()
 	return nil
 }
 
@@ -260,6 +269,9 @@ func (c *SDKClient) Uninstall(_ context.Context, namespace, name string) error {
 func (c *SDKClient) loadChart(ctx context.Context) (*chart.Chart, error) {
 	c.chartMu.Lock()
 	defer c.chartMu.Unlock()
+	// A registry that hangs must not hold every reconcile behind this lock forever.
+	ctx, cancel := context.WithTimeout(ctx, chartPullTimeout)
+	defer cancel()
 	if c.chart == nil {
 		archive, err := loadChartArchive(ctx, c.opts)
 		if err != nil {
