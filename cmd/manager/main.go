@@ -23,7 +23,10 @@ func main() {
 	zapOpts.BindFlags(goFlags)
 	pflag.CommandLine.AddGoFlagSet(goFlags)
 	pflag.Parse()
-	zapOpts.Development = opts.Environment == "development"
+	if !pflag.CommandLine.Changed("zap-devel") {
+		// ENVIRONMENT=development selects development logging unless --zap-devel says otherwise.
+		zapOpts.Development = opts.Environment == "development"
+	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 	log := ctrl.Log.WithName("setup")
 

@@ -40,6 +40,8 @@ type env struct {
 	mgrDone    chan struct{}
 	mgrLog     string
 	starts     int
+	// metricsAddr and probeAddr are where the running manager serves /metrics and /healthz, /readyz.
+	metricsAddr, probeAddr string
 }
 
 func b64(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
@@ -94,14 +96,19 @@ func (e *env) startManager(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	ports, err := devenv.FreePorts(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.metricsAddr, e.probeAddr = fmt.Sprintf("127.0.0.1:%d", ports[0]), fmt.Sprintf("127.0.0.1:%d", ports[1])
 	cmd := exec.Command(e.managerBin,
 		"--kcp-kubeconfig", e.kcp.KubeconfigPath,
 		"--backend-kubeconfig", e.backend.KubeconfigPath,
 		"--vcluster-chart", filepath.Join(framework.RepoRoot(), "test", "charts", "vcluster"),
 		"--helm-cache-dir", filepath.Join(e.dir, "helm-cache"),
 		"--kubeopera-api-base-url", e.api.URL,
-		"--metrics-bind-address", "0",
-		"--health-probe-bind-address", "0",
+		"--metrics-bind-address", e.metricsAddr,
+		"--health-probe-bind-address", e.probeAddr,
 		"--tenant-requeue-interval", "1s",
 		"--terminator-poll-interval", "1s",
 		"--orphan-sweep-interval", "1h",

@@ -5,6 +5,8 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -260,6 +262,23 @@ func TestTenantsOnKCP(t *testing.T) {
 		}
 	})
 
+	t.Run("the admin reads metrics and probes", func(t *testing.T) {
+		for _, path := range []string{"http://" + e.probeAddr + "/healthz", "http://" + e.probeAddr + "/readyz"} {
+			if body := httpGet(t, path); !strings.Contains(body, "ok") {
+				t.Errorf("%s = %q", path, body)
+			}
+		}
+		metrics := httpGet(t, "http://"+e.metricsAddr+"/metrics")
+		for _, want := range []string{`controller_runtime_reconcile_total{controller="tenant",result="success"}`, "kubeopera_orphan_backend_namespaces"} {
+			if !strings.Contains(metrics, want) {
+				t.Errorf("/metrics lacks %s", want)
+			}
+		}
+		if strings.Contains(metrics, "vcluster-client-key") || strings.Contains(metrics, b64("vcluster-client-key")) {
+			t.Error("metrics carry secret material")
+		}
+	})
+
 	t.Run("tenants cannot write status", func(t *testing.T) {
 		tn, err := getTenant(ctx, acme, "default", "alice-default")
 		if err != nil {
@@ -428,4 +447,18 @@ func lcOf(hostNS, acmeNS, acmeLC, globexLC string) string {
 		return acmeLC
 	}
 	return globexLC
+}
+
+func httpGet(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url) //nolint:gosec,noctx // the test's own manager on loopback
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %s", url, resp.Status)
+	}
+	return string(body)
 }
