@@ -439,6 +439,44 @@ func TestTenantsOnKCP(t *testing.T) {
 			t.Errorf("acme's backend namespace is gone: %v", err)
 		}
 	})
+
+	t.Run("a workspace deleted while the manager is down is cleaned when it comes back", func(t *testing.T) {
+		initech, initechLC := e.tenantWorkspace(t, "initech")
+		if err := initech.Create(ctx, seedTenant(t, "default", "peter", "1n17ech")); err != nil {
+			t.Fatal(err)
+		}
+		hostNS := workspaces.VClusterNamespace(initechLC, "peter")
+		waitPhase(t, initech, "default", "alice-default", kov1alpha1.TenantPhaseProvisioning)
+		vclusterWritesKubeconfig(t, ctx, e.backendC, hostNS, "vc-peter")
+		waitPhase(t, initech, "default", "alice-default", kov1alpha1.TenantPhaseReady)
+
+		e.stopManager(t)
+		if err := workspaces.DeleteWorkspace(ctx, e.kcp.Config, "root:orgs", "initech"); err != nil {
+			t.Fatal(err)
+		}
+		// Nothing may happen to the backend while nobody is there to run the finalizers.
+		time.Sleep(3 * time.Second)
+		if revs := helmRevisions(t, e.backendC, hostNS, "vc-peter"); len(revs) != 1 {
+			t.Fatalf("the release changed while the manager was down: %v", revs)
+		}
+		e.startManager(t)
+		orgs := e.workspaceClient(t, "root:orgs")
+		eventually(t, 3*time.Minute, "workspace initech gone", func() (bool, string) {
+			ws := &tenancyWorkspace{}
+			err := orgs.Get(ctx, client.ObjectKey{Name: "initech"}, ws)
+			return apierrors.IsNotFound(err), fmt.Sprintf("err=%v phase=%s", err, ws.Status.Phase)
+		})
+		list := &corev1.NamespaceList{}
+		if err := e.backendC.List(ctx, list, client.MatchingLabels{workspaces.FingerprintLabel: workspaces.Fingerprint(initechLC)}); err != nil {
+			t.Fatal(err)
+		}
+		if len(list.Items) != 0 {
+			t.Errorf("%d backend namespaces of the deleted workspace remain", len(list.Items))
+		}
+		if !strings.Contains(e.managerLogs(), `"tenant":{"name":"alice-default","namespace":"default"},"release":"vc-peter"`) {
+			t.Error("the Tenant's finalizer did not run (no uninstall of vc-peter logged)")
+		}
+	})
 }
 
 // lcOf maps a host namespace back to its logical cluster for the two workspaces of the suite.
