@@ -121,3 +121,26 @@ func platformObjects() ([]*unstructured.Unstructured, error) {
 	sort.SliceStable(objs, func(i, j int) bool { return order(objs[i]) < order(objs[j]) })
 	return objs, nil
 }
+
+// ManagerRole is the ClusterRole in the platform workspace that the manager's kcp identity needs
+// (apiexports/bootstrap/manager-rbac.yaml).
+const ManagerRole = "kubeopera:manager"
+
+// BindManagerRole binds ManagerRole in the platform workspace to user, idempotently.
+func BindManagerRole(ctx context.Context, cfg *rest.Config, user string) error {
+	c, err := client.New(ClusterConfig(cfg, PlatformWorkspace), client.Options{})
+	if err != nil {
+		return err
+	}
+	crb := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "rbac.authorization.k8s.io/v1",
+		"kind":       "ClusterRoleBinding",
+		"metadata":   map[string]any{"name": ManagerRole + ":" + user},
+		"roleRef":    map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": ManagerRole},
+		"subjects":   []any{map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}},
+	}}
+	if err := applyObject(ctx, c, crb); err != nil {
+		return fmt.Errorf("failed to bind %s to %s: %w", ManagerRole, user, err)
+	}
+	return nil
+}

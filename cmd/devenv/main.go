@@ -112,6 +112,10 @@ func run() error {
 	if err := workspaces.Bootstrap(ctx, kcp.Config); err != nil {
 		return err
 	}
+	// The manager runs as kcp's unprivileged "user", with the platform's manager role only.
+	if err := workspaces.BindManagerRole(ctx, kcp.Config, "user"); err != nil {
+		return err
+	}
 	if _, err := workspaces.EnsureWorkspace(ctx, kcp.Config, "root", "orgs", workspaces.WorkspaceType{}); err != nil {
 		return err
 	}
@@ -141,6 +145,7 @@ func run() error {
 	mf, _ := os.Create(mgrLog)
 	mgr := exec.CommandContext(ctx, filepath.Join(root, "bin", "manager"),
 		"--kcp-kubeconfig", kcpKubeconfig,
+		"--kcp-context", "user",
 		"--backend-kubeconfig", backendKubeconfig,
 		"--vcluster-chart", chart,
 		"--vcluster-chart-version", version,

@@ -75,7 +75,7 @@ func StartKCP(ctx context.Context, opts KCPOptions) (*KCP, error) {
 		"--secure-port", strconv.Itoa(port),
 		"--embedded-etcd-client-port", strconv.Itoa(ports[1]),
 		"--embedded-etcd-peer-port", strconv.Itoa(ports[2]),
-		"--batteries-included", "admin,workspace-types",
+		"--batteries-included", "admin,workspace-types,user",
 	)
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

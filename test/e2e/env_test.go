@@ -73,6 +73,11 @@ func setup(t *testing.T) *env {
 	if _, err := workspaces.EnsureWorkspace(ctx, e.kcp.Config, "root", "orgs", workspaces.WorkspaceType{}); err != nil {
 		t.Fatal(err)
 	}
+	// The manager runs as kcp's unprivileged "user" with exactly the platform workspace role the
+	// product ships (apiexports/bootstrap/manager-rbac.yaml), bound to that user.
+	if err := workspaces.BindManagerRole(ctx, e.kcp.Config, "user"); err != nil {
+		t.Fatal(err)
+	}
 	if err := e.backendC.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "kubeopera-system"}}); err != nil {
 		t.Fatal(err)
 	}
@@ -103,6 +108,7 @@ func (e *env) startManager(t *testing.T) {
 	e.metricsAddr, e.probeAddr = fmt.Sprintf("127.0.0.1:%d", ports[0]), fmt.Sprintf("127.0.0.1:%d", ports[1])
 	cmd := exec.Command(e.managerBin,
 		"--kcp-kubeconfig", e.kcp.KubeconfigPath,
+		"--kcp-context", "user",
 		"--backend-kubeconfig", e.backend.KubeconfigPath,
 		"--vcluster-chart", filepath.Join(framework.RepoRoot(), "test", "charts", "vcluster"),
 		"--helm-cache-dir", filepath.Join(e.dir, "helm-cache"),
