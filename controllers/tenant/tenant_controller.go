@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	mcbuilder "sigs.k8s.io/multicluster-runtime/pkg/builder"
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
+	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
 
 	kov1alpha1 "github.com/kubeopera/kubeopera/apis/kubeopera/v1alpha1"
@@ -56,7 +57,7 @@ type Reconciler struct {
 	// DefaultReadyRecheckInterval when zero.
 	ReadyRecheckInterval time.Duration
 
-	// direct caches one uncached workspace client per engaged cluster.
+	// direct caches one uncached workspace client per engaged cluster, by cluster name.
 	direct sync.Map
 }
 
@@ -109,13 +110,20 @@ func (r *Reconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (re
 
 	cl, err := r.Manager.GetCluster(ctx, req.ClusterName)
 	if err != nil {
+		if errors.Is(err, multicluster.ErrClusterNotFound) {
+			// The workspace was disengaged (unbound or deleted) since the request was queued;
+			// its backend state is the terminator's and the orphan sweep's business.
+			log.V(1).Info("Workspace no longer engaged; dropping the request")
+			r.direct.Delete(req.ClusterName)
+			return ctrl.Result{}, nil
+		}
 		return ctrl.Result{}, fmt.Errorf("failed to get cluster %s: %w", req.ClusterName, err)
 	}
 	t := &kov1alpha1.Tenant{}
 	if err := cl.GetClient().Get(ctx, req.NamespacedName, t); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	s, err := r.newScope(cl, lc, t)
+	s, err := r.newScope(req.ClusterName, cl, lc, t)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -154,8 +162,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (re
 	return r.reconcileNormal(ctx, s)
 }
 
-func (r *Reconciler) newScope(cl cluster.Cluster, lc string, t *kov1alpha1.Tenant) (*scope, error) {
-	direct, err := r.directClient(cl)
+func (r *Reconciler) newScope(name multicluster.ClusterName, cl cluster.Cluster, lc string, t *kov1alpha1.Tenant) (*scope, error) {
+	direct, err := r.directClient(name, cl)
 	if err != nil {
 		return nil, fmt.Errorf("failed to create workspace client: %w", err)
 	}
@@ -174,17 +182,24 @@ func (r *Reconciler) newScope(cl cluster.Cluster, lc string, t *kov1alpha1.Tenan
 	}, nil
 }
 
-// directClient returns the uncached workspace client of cl, built once per engaged cluster.
-func (r *Reconciler) directClient(cl cluster.Cluster) (client.Client, error) {
-	if c, ok := r.direct.Load(cl); ok {
-		return c.(client.Client), nil
+// directClient returns the uncached workspace client of cl, built once per engaged cluster (and
+// again when the workspace is engaged anew).
+func (r *Reconciler) directClient(name multicluster.ClusterName, cl cluster.Cluster) (client.Client, error) {
+	if e, ok := r.direct.Load(name); ok && e.(directEntry).cluster == cl {
+		return e.(directEntry).client, nil
 	}
 	c, err := syncer.DirectClient(cl)
 	if err != nil {
 		return nil, err
 	}
-	r.direct.Store(cl, c)
+	r.direct.Store(name, directEntry{cluster: cl, client: c})
 	return c, nil
+}
+
+// directEntry is a cached uncached client and the engaged cluster it was built for.
+type directEntry struct {
+	cluster cluster.Cluster
+	client  client.Client
 }
 
 // patchStatus writes the status with one merge patch when it changed, guarded by the
