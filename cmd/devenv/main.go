@@ -32,7 +32,6 @@ import (
 )
 
 const (
-	stateDir      = ".dev"
 	demoWorkspace = "root:orgs:demo"
 	defaultChart  = "oci://ghcr.io/loft-sh/charts/vcluster"
 	localChart    = "test/charts/vcluster"
@@ -52,6 +51,22 @@ func main() {
 	}
 }
 
+// stateDir is where the environment keeps its state: .dev, or $KUBEOPERA_DEV_DIR.
+func stateDir() string {
+	if d := os.Getenv("KUBEOPERA_DEV_DIR"); d != "" {
+		return d
+	}
+	return ".dev"
+}
+
+// binDir holds the built manager: bin, or $KUBEOPERA_BIN_DIR.
+func binDir(root string) string {
+	if d := os.Getenv("KUBEOPERA_BIN_DIR"); d != "" {
+		return d
+	}
+	return filepath.Join(root, "bin")
+}
+
 func say(format string, args ...any) { fmt.Printf("==> "+format+"\n", args...) }
 
 func run() error {
@@ -59,7 +74,11 @@ func run() error {
 	defer stop()
 	root, _ := os.Getwd()
 	bin := filepath.Join(root, "_tools", "bin")
-	dev := filepath.Join(root, stateDir)
+	state := stateDir()
+	dev := state
+	if !filepath.IsAbs(dev) {
+		dev = filepath.Join(root, state)
+	}
 	logs := filepath.Join(dev, "logs")
 	if err := os.MkdirAll(logs, 0o755); err != nil {
 		return err
@@ -70,7 +89,7 @@ func run() error {
 		port = p
 	}
 	kcpLog, _ := os.Create(filepath.Join(logs, "kcp.log"))
-	say("Starting kcp on https://127.0.0.1:%d (state in %s/kcp, log in %s/logs/kcp.log)", port, stateDir, stateDir)
+	say("Starting kcp on https://127.0.0.1:%d (state in %s/kcp, log in %s/logs/kcp.log)", port, state, state)
 	kcp, err := devenv.StartKCP(ctx, devenv.KCPOptions{Binary: filepath.Join(bin, "kcp"), RootDir: filepath.Join(dev, "kcp"), SecurePort: port, Output: kcpLog})
 	if err != nil {
 		return err
@@ -89,7 +108,7 @@ func run() error {
 		}
 	} else {
 		kcmLog, _ := os.Create(filepath.Join(logs, "kube-controller-manager.log"))
-		say("Starting the embedded backend: kube-apiserver, etcd and kube-controller-manager (state in %s/backend-etcd)", stateDir)
+		say("Starting the embedded backend: kube-apiserver, etcd and kube-controller-manager (state in %s/backend-etcd)", state)
 		b, err := devenv.StartBackend(ctx, devenv.BackendOptions{BinDir: bin, DataDir: filepath.Join(dev, "backend-etcd"), KubeconfigPath: backendKubeconfig, Output: kcmLog})
 		if err != nil {
 			return err
@@ -141,9 +160,9 @@ func run() error {
 	}
 
 	mgrLog := filepath.Join(logs, "manager.log")
-	say("Starting the manager (log in %s/logs/manager.log), vCluster chart %s", stateDir, chart)
+	say("Starting the manager (log in %s/logs/manager.log), vCluster chart %s", state, chart)
 	mf, _ := os.Create(mgrLog)
-	mgr := exec.CommandContext(ctx, filepath.Join(root, "bin", "manager"),
+	mgr := exec.CommandContext(ctx, filepath.Join(binDir(root), "manager"),
 		"--kcp-kubeconfig", kcpKubeconfig,
 		"--kcp-context", "user",
 		"--backend-kubeconfig", backendKubeconfig,
@@ -173,7 +192,7 @@ As a tenant, in another shell:
   kubectl --context demo get tenants
   kubectl --context demo wait --for=condition=Ready tenant/alice-default --timeout=10m
   kubectl --context demo get secret tenant-7e9d3a1b-0000-4000-8000-000000000002-kubeconfig -o jsonpath='{.data.kubeconfig}' | base64 -d
-`, port, demoWorkspace, demoLC, stateDir, stateDir, stateDir, stateDir, demoWorkspace)
+`, port, demoWorkspace, demoLC, state, state, state, state, demoWorkspace)
 	if os.Getenv("BACKEND_KUBECONFIG") == "" {
 		fmt.Printf(`
 The embedded backend has no kubelet, so vCluster Pods never start and a Tenant waits in
@@ -222,7 +241,7 @@ func simulateVCluster(args []string) error {
 		ws = args[1]
 	}
 	ctx := context.Background()
-	kcpCfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(stateDir, "kcp.kubeconfig"))
+	kcpCfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(stateDir(), "kcp.kubeconfig"))
 	if err != nil {
 		return err
 	}
@@ -230,7 +249,7 @@ func simulateVCluster(args []string) error {
 	if err != nil {
 		return err
 	}
-	backendCfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(stateDir, "backend.kubeconfig"))
+	backendCfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(stateDir(), "backend.kubeconfig"))
 	if err != nil {
 		return err
 	}
