@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	corev1alpha1 "github.com/kcp-dev/sdk/apis/core/v1alpha1"
 	tenancyv1alpha1 "github.com/kcp-dev/sdk/apis/tenancy/v1alpha1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -37,10 +38,11 @@ func ServerBase(host string) string {
 	return u.Scheme + "://" + u.Host
 }
 
-// kcpScheme knows the kcp types the bootstrap and terminator use.
+// kcpScheme knows the kcp types the bootstrap, the terminator and the orphan sweep use.
 func kcpScheme() *runtime.Scheme {
 	s := runtime.NewScheme()
 	_ = clientgoscheme.AddToScheme(s)
+	_ = corev1alpha1.AddToScheme(s)
 	_ = tenancyv1alpha1.AddToScheme(s)
 	return s
 }

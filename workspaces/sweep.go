@@ -142,7 +142,7 @@ func (s *OrphanSweep) forgetExcept(orphans []string) {
 }
 
 func (s *OrphanSweep) workspaceExists(ctx context.Context, logicalCluster string) (bool, error) {
-	c, err := client.New(ClusterConfig(s.KCPConfig, logicalCluster), client.Options{Scheme: terminatorScheme()})
+	c, err := client.New(ClusterConfig(s.KCPConfig, logicalCluster), client.Options{Scheme: kcpScheme()})
 	if err != nil {
 		return false, err
 	}

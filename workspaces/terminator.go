@@ -10,9 +10,7 @@ import (
 
 	corev1alpha1 "github.com/kcp-dev/sdk/apis/core/v1alpha1"
 	tenancyv1alpha1 "github.com/kcp-dev/sdk/apis/tenancy/v1alpha1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -61,7 +59,7 @@ func (t *Terminator) Start(ctx context.Context) error {
 			if !ok {
 				cfg := rest.CopyConfig(t.KCPConfig)
 				cfg.Host = u + "/clusters/*"
-				if c, err = client.New(cfg, client.Options{Scheme: terminatorScheme()}); err != nil {
+				if c, err = client.New(cfg, client.Options{Scheme: kcpScheme()}); err != nil {
 					log.Error(err, "Failed to create terminating virtual workspace client", "url", u)
 					continue
 				}
@@ -75,17 +73,9 @@ func (t *Terminator) Start(ctx context.Context) error {
 	return nil
 }
 
-func terminatorScheme() *runtime.Scheme {
-	s := runtime.NewScheme()
-	_ = clientgoscheme.AddToScheme(s)
-	_ = corev1alpha1.AddToScheme(s)
-	_ = tenancyv1alpha1.AddToScheme(s)
-	return s
-}
-
 // virtualWorkspaceURLs returns the WorkspaceType's terminating virtual workspace URLs.
 func (t *Terminator) virtualWorkspaceURLs(ctx context.Context) ([]string, error) {
-	c, err := client.New(t.KCPConfig, client.Options{Scheme: terminatorScheme()})
+	c, err := client.New(t.KCPConfig, client.Options{Scheme: kcpScheme()})
 	if err != nil {
 		return nil, err
 	}
@@ -174,7 +164,7 @@ func (t *Terminator) terminate(ctx context.Context, logicalCluster string) (bool
 func (t *Terminator) removeTerminator(ctx context.Context, vwURL string, name corev1alpha1.LogicalClusterTerminator, lc *corev1alpha1.LogicalCluster) error {
 	cfg := rest.CopyConfig(t.KCPConfig)
 	cfg.Host = vwURL + "/clusters/" + lc.Annotations["kcp.io/cluster"]
-	c, err := client.New(cfg, client.Options{Scheme: terminatorScheme()})
+	c, err := client.New(cfg, client.Options{Scheme: kcpScheme()})
 	if err != nil {
 		return err
 	}

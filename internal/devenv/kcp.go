@@ -116,9 +116,7 @@ func (k *KCP) waitReady(ctx context.Context, port int) error {
 	if err != nil {
 		return fmt.Errorf("kcp did not become ready: %w", err)
 	}
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
-		&clientcmd.ClientConfigLoadingRules{ExplicitPath: k.KubeconfigPath},
-		&clientcmd.ConfigOverrides{CurrentContext: "root"}).ClientConfig()
+	cfg, err := k.ContextConfig("root")
 	if err != nil {
 		return fmt.Errorf("failed to load %s: %w", k.KubeconfigPath, err)
 	}
