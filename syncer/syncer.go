@@ -91,14 +91,24 @@ func CopyIn(ctx context.Context, ws client.Reader, backend client.Client, logica
 			SourceNameAnnotation:      src.Name,
 		},
 	}, Type: src.Type, Data: data}
-	return Store(ctx, backend, backend, dst)
+	return Store(ctx, backend, backend, dst, nil)
 }
 
+// Guard decides whether an existing Secret may be overwritten or deleted: it returns an error to
+// refuse (Store returns it as is), nil to allow.
+type Guard func(cur *corev1.Secret) error
+
 // Store creates or updates Secret s (namespace and name set) with its labels, annotations, type and
-// data, reading the current object through r (uncached).
-func Store(ctx context.Context, r client.Reader, c client.Client, s *corev1.Secret) error {
+// data, reading the current object once through r (uncached). An existing Secret is only updated
+// when guard (if any) allows it.
+func Store(ctx context.Context, r client.Reader, c client.Client, s *corev1.Secret, guard Guard) error {
 	cur := &corev1.Secret{}
 	err := r.Get(ctx, client.ObjectKeyFromObject(s), cur)
+	if err == nil && guard != nil {
+		if err := guard(cur); err != nil {
+			return err
+		}
+	}
 	switch {
 	case apierrors.IsNotFound(err):
 		if err := c.Create(ctx, s); err != nil {
@@ -138,24 +148,33 @@ func Deliver(ctx context.Context, ws client.Client, owner client.Object, gvk sch
 		Type: corev1.SecretTypeOpaque,
 		Data: data,
 	}
-	cur := &corev1.Secret{}
-	if err := ws.Get(ctx, client.ObjectKeyFromObject(s), cur); err == nil && !metav1.IsControlledBy(cur, owner) {
-		return fmt.Errorf("secret %s/%s already exists and is not owned by %s %s; refusing to overwrite it", s.Namespace, s.Name, gvk.Kind, owner.GetName())
-	}
-	return Store(ctx, ws, ws, s)
+	return Store(ctx, ws, ws, s, func(cur *corev1.Secret) error {
+		if !metav1.IsControlledBy(cur, owner) {
+			return fmt.Errorf("secret %s/%s already exists and is not owned by %s %s; refusing to overwrite it", s.Namespace, s.Name, gvk.Kind, owner.GetName())
+		}
+		return nil
+	})
 }
 
 // Undeliver deletes Secret name from owner's namespace when owner controls it.
 func Undeliver(ctx context.Context, ws client.Client, owner client.Object, name string) error {
+	return DeleteIf(ctx, ws, ws, client.ObjectKey{Namespace: owner.GetNamespace(), Name: name}, func(cur *corev1.Secret) bool {
+		return metav1.IsControlledBy(cur, owner)
+	})
+}
+
+// DeleteIf deletes the Secret at key when owned says it is ours, reading it through r (uncached)
+// and deleting exactly the object read (UID precondition). A missing Secret is not an error.
+func DeleteIf(ctx context.Context, r client.Reader, c client.Client, key client.ObjectKey, owned func(*corev1.Secret) bool) error {
 	cur := &corev1.Secret{}
-	if err := ws.Get(ctx, client.ObjectKey{Namespace: owner.GetNamespace(), Name: name}, cur); err != nil {
+	if err := r.Get(ctx, key, cur); err != nil {
 		return client.IgnoreNotFound(err)
 	}
-	if !metav1.IsControlledBy(cur, owner) {
+	if !owned(cur) {
 		return nil
 	}
-	if err := ws.Delete(ctx, cur, client.Preconditions{UID: &cur.UID}); client.IgnoreNotFound(err) != nil {
-		return fmt.Errorf("failed to delete delivered secret %s/%s: %w", cur.Namespace, cur.Name, err)
+	if err := c.Delete(ctx, cur, client.Preconditions{UID: &cur.UID}); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("failed to delete secret %s/%s: %w", cur.Namespace, cur.Name, err)
 	}
 	return nil
 }

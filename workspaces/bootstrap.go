@@ -2,7 +2,9 @@ package workspaces
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"path"
 	"sort"
@@ -101,7 +103,7 @@ func platformObjects() ([]*unstructured.Unstructured, error) {
 		for {
 			u := &unstructured.Unstructured{}
 			if err := dec.Decode(&u.Object); err != nil {
-				if err.Error() == "EOF" {
+				if errors.Is(err, io.EOF) {
 					break
 				}
 				return fmt.Errorf("failed to decode %s: %w", p, err)

@@ -101,13 +101,20 @@ func (b Backend) EnsureNamespace(ctx context.Context, logicalCluster, name, owne
 	return nil
 }
 
+// OwnedBy reports whether a backend object (namespace, stored Secret) was made for logicalCluster
+// and, when owner is set, for owner.
+func OwnedBy(obj metav1.Object, logicalCluster, owner string) bool {
+	a := obj.GetAnnotations()
+	return a[LogicalClusterAnnotation] == logicalCluster && (owner == "" || a[OwnerAnnotation] == owner)
+}
+
 // Owns reports whether backend namespace name exists and belongs to logicalCluster and owner.
 func (b Backend) Owns(ctx context.Context, logicalCluster, name, owner string) (bool, error) {
 	ns := &corev1.Namespace{}
 	if err := b.Reader.Get(ctx, client.ObjectKey{Name: name}, ns); err != nil {
 		return false, client.IgnoreNotFound(err)
 	}
-	return ns.Annotations[LogicalClusterAnnotation] == logicalCluster && ns.Annotations[OwnerAnnotation] == owner, nil
+	return OwnedBy(ns, logicalCluster, owner), nil
 }
 
 // DeleteNamespace deletes backend namespace name when it belongs to logicalCluster (and, when owner
@@ -121,7 +128,7 @@ func (b Backend) DeleteNamespace(ctx context.Context, logicalCluster, name, owne
 		}
 		return false, fmt.Errorf("failed to get backend namespace %s: %w", name, err)
 	}
-	if ns.Annotations[LogicalClusterAnnotation] != logicalCluster || (owner != "" && ns.Annotations[OwnerAnnotation] != owner) {
+	if !OwnedBy(ns, logicalCluster, owner) {
 		// Not ours: nothing to delete on our behalf.
 		return true, nil
 	}

@@ -140,7 +140,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (re
 			// This pass worked from a stale copy; do it again from the current one.
 			res = ctrl.Result{RequeueAfter: time.Second}
 		default:
-			retErr = joinErr(retErr, err)
+			retErr = errors.Join(retErr, err)
 		}
 		if retErr != nil {
 			res = ctrl.Result{} // never an error together with RequeueAfter
@@ -217,11 +217,4 @@ func patchStatus(ctx context.Context, c client.Client, before, t *kov1alpha1.Ten
 		return fmt.Errorf("failed to patch status: %w", err)
 	}
 	return nil
-}
-
-func joinErr(a, b error) error {
-	if a == nil {
-		return b
-	}
-	return fmt.Errorf("%w; %w", a, b)
 }

@@ -214,25 +214,12 @@ func (s *scope) secretLabels() map[string]string {
 type claimedError struct{ cloudSpaceID, owner string }
 
 func (e *claimedError) Error() string {
-	return fmt.Sprintf("cloudSpaceID %q is already used by Tenant %s in this workspace", e.cloudSpaceID, e.owner)
-}
-
-// storedOwner returns the Tenant ("<namespace>/<name>") a stored kubeconfig Secret was stored for.
-func storedOwner(sec *corev1.Secret) string {
-	return sec.Annotations[syncer.SourceNamespaceAnnotation] + "/" + sec.Annotations[syncer.SourceNameAnnotation]
+	return fmt.Sprintf("cloudSpaceID %q is already used by %s in this workspace", e.cloudSpaceID, e.owner)
 }
 
 // storeAndDeliver stores the kubeconfig in kcp-<fp> on the backend and delivers it into the
 // Tenant's namespace in its workspace. A stored Secret of another Tenant is never overwritten.
 func (r *Reconciler) storeAndDeliver(ctx context.Context, s *scope, kc []byte) error {
-	cur := &corev1.Secret{}
-	err := r.Backend.Reader.Get(ctx, client.ObjectKey{Namespace: s.storeNamespace, Name: s.kubeconfigSecret}, cur)
-	if err == nil && storedOwner(cur) != s.tenant.Namespace+"/"+s.tenant.Name {
-		return &claimedError{cloudSpaceID: s.tenant.Spec.CloudSpaceID, owner: storedOwner(cur)}
-	}
-	if err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("failed to read stored kubeconfig: %w", err)
-	}
 	data := map[string][]byte{DeliveredKubeconfigKey: kc}
 	stored := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{
@@ -241,14 +228,19 @@ func (r *Reconciler) storeAndDeliver(ctx context.Context, s *scope, kc []byte) e
 			Labels:    s.secretLabels(),
 			Annotations: map[string]string{
 				workspaces.LogicalClusterAnnotation: s.logicalCluster,
-				syncer.SourceNamespaceAnnotation:    s.tenant.Namespace,
-				syncer.SourceNameAnnotation:         s.tenant.Name,
+				workspaces.OwnerAnnotation:          s.owner,
 			},
 		},
 		Type: corev1.SecretTypeOpaque,
 		Data: data,
 	}
-	if err := syncer.Store(ctx, r.Backend.Reader, r.Backend.Client, stored); err != nil {
+	err := syncer.Store(ctx, r.Backend.Reader, r.Backend.Client, stored, func(cur *corev1.Secret) error {
+		if !workspaces.OwnedBy(cur, s.logicalCluster, s.owner) {
+			return &claimedError{cloudSpaceID: s.tenant.Spec.CloudSpaceID, owner: cur.Annotations[workspaces.OwnerAnnotation]}
+		}
+		return nil
+	})
+	if err != nil {
 		return err
 	}
 	return syncer.Deliver(ctx, s.wsDirect, s.tenant, kov1alpha1.GroupVersion.WithKind("Tenant"), s.kubeconfigSecret, s.secretLabels(), data)
@@ -327,15 +319,8 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 // deleteStoredKubeconfig deletes the stored backend kubeconfig only when it was stored for this
 // Tenant of this workspace.
 func (r *Reconciler) deleteStoredKubeconfig(ctx context.Context, s *scope) error {
-	cur := &corev1.Secret{}
-	if err := r.Backend.Reader.Get(ctx, client.ObjectKey{Namespace: s.storeNamespace, Name: s.kubeconfigSecret}, cur); err != nil {
-		return client.IgnoreNotFound(err)
-	}
-	if cur.Annotations[workspaces.LogicalClusterAnnotation] != s.logicalCluster || storedOwner(cur) != s.tenant.Namespace+"/"+s.tenant.Name {
-		return nil
-	}
-	if err := r.Backend.Client.Delete(ctx, cur, client.Preconditions{UID: &cur.UID}); client.IgnoreNotFound(err) != nil {
-		return fmt.Errorf("failed to delete stored kubeconfig %s/%s: %w", cur.Namespace, cur.Name, err)
-	}
-	return nil
+	key := client.ObjectKey{Namespace: s.storeNamespace, Name: s.kubeconfigSecret}
+	return syncer.DeleteIf(ctx, r.Backend.Reader, r.Backend.Client, key, func(cur *corev1.Secret) bool {
+		return workspaces.OwnedBy(cur, s.logicalCluster, s.owner)
+	})
 }

@@ -17,7 +17,6 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -107,8 +106,9 @@ func Run(ctx context.Context, o Options, cfgs *Configs) error {
 	log := ctrl.LoggerFrom(ctx).WithName("manager")
 	scheme := Scheme()
 
+	endpointSlices := map[string]string{KubeoperaProvider: o.KubeoperaEndpointSlice, PlatformProvider: o.PlatformEndpointSlice}
 	providers := multi.New(multi.Options{})
-	for name, slice := range map[string]string{KubeoperaProvider: o.KubeoperaEndpointSlice, PlatformProvider: o.PlatformEndpointSlice} {
+	for name, slice := range endpointSlices {
 		plog := log.WithName("provider").WithValues("export", name)
 		p, err := apiexport.New(kcpCfg, slice, apiexport.Options{
 			Scheme:   scheme,
@@ -131,11 +131,7 @@ func Run(ctx context.Context, o Options, cfgs *Configs) error {
 		LeaderElectionNamespace:       o.LeaderElectionNamespace,
 		LeaderElectionID:              o.LeaderElectionID,
 		LeaderElectionReleaseOnCancel: true,
-		// The backend cache only ever holds what the reconcilers watch; Secrets and Namespaces are
-		// read uncached so the manager never caches the whole backend.
-		Cache: cache.Options{
-			ByObject: map[client.Object]cache.ByObject{},
-		},
+		// Secrets and Namespaces are read uncached so the manager never caches the whole backend.
 		Client: client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}, &corev1.Namespace{}}}},
 	})
 	if err != nil {
@@ -175,11 +171,8 @@ func Run(ctx context.Context, o Options, cfgs *Configs) error {
 		KCPConfig:     kcpCfg,
 		WorkspaceType: workspaces.TenantWorkspaceType.Name,
 		Backend:       backend,
-		Workspace: workspaceObjects(mgr, kcpCfg, map[string]string{
-			KubeoperaProvider: o.KubeoperaEndpointSlice,
-			PlatformProvider:  o.PlatformEndpointSlice,
-		}),
-		Interval: o.TerminatorPollInterval,
+		Workspace:     workspaceObjects(mgr, kcpCfg, endpointSlices),
+		Interval:      o.TerminatorPollInterval,
 	}); err != nil {
 		return err
 	}
@@ -227,7 +220,7 @@ func workspaceObjects(mgr mcmanager.Manager, kcpCfg *rest.Config, slices map[str
 			if cl, err := mgr.GetCluster(ctx, multicluster.ClusterName(provider+"#"+logicalCluster)); err == nil {
 				c = cl.GetClient()
 			} else {
-				vw, err := virtualWorkspaceClient(ctx, kcpCfg, slices[provider], logicalCluster, mgr.GetLocalManager().GetScheme())
+				vw, err := VirtualWorkspaceClient(ctx, kcpCfg, slices[provider], logicalCluster, mgr.GetLocalManager().GetScheme())
 				if err != nil {
 					return 0, err
 				}
@@ -260,9 +253,10 @@ func workspaceObjects(mgr mcmanager.Manager, kcpCfg *rest.Config, slices map[str
 	}
 }
 
-// virtualWorkspaceClient returns an uncached client for one workspace through the virtual
-// workspace of the export whose endpoint slice is named slice.
-func virtualWorkspaceClient(ctx context.Context, kcpCfg *rest.Config, slice, logicalCluster string, scheme *runtime.Scheme) (client.Client, error) {
+// VirtualWorkspaceClient returns an uncached client for one workspace through the virtual
+// workspace of the export whose endpoint slice is named slice (in the platform workspace kcpCfg
+// points at), with kcpCfg's identity: the provider's view of a tenant workspace.
+func VirtualWorkspaceClient(ctx context.Context, kcpCfg *rest.Config, slice, logicalCluster string, scheme *runtime.Scheme) (client.Client, error) {
 	pc, err := client.New(kcpCfg, client.Options{Scheme: scheme})
 	if err != nil {
 		return nil, err

@@ -16,6 +16,7 @@ import (
 
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	kov1alpha1 "github.com/kubeopera/kubeopera/apis/kubeopera/v1alpha1"
 	"github.com/kubeopera/kubeopera/internal/devenv"
@@ -46,14 +47,7 @@ func (s *syncBuffer) String() string {
 // "demo" context, play the vCluster, wait for Ready, then Ctrl-C and check that everything stopped.
 func TestLocalEnvironment(t *testing.T) {
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "bin")
-	for _, cmd := range []string{"manager", "devenv"} {
-		build := exec.Command("go", "build", "-o", filepath.Join(bin, cmd), "./cmd/"+cmd)
-		build.Dir = framework.RepoRoot()
-		if out, err := build.CombinedOutput(); err != nil {
-			t.Fatalf("failed to build %s: %v\n%s", cmd, err, out)
-		}
-	}
+	bin := buildCommands(t, filepath.Join(dir, "bin"), "manager", "devenv")
 	ports, err := devenv.FreePorts(1)
 	if err != nil {
 		t.Fatal(err)
@@ -110,7 +104,10 @@ func TestLocalEnvironment(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tn := seedFromFile(t, raw)
+	tn := &kov1alpha1.Tenant{}
+	if err := yaml.UnmarshalStrict(raw, tn); err != nil {
+		t.Fatal(err)
+	}
 	ctx := context.Background()
 	eventually(t, 2*time.Minute, "the sample Tenant applied in root:orgs:demo", func() (bool, string) {
 		err := demo.Create(ctx, tn.DeepCopy())
@@ -141,13 +138,4 @@ func TestLocalEnvironment(t *testing.T) {
 	if len(bytes.TrimSpace(ps)) > 0 {
 		t.Errorf("processes of the environment still run after Ctrl-C: %s", ps)
 	}
-}
-
-func seedFromFile(t *testing.T, raw []byte) *kov1alpha1.Tenant {
-	t.Helper()
-	tn := &kov1alpha1.Tenant{}
-	if err := yamlUnmarshalStrict(raw, tn); err != nil {
-		t.Fatal(err)
-	}
-	return tn
 }

@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	apisv1alpha1 "github.com/kcp-dev/sdk/apis/apis/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -53,12 +52,7 @@ func setup(t *testing.T) *env {
 	e := &env{dir: t.TempDir()}
 
 	// Build the manager as a user would run it.
-	e.managerBin = filepath.Join(e.dir, "manager")
-	build := exec.Command("go", "build", "-o", e.managerBin, "./cmd/manager")
-	build.Dir = framework.RepoRoot()
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("failed to build the manager: %v\n%s", err, out)
-	}
+	e.managerBin = filepath.Join(buildCommands(t, filepath.Join(e.dir, "bin"), "manager"), "manager")
 
 	e.kcp = framework.StartKCP(t)
 	e.backend = framework.StartBackend(t)
@@ -185,7 +179,7 @@ func (e *env) tenantWorkspace(t *testing.T, name string) (client.Client, string)
 
 func (e *env) workspaceClient(t *testing.T, path string) client.Client {
 	t.Helper()
-	c, err := client.New(workspaces.ClusterConfig(e.kcp.Config, path), client.Options{Scheme: manager.Scheme()})
+	c, err := client.New(e.kcpConfig(path), client.Options{Scheme: manager.Scheme()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,19 +209,12 @@ func eventually(t *testing.T, timeout time.Duration, what string, cond func() (b
 // workspace, with the platform admin's identity.
 func (e *env) virtualWorkspaceClient(t *testing.T, export, logicalCluster string) client.Client {
 	t.Helper()
-	ctx := context.Background()
-	pc := e.workspaceClient(t, workspaces.PlatformWorkspace)
-	slice := &apisv1alpha1.APIExportEndpointSlice{}
-	eventually(t, time.Minute, "endpoint slice "+export, func() (bool, string) {
-		err := pc.Get(ctx, client.ObjectKey{Name: export}, slice)
-		return err == nil && len(slice.Status.APIExportEndpoints) > 0, fmt.Sprint(err)
+	var c client.Client
+	eventually(t, time.Minute, "virtual workspace of "+export, func() (bool, string) {
+		var err error
+		c, err = manager.VirtualWorkspaceClient(context.Background(), e.kcpConfig(workspaces.PlatformWorkspace), export, logicalCluster, manager.Scheme())
+		return err == nil, fmt.Sprint(err)
 	})
-	cfg := rest.CopyConfig(e.kcp.Config)
-	cfg.Host = slice.Status.APIExportEndpoints[0].URL + "/clusters/" + logicalCluster
-	c, err := client.New(cfg, client.Options{Scheme: manager.Scheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
 	return c
 }
 
@@ -243,4 +230,17 @@ func (e *env) adminDeletesBackendNamespace(t *testing.T, ns *corev1.Namespace) {
 		err := e.backendC.Get(ctx, client.ObjectKey{Name: ns.Name}, &corev1.Namespace{})
 		return apierrors.IsNotFound(err), fmt.Sprint(err)
 	})
+}
+
+// buildCommands builds the named commands of cmd/ into dir, as `make build` does, and returns dir.
+func buildCommands(t *testing.T, dir string, cmds ...string) string {
+	t.Helper()
+	for _, cmd := range cmds {
+		build := exec.Command("go", "build", "-o", filepath.Join(dir, cmd), "./cmd/"+cmd)
+		build.Dir = framework.RepoRoot()
+		if out, err := build.CombinedOutput(); err != nil {
+			t.Fatalf("failed to build %s: %v\n%s", cmd, err, out)
+		}
+	}
+	return dir
 }

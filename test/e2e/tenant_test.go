@@ -500,5 +500,3 @@ func httpGet(t *testing.T, url string) string {
 	}
 	return string(body)
 }
-
-func yamlUnmarshalStrict(raw []byte, obj any) error { return yaml.UnmarshalStrict(raw, obj) }

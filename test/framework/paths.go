@@ -4,7 +4,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"time"
 )
 
 // RepoRoot returns the repository's root directory.
@@ -20,6 +19,3 @@ func ToolsBin() string {
 	}
 	return filepath.Join(RepoRoot(), "_tools", "bin")
 }
-
-// Sleep pauses for ms milliseconds while polling for an effect of a real server.
-func Sleep(ms int) { time.Sleep(time.Duration(ms) * time.Millisecond) }
