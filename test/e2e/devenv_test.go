@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -54,52 +55,14 @@ func TestLocalEnvironment(t *testing.T) {
 	}
 	state := filepath.Join(dir, "state")
 	env := append(os.Environ(), "KUBEOPERA_DEV_DIR="+state, "KUBEOPERA_BIN_DIR="+bin, "KCP_PORT="+strconv.Itoa(ports[0]), "BACKEND_KUBECONFIG=")
-	out := &syncBuffer{}
-	run := exec.Command(filepath.Join(bin, "devenv"))
-	run.Dir, run.Env, run.Stdout, run.Stderr = framework.RepoRoot(), env, out, out
-	run.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := run.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- run.Wait() }()
-	t.Cleanup(func() {
-		_ = syscall.Kill(-run.Process.Pid, syscall.SIGKILL)
-		if t.Failed() {
-			t.Logf("devenv output:\n%s", out.String())
-			if raw, err := os.ReadFile(filepath.Join(state, "logs", "manager.log")); err == nil {
-				if len(raw) > 10000 {
-					raw = raw[len(raw)-10000:]
-				}
-				t.Logf("manager log tail:\n%s", raw)
-			}
-		}
-	})
-
-	eventually(t, 5*time.Minute, "the environment to be up", func() (bool, string) {
-		select {
-		case err := <-done:
-			t.Fatalf("devenv exited early: %v", err)
-		default:
-		}
-		return strings.Contains(out.String(), "KubeOpera is running"), ""
-	})
-	if !strings.Contains(out.String(), "using the repo's local chart") && !strings.Contains(out.String(), "vCluster chart oci://") {
-		t.Errorf("devenv did not say which vCluster chart it uses:\n%s", out.String())
+	first := startDevenv(t, bin, state, env)
+	if !strings.Contains(first.out.String(), "using the repo's local chart") && !strings.Contains(first.out.String(), "vCluster chart oci://") {
+		t.Errorf("devenv did not say which vCluster chart it uses:\n%s", first.out.String())
 	}
 
 	// The tenant's commands, with the paths it printed.
 	kubeconfig := filepath.Join(state, "kcp.kubeconfig")
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
-		&clientcmd.ClientConfigLoadingRules{ExplicitPath: kubeconfig},
-		&clientcmd.ConfigOverrides{CurrentContext: "demo"}).ClientConfig()
-	if err != nil {
-		t.Fatalf("%s has no usable demo context: %v", kubeconfig, err)
-	}
-	demo, err := client.New(cfg, client.Options{Scheme: manager.Scheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	demo := demoClient(t, kubeconfig)
 	raw, err := os.ReadFile(filepath.Join(framework.RepoRoot(), "config", "samples", "tenant.yaml"))
 	if err != nil {
 		t.Fatal(err)
@@ -125,17 +88,106 @@ func TestLocalEnvironment(t *testing.T) {
 	}
 
 	// Ctrl-C stops everything.
-	_ = run.Process.Signal(syscall.SIGINT)
+	first.stop(t)
+	ps, _ := exec.Command("pgrep", "-f", state).Output()
+	if len(bytes.TrimSpace(ps)) > 0 {
+		t.Errorf("processes of the environment still run after Ctrl-C: %s", ps)
+	}
+
+	// A second run reuses what is stored (the workspaces and the Tenant) and, with
+	// BACKEND_KUBECONFIG, uses that cluster as the backend: the Tenant's vCluster is provisioned
+	// there.
+	external := framework.StartBackend(t)
+	second := startDevenv(t, bin, state, append(env, "BACKEND_KUBECONFIG="+external.KubeconfigPath))
+	if !strings.Contains(second.out.String(), "Using the backend cluster of BACKEND_KUBECONFIG") {
+		t.Errorf("devenv did not say it uses BACKEND_KUBECONFIG:\n%s", second.out.String())
+	}
+	// kcp issues a new admin token at every start; the tenant's kubeconfig file is rewritten.
+	demo = demoClient(t, kubeconfig)
+	again := &kov1alpha1.Tenant{}
+	if err := demo.Get(ctx, client.ObjectKeyFromObject(tn), again); err != nil || again.UID != ready.UID {
+		t.Fatalf("the Tenant of the first run was not kept: %v", err)
+	}
+	ext, err := client.New(external.Config, client.Options{Scheme: manager.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 2*time.Minute, "the vCluster release on the BACKEND_KUBECONFIG cluster", func() (bool, string) {
+		list := &corev1.SecretList{}
+		if err := ext.List(ctx, list, client.MatchingLabels{"owner": "helm", "name": "vc-" + tn.Spec.TenantName}); err != nil {
+			return false, err.Error()
+		}
+		return len(list.Items) > 0, fmt.Sprintf("%d release revisions", len(list.Items))
+	})
+	second.stop(t)
+}
+
+// runningDevenv is a started bin/devenv.
+type runningDevenv struct {
+	cmd  *exec.Cmd
+	out  *syncBuffer
+	done chan error
+}
+
+// startDevenv starts bin/devenv with env and waits until it says the environment is running.
+func startDevenv(t *testing.T, bin, state string, env []string) *runningDevenv {
+	t.Helper()
+	r := &runningDevenv{cmd: exec.Command(filepath.Join(bin, "devenv")), out: &syncBuffer{}, done: make(chan error, 1)}
+	r.cmd.Dir, r.cmd.Env, r.cmd.Stdout, r.cmd.Stderr = framework.RepoRoot(), env, r.out, r.out
+	r.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := r.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { r.done <- r.cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = syscall.Kill(-r.cmd.Process.Pid, syscall.SIGKILL)
+		if t.Failed() {
+			t.Logf("devenv output:\n%s", r.out.String())
+			if raw, err := os.ReadFile(filepath.Join(state, "logs", "manager.log")); err == nil {
+				if len(raw) > 10000 {
+					raw = raw[len(raw)-10000:]
+				}
+				t.Logf("manager log tail:\n%s", raw)
+			}
+		}
+	})
+	eventually(t, 5*time.Minute, "the environment to be up", func() (bool, string) {
+		select {
+		case err := <-r.done:
+			t.Fatalf("devenv exited early: %v", err)
+		default:
+		}
+		return strings.Contains(r.out.String(), "KubeOpera is running"), ""
+	})
+	return r
+}
+
+// stop sends Ctrl-C and waits for devenv to exit cleanly.
+func (r *runningDevenv) stop(t *testing.T) {
+	t.Helper()
+	_ = r.cmd.Process.Signal(syscall.SIGINT)
 	select {
-	case err := <-done:
+	case err := <-r.done:
 		if err != nil {
 			t.Errorf("devenv exited with %v after Ctrl-C", err)
 		}
 	case <-time.After(90 * time.Second):
 		t.Fatal("devenv did not stop within 90s of Ctrl-C")
 	}
-	ps, _ := exec.Command("pgrep", "-f", state).Output()
-	if len(bytes.TrimSpace(ps)) > 0 {
-		t.Errorf("processes of the environment still run after Ctrl-C: %s", ps)
+}
+
+// demoClient is the tenant's client of root:orgs:demo, from the "demo" context of kubeconfig.
+func demoClient(t *testing.T, kubeconfig string) client.Client {
+	t.Helper()
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
+		&clientcmd.ClientConfigLoadingRules{ExplicitPath: kubeconfig},
+		&clientcmd.ConfigOverrides{CurrentContext: "demo"}).ClientConfig()
+	if err != nil {
+		t.Fatalf("%s has no usable demo context: %v", kubeconfig, err)
 	}
+	c, err := client.New(cfg, client.Options{Scheme: manager.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
