@@ -1,9 +1,12 @@
-// Package tenant reconciles Tenants: one vCluster per Tenant, installed with the Helm SDK into the
-// backend namespace kcp-<fp>-vc-<tenantName>, its kubeconfig stored in kcp-<fp> and delivered into
-// the Tenant's own workspace namespace.
+// Package tenant is the Tenant reconciler (seed 003): one vCluster per Tenant, installed with the
+// Helm SDK into the workspace's backend namespace kcp-<fp>-vc-<tenantName>, its kubeconfig stored
+// in kcp-<fp> and delivered into the Tenant's namespace as tenant-<cloudSpaceID>-kubeconfig.
 //
-// It watches Tenants in every workspace bound to the kubeopera.io export. It owns, on the backend:
-// the vCluster host namespace, the Helm release vc-<tenantName> and the Secret
-// tenant-<cloudSpaceID>-kubeconfig in kcp-<fp>; in the workspace: the delivered Secret of the same
-// name (owner-referenced to the Tenant).
+// Watches: Tenants of every workspace bound to the kubeopera.io export (the provider's shared
+// wildcard cache). Owns: on the backend, the host namespace, the Helm release, the stored
+// kubeconfig Secret and the cloudSpaceID claim record; in the workspace, the delivered Secret.
+//
+// Built on internal/reconcile: Reconcile reads the Tenant and hands its steps to a reconcile.Pass.
+// Steps (tenant_phases.go), each owning one condition: Admitted (workspace limits, cloudSpaceID
+// claim), BackendNamespaceReady, ReleaseDeployed, KubeconfigDelivered, CallbackSucceeded.
 package tenant

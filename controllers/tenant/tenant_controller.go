@@ -4,19 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/events"
-	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/cluster"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	mcbuilder "sigs.k8s.io/multicluster-runtime/pkg/builder"
+	mccontroller "sigs.k8s.io/multicluster-runtime/pkg/controller"
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
@@ -24,7 +20,7 @@ import (
 	kov1alpha1 "github.com/kubeopera/kubeopera/apis/kubeopera/v1alpha1"
 	"github.com/kubeopera/kubeopera/internal/helm"
 	"github.com/kubeopera/kubeopera/internal/kubeoperaapi"
-	"github.com/kubeopera/kubeopera/syncer"
+	"github.com/kubeopera/kubeopera/internal/reconcile"
 	"github.com/kubeopera/kubeopera/workspaces"
 )
 
@@ -35,12 +31,24 @@ const (
 	DefaultRequeueInterval = 15 * time.Second
 	// DefaultReadyRecheckInterval is how often a Ready Tenant is checked for drift (jittered).
 	DefaultReadyRecheckInterval = 10 * time.Minute
+	// DefaultConcurrency is how many Tenants are reconciled at once, across all workspaces.
+	DefaultConcurrency = 8
 )
+
+// Limits are the platform admin's per-workspace limits on Tenants. Zero values mean no limit.
+type Limits struct {
+	// MaxTenants is how many Tenants one workspace may have.
+	MaxTenants int
+	// MaxCPU and MaxMemory bound the sum of the quotas of one workspace's Tenants.
+	MaxCPU, MaxMemory resource.Quantity
+}
 
 // Reconciler drives Tenants through Pending -> Provisioning -> Ready (or Failed).
 type Reconciler struct {
 	// Manager gives access to the engaged workspaces.
 	Manager mcmanager.Manager
+	// Clients holds the uncached client of every engaged workspace (Secrets are never cached).
+	Clients *reconcile.WorkspaceClients
 	// Backend reads (uncached) and writes backend namespaces and Secrets.
 	Backend workspaces.Backend
 	// Helm installs vCluster releases on the backend.
@@ -49,26 +57,38 @@ type Reconciler struct {
 	API *kubeoperaapi.Client
 	// Environment is passed through to the Helm values as a label (ENVIRONMENT).
 	Environment string
+	// IngressClass, when set, lets vClusters sync Ingresses to the shared backend, of that class
+	// only; empty keeps Ingress sync off.
+	IngressClass string
+	// ClaimsNamespace is the backend namespace holding cloudSpaceID claim records.
+	ClaimsNamespace string
+	// Limits are the per-workspace limits.
+	Limits Limits
 	// RequeueInterval is the poll interval while Provisioning; DefaultRequeueInterval when zero.
 	RequeueInterval time.Duration
-	// ClusterFilter selects the engaged clusters that serve Tenants (those of the kubeopera.io export).
-	ClusterFilter mcbuilder.ClusterFilterFunc
-	// ReadyRecheckInterval is how often a Ready Tenant's delivered kubeconfig is checked for drift;
+	// ReadyRecheckInterval is how often a Ready Tenant is checked for drift;
 	// DefaultReadyRecheckInterval when zero.
 	ReadyRecheckInterval time.Duration
-
-	// direct caches one uncached workspace client per engaged cluster, by cluster name.
-	direct sync.Map
+	// Concurrency is how many Tenants are reconciled at once; DefaultConcurrency when zero.
+	Concurrency int
+	// ClusterFilter selects the engaged clusters that serve Tenants (those of the kubeopera.io export).
+	ClusterFilter mcbuilder.ClusterFilterFunc
 }
 
 // SetupWithManager registers the controller.
 func (r *Reconciler) SetupWithManager(mgr mcmanager.Manager) error {
 	r.Manager = mgr
+	if r.Clients == nil {
+		return errors.New("tenant controller needs the workspace clients")
+	}
 	if r.RequeueInterval == 0 {
 		r.RequeueInterval = DefaultRequeueInterval
 	}
 	if r.ReadyRecheckInterval == 0 {
 		r.ReadyRecheckInterval = DefaultReadyRecheckInterval
+	}
+	if r.Concurrency == 0 {
+		r.Concurrency = DefaultConcurrency
 	}
 	opts := []mcbuilder.ForOption{}
 	if r.ClusterFilter != nil {
@@ -77,6 +97,7 @@ func (r *Reconciler) SetupWithManager(mgr mcmanager.Manager) error {
 	return mcbuilder.ControllerManagedBy(mgr).
 		Named("tenant").
 		For(&kov1alpha1.Tenant{}, opts...).
+		WithOptions(mccontroller.Options{MaxConcurrentReconciles: r.Concurrency}).
 		Complete(r)
 }
 
@@ -86,7 +107,7 @@ type scope struct {
 	tenant *kov1alpha1.Tenant
 	// logicalCluster is the tenant's workspace (Reconcile).
 	logicalCluster string
-	// ws is the cached workspace client for the Tenant itself (Reconcile).
+	// ws is the cached workspace client for Tenants (Reconcile).
 	ws client.Client
 	// wsDirect is the uncached workspace client for Secrets (Reconcile).
 	wsDirect client.Client
@@ -98,23 +119,21 @@ type scope struct {
 	storeNamespace string
 	// kubeconfigSecret is tenant-<cloudSpaceID>-kubeconfig (Reconcile).
 	kubeconfigSecret string
-	// owner identifies this Tenant on the backend objects it claims: "<namespace>/<name>" (Reconcile).
+	// owner identifies this Tenant on the backend objects it claims: "Tenant <namespace>/<name>" (Reconcile).
 	owner string
+	// values are the vCluster Helm values (Reconcile).
+	values map[string]any
 }
 
 // Reconcile implements mcreconcile.Reconciler.
-func (r *Reconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (res ctrl.Result, retErr error) {
-	lc := workspaces.LogicalCluster(req.ClusterName)
-	log := ctrl.LoggerFrom(ctx).WithValues("cluster", lc, "tenant", klog.KRef(req.Namespace, req.Name))
-	ctx = ctrl.LoggerInto(ctx, log)
-
+func (r *Reconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (ctrl.Result, error) {
+	ctx, log := reconcile.RequestLogger(ctx, req, "Tenant")
 	cl, err := r.Manager.GetCluster(ctx, req.ClusterName)
 	if err != nil {
 		if errors.Is(err, multicluster.ErrClusterNotFound) {
 			// The workspace was disengaged (unbound or deleted) since the request was queued;
 			// its backend state is the terminator's and the orphan sweep's business.
 			log.V(1).Info("Workspace no longer engaged; dropping the request")
-			r.direct.Delete(req.ClusterName)
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, fmt.Errorf("failed to get cluster %s: %w", req.ClusterName, err)
@@ -123,98 +142,38 @@ func (r *Reconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (re
 	if err := cl.GetClient().Get(ctx, req.NamespacedName, t); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	s, err := r.newScope(req.ClusterName, cl, lc, t)
-	if err != nil {
-		return ctrl.Result{}, err
+	direct, ok := r.Clients.Get(req.ClusterName, cl)
+	if !ok {
+		return ctrl.Result{}, fmt.Errorf("workspace %s is not engaged yet", workspaces.LogicalCluster(req.ClusterName))
 	}
-
-	before := t.DeepCopy()
-	log.V(1).Info("Reconciling Tenant", "phase", t.Status.Phase, "generation", t.Generation)
-	defer func() {
-		if before.Status.Phase != t.Status.Phase {
-			log.Info("Tenant phase changed", "from", before.Status.Phase, "to", t.Status.Phase, "message", t.Status.Message)
-		}
-		switch err := patchStatus(ctx, s.ws, before, t, retErr); {
-		case err == nil, apierrors.IsNotFound(err):
-		case apierrors.IsConflict(err):
-			// This pass worked from a stale copy; do it again from the current one.
-			res = ctrl.Result{RequeueAfter: time.Second}
-		default:
-			retErr = errors.Join(retErr, err)
-		}
-		if retErr != nil {
-			res = ctrl.Result{} // never an error together with RequeueAfter
-		}
-	}()
-
-	if !t.DeletionTimestamp.IsZero() {
-		return r.reconcileDelete(ctx, s)
-	}
-	if !controllerutil.ContainsFinalizer(t, kov1alpha1.TenantFinalizer) {
-		base := t.DeepCopy()
-		controllerutil.AddFinalizer(t, kov1alpha1.TenantFinalizer)
-		if err := s.ws.Patch(ctx, t, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
-			return ctrl.Result{}, fmt.Errorf("failed to add finalizer: %w", err)
-		}
-		// Keep the status snapshot in step with the new resourceVersion.
-		before.ObjectMeta = *t.ObjectMeta.DeepCopy()
-	}
-	return r.reconcileNormal(ctx, s)
-}
-
-func (r *Reconciler) newScope(name multicluster.ClusterName, cl cluster.Cluster, lc string, t *kov1alpha1.Tenant) (*scope, error) {
-	direct, err := r.directClient(name, cl)
-	if err != nil {
-		return nil, fmt.Errorf("failed to create workspace client: %w", err)
-	}
+	lc := workspaces.LogicalCluster(req.ClusterName)
 	release := "vc-" + t.Spec.TenantName
-	return &scope{
+	hostNamespace := workspaces.VClusterNamespace(lc, t.Spec.TenantName)
+	s := &scope{
 		tenant:           t,
 		logicalCluster:   lc,
 		ws:               cl.GetClient(),
 		wsDirect:         direct,
 		recorder:         cl.GetEventRecorder(ControllerName),
 		releaseName:      release,
-		hostNamespace:    workspaces.VClusterNamespace(lc, t.Spec.TenantName),
+		hostNamespace:    hostNamespace,
 		storeNamespace:   workspaces.Namespace(lc),
 		kubeconfigSecret: "tenant-" + t.Spec.CloudSpaceID + "-kubeconfig",
 		owner:            "Tenant " + t.Namespace + "/" + t.Name,
-	}, nil
-}
-
-// directClient returns the uncached workspace client of cl, built once per engaged cluster (and
-// again when the workspace is engaged anew).
-func (r *Reconciler) directClient(name multicluster.ClusterName, cl cluster.Cluster) (client.Client, error) {
-	if e, ok := r.direct.Load(name); ok && e.(directEntry).cluster == cl {
-		return e.(directEntry).client, nil
+		values:           vclusterValues(t, release, hostNamespace, r.Environment, r.IngressClass),
 	}
-	c, err := syncer.DirectClient(cl)
-	if err != nil {
-		return nil, err
-	}
-	r.direct.Store(name, directEntry{cluster: cl, client: c})
-	return c, nil
-}
-
-// directEntry is a cached uncached client and the engaged cluster it was built for.
-type directEntry struct {
-	cluster cluster.Cluster
-	client  client.Client
-}
-
-// patchStatus writes the status with one merge patch when it changed, guarded by the
-// resourceVersion the pass started from, so a pass that read a stale copy cannot overwrite a newer
-// status (an admin's phase reset, another pass). observedGeneration is bumped only when the pass
-// succeeded or ended in a terminal failure the status explains.
-func patchStatus(ctx context.Context, c client.Client, before, t *kov1alpha1.Tenant, passErr error) error {
-	if passErr == nil || errors.Is(passErr, reconcile.TerminalError(nil)) {
-		t.Status.ObservedGeneration = t.Generation
-	}
-	if equality.Semantic.DeepEqual(before.Status, t.Status) {
-		return nil
-	}
-	if err := c.Status().Patch(ctx, t, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
-		return fmt.Errorf("failed to patch status: %w", err)
-	}
-	return nil
+	log.V(1).Info("Reconciling Tenant", "phase", t.Status.Phase, "generation", t.Generation)
+	return reconcile.Pass[*scope]{
+		Client:    s.ws,
+		Object:    t,
+		Scope:     s,
+		Finalizer: kov1alpha1.TenantFinalizer,
+		Normal:    r.normalSteps(),
+		Delete:    r.deleteSteps(),
+		Recorder:  s.recorder,
+		ReadyMessage: func(s *scope) string {
+			return fmt.Sprintf("vCluster %s is ready; kubeconfig in Secret %s", s.releaseName, s.kubeconfigSecret)
+		},
+		ReadyRequeue: func() time.Duration { return wait.Jitter(r.ReadyRecheckInterval, 0.2) },
+	}.Run(ctx)
 }

@@ -7,8 +7,11 @@ import (
 // vclusterValues are the seed's default values for every CloudSpace, with the quota as the
 // control-plane requests and limits, plus the isolation the seed left out: the chart's
 // NetworkPolicy, ResourceQuota and LimitRange policies on, so one tenant's workloads cannot reach
-// or starve another's on the shared backend.
-func vclusterValues(t *kov1alpha1.Tenant, release, namespace, environment string) map[string]any {
+// or starve another's on the shared backend. Ingress sync to the shared backend is off unless the
+// platform admin allows one ingress class (ingressClass); then the vCluster syncs Ingresses and
+// shows the backend's IngressClasses, and config/policies/ingress-class.yaml refuses Ingresses
+// of any other class in the backend's kcp-* namespaces.
+func vclusterValues(t *kov1alpha1.Tenant, release, namespace, environment, ingressClass string) map[string]any {
 	res := map[string]any{
 		"cpu":    t.Spec.Quota.CPU.String(),
 		"memory": t.Spec.Quota.Memory.String(),
@@ -32,12 +35,7 @@ func vclusterValues(t *kov1alpha1.Tenant, release, namespace, environment string
 				"labels": labels,
 			},
 		},
-		"sync": map[string]any{
-			"toHost": map[string]any{
-				"ingresses":       map[string]any{"enabled": true},
-				"serviceAccounts": map[string]any{"enabled": true},
-			},
-		},
+		"sync": syncValues(ingressClass),
 		// vCluster always writes Secret vc-<release> (key "config"); the seed's
 		// exportKubeConfig.enabled is not a key of the 0.21 chart's schema (which refuses unknown
 		// keys), so only the server is set: the Service's in-cluster short-DNS name, which the
@@ -59,4 +57,19 @@ func copyMap(m map[string]any) map[string]any {
 		out[k] = v
 	}
 	return out
+}
+
+// syncValues: service accounts sync to the host (the seed's values); Ingresses only when an
+// ingress class is allowed.
+func syncValues(ingressClass string) map[string]any {
+	sync := map[string]any{
+		"toHost": map[string]any{
+			"ingresses":       map[string]any{"enabled": ingressClass != ""},
+			"serviceAccounts": map[string]any{"enabled": true},
+		},
+	}
+	if ingressClass != "" {
+		sync["fromHost"] = map[string]any{"ingressClasses": map[string]any{"enabled": true}}
+	}
+	return sync
 }

@@ -14,9 +14,10 @@ func TestVClusterValues(t *testing.T) {
 		CloudSpaceID: "7e9d3a1b",
 		Quota:        kov1alpha1.TenantQuota{CPU: resource.MustParse("500m"), Memory: resource.MustParse("4Gi")},
 	}}
-	v := vclusterValues(tn, "vc-alice-default", "kcp-0123456789ab-vc-alice-default", "production")
+	v := vclusterValues(tn, "vc-alice-default", "kcp-0123456789ab-vc-alice-default", "production", "")
+	withIngress := vclusterValues(tn, "vc-alice-default", "kcp-0123456789ab-vc-alice-default", "production", "nginx")
 
-	get := func(path ...string) any {
+	get := func(v map[string]any, path ...string) any {
 		var cur any = v
 		for _, p := range path {
 			m, ok := cur.(map[string]any)
@@ -28,24 +29,27 @@ func TestVClusterValues(t *testing.T) {
 		return cur
 	}
 	tests := map[string]struct {
-		path []string
-		want any
+		values map[string]any
+		path   []string
+		want   any
 	}{
-		"k3s distro":                {[]string{"controlPlane", "distro", "k3s", "enabled"}, true},
-		"cpu request is the quota":  {[]string{"controlPlane", "statefulSet", "resources", "requests", "cpu"}, "500m"},
-		"cpu limit is the quota":    {[]string{"controlPlane", "statefulSet", "resources", "limits", "cpu"}, "500m"},
-		"memory limit is the quota": {[]string{"controlPlane", "statefulSet", "resources", "limits", "memory"}, "4Gi"},
-		"ingresses synced":          {[]string{"sync", "toHost", "ingresses", "enabled"}, true},
-		"service accounts synced":   {[]string{"sync", "toHost", "serviceAccounts", "enabled"}, true},
-		"in-cluster server":         {[]string{"exportKubeConfig", "server"}, "https://vc-alice-default.kcp-0123456789ab-vc-alice-default:443"},
-		"network policy on":         {[]string{"policies", "networkPolicy", "enabled"}, true},
-		"resource quota on":         {[]string{"policies", "resourceQuota", "enabled"}, true},
-		"limit range on":            {[]string{"policies", "limitRange", "enabled"}, true},
-		"environment label":         {[]string{"controlPlane", "statefulSet", "labels", "kubeopera.io/environment"}, "production"},
+		"k3s distro":                               {v, []string{"controlPlane", "distro", "k3s", "enabled"}, true},
+		"cpu request is the quota":                 {v, []string{"controlPlane", "statefulSet", "resources", "requests", "cpu"}, "500m"},
+		"cpu limit is the quota":                   {v, []string{"controlPlane", "statefulSet", "resources", "limits", "cpu"}, "500m"},
+		"memory limit is the quota":                {v, []string{"controlPlane", "statefulSet", "resources", "limits", "memory"}, "4Gi"},
+		"ingresses not synced by default":          {v, []string{"sync", "toHost", "ingresses", "enabled"}, false},
+		"ingresses synced when a class is allowed": {withIngress, []string{"sync", "toHost", "ingresses", "enabled"}, true},
+		"ingress classes shown when allowed":       {withIngress, []string{"sync", "fromHost", "ingressClasses", "enabled"}, true},
+		"service accounts synced":                  {v, []string{"sync", "toHost", "serviceAccounts", "enabled"}, true},
+		"in-cluster server":                        {v, []string{"exportKubeConfig", "server"}, "https://vc-alice-default.kcp-0123456789ab-vc-alice-default:443"},
+		"network policy on":                        {v, []string{"policies", "networkPolicy", "enabled"}, true},
+		"resource quota on":                        {v, []string{"policies", "resourceQuota", "enabled"}, true},
+		"limit range on":                           {v, []string{"policies", "limitRange", "enabled"}, true},
+		"environment label":                        {v, []string{"controlPlane", "statefulSet", "labels", "kubeopera.io/environment"}, "production"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			if got := get(tc.path...); got != tc.want {
+			if got := get(tc.values, tc.path...); got != tc.want {
 				t.Errorf("%v = %v, want %v", tc.path, got, tc.want)
 			}
 		})

@@ -1,16 +1,37 @@
 package v1alpha1
 
-// Condition types shared by every kind of this group. Ready summarises the object; Reconciling and
-// Stalled follow kstatus and are present only while true; the step conditions say how far the
-// reconciler got.
-const (
-	// ReadyCondition is True when the object's backend work is complete and its results delivered.
-	ReadyCondition = "Ready"
-	// ReconcilingCondition is True while the reconciler is still making progress.
-	ReconcilingCondition = "Reconciling"
-	// StalledCondition is True when the reconciler cannot make progress without a change by the user.
-	StalledCondition = "Stalled"
+import (
+	commonv1alpha1 "github.com/kubeopera/kubeopera/apis/common/v1alpha1"
+)
 
+// The shared vocabulary (apis/common/v1alpha1), named here too so this group's users need one
+// import. They are the same constants, defined once.
+const (
+	ReadyCondition       = commonv1alpha1.ReadyCondition
+	ReconcilingCondition = commonv1alpha1.ReconcilingCondition
+	StalledCondition     = commonv1alpha1.StalledCondition
+
+	ProgressingReason          = commonv1alpha1.ProgressingReason
+	SucceededReason            = commonv1alpha1.SucceededReason
+	WaitingReason              = commonv1alpha1.WaitingReason
+	TransientErrorReason       = commonv1alpha1.TransientErrorReason
+	RetryRequestedReason       = commonv1alpha1.RetryRequestedReason
+	DeletingReason             = commonv1alpha1.DeletingReason
+	InvalidSpecReason          = commonv1alpha1.InvalidSpecReason
+	FingerprintCollisionReason = commonv1alpha1.FingerprintCollisionReason
+	NameConflictReason         = commonv1alpha1.NameConflictReason
+	QuotaExceededReason        = commonv1alpha1.QuotaExceededReason
+	CredentialsMissingReason   = commonv1alpha1.CredentialsMissingReason
+
+	RetryAnnotation = commonv1alpha1.RetryAnnotation
+	ManagedByLabel  = commonv1alpha1.ManagedByLabel
+)
+
+// Tenant step conditions, in the order the reconciler takes the steps.
+const (
+	// AdmittedCondition is True once the Tenant fits the workspace's limits and its cloudSpaceID is
+	// claimed for this workspace.
+	AdmittedCondition = "Admitted"
 	// BackendNamespaceReadyCondition is True once the object's backend namespaces exist and belong
 	// to this workspace.
 	BackendNamespaceReadyCondition = "BackendNamespaceReady"
@@ -24,17 +45,9 @@ const (
 	CallbackSucceededCondition = "CallbackSucceeded"
 )
 
-// Condition reasons. They double as event reasons so that conditions and events tell one story.
+// Reasons of this group's step conditions.
 const (
-	// ProgressingReason: work is under way.
-	ProgressingReason = "Progressing"
-	// SucceededReason: the step finished.
-	SucceededReason = "Succeeded"
-	// WaitingReason: waiting on an external actor (a release, a Pod, a Secret).
-	WaitingReason = "Waiting"
-	// FingerprintCollisionReason: a backend namespace belongs to another logical cluster.
-	FingerprintCollisionReason = "FingerprintCollision"
-	// InstallFailedReason: the Helm install or upgrade failed.
+	// InstallFailedReason: the Helm install or upgrade failed in a way retrying cannot fix.
 	InstallFailedReason = "InstallFailed"
 	// ReleaseFailedReason: the Helm release reached a failed state.
 	ReleaseFailedReason = "ReleaseFailed"
@@ -44,22 +57,6 @@ const (
 	CallbackFailedReason = "CallbackFailed"
 	// CallbackSkippedReason: no kubeopera-api base URL is configured.
 	CallbackSkippedReason = "CallbackSkipped"
-	// RetryRequestedReason: the user or an admin asked for a new attempt.
-	RetryRequestedReason = "RetryRequested"
-	// DeletingReason: the object is being deleted and its backend state removed.
-	DeletingReason = "Deleting"
-	// NameConflictReason: another object of the same workspace already uses the name
-	// (tenantName or cloudSpaceID) that this one would give its backend objects.
-	NameConflictReason = "NameConflict"
-	// InvalidSpecReason: the spec cannot be acted upon as written.
-	InvalidSpecReason = "InvalidSpec"
-)
-
-// Annotations understood on every kind of this group.
-const (
-	// RetryAnnotation: set it to a new value to retry a Failed object (as Flux's
-	// reconcile.fluxcd.io/requestedAt). Tenants cannot write status; this is their way to retry.
-	RetryAnnotation = "kubeopera.io/retry"
 )
 
 // Labels put on Secrets the platform stores or delivers.
@@ -68,6 +65,4 @@ const (
 	TenantIDLabel = "kubeopera.io/tenant-id"
 	// HostClusterIDLabel carries the HostCluster's clusterID.
 	HostClusterIDLabel = "kubeopera.io/host-cluster-id"
-	// ManagedByLabel names the controller that manages the object.
-	ManagedByLabel = "kubeopera.io/managed-by"
 )

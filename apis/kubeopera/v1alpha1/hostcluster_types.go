@@ -2,6 +2,8 @@ package v1alpha1
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	commonv1alpha1 "github.com/kubeopera/kubeopera/apis/common/v1alpha1"
 )
 
 // HostClusterFinalizer is set on every HostCluster so its stored and delivered Secrets are removed
@@ -204,11 +206,8 @@ type HostClusterStatus struct {
 	// +optional
 	AdminPasswordSecretRef string `json:"adminPasswordSecretRef,omitempty"`
 
-	// lastHandledRetry is the value of the kubeopera.io/retry annotation the reconciler last acted
-	// upon; setting the annotation to a different value retries a Failed object.
-	// +optional
-	// +kubebuilder:validation:MaxLength=256
-	LastHandledRetry string `json:"lastHandledRetry,omitempty"`
+	// The retry request last acted upon (lastHandledRetry).
+	commonv1alpha1.RetryStatus `json:",inline"`
 
 	// lastReconciledAt is when the reconciler last completed a pass.
 	// +optional
@@ -274,11 +273,6 @@ type HostCluster struct {
 	Status HostClusterStatus `json:"status,omitempty"`
 }
 
-// GetConditions returns the status conditions.
-func (h *HostCluster) GetConditions() []metav1.Condition { return h.Status.Conditions }
-
-// SetConditions replaces the status conditions.
-func (h *HostCluster) SetConditions(c []metav1.Condition) { h.Status.Conditions = c }
 
 // HostClusterList is a list of HostClusters.
 // +kubebuilder:object:root=true

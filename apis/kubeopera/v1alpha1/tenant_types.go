@@ -3,6 +3,8 @@ package v1alpha1
 import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	commonv1alpha1 "github.com/kubeopera/kubeopera/apis/common/v1alpha1"
 )
 
 // TenantFinalizer is set on every Tenant so its vCluster and delivered Secret are removed before
@@ -86,11 +88,8 @@ type TenantStatus struct {
 	// +optional
 	KubeconfigSecret string `json:"kubeconfigSecret,omitempty"`
 
-	// lastHandledRetry is the value of the kubeopera.io/retry annotation the reconciler last acted
-	// upon; setting the annotation to a different value retries a Failed object.
-	// +optional
-	// +kubebuilder:validation:MaxLength=256
-	LastHandledRetry string `json:"lastHandledRetry,omitempty"`
+	// The retry request last acted upon (lastHandledRetry).
+	commonv1alpha1.RetryStatus `json:",inline"`
 
 	// lastSyncedAt is when the reconciler last completed a pass.
 	// +optional
@@ -129,11 +128,6 @@ type Tenant struct {
 	Status TenantStatus `json:"status,omitempty"`
 }
 
-// GetConditions returns the status conditions.
-func (t *Tenant) GetConditions() []metav1.Condition { return t.Status.Conditions }
-
-// SetConditions replaces the status conditions.
-func (t *Tenant) SetConditions(c []metav1.Condition) { t.Status.Conditions = c }
 
 // TenantList is a list of Tenants.
 // +kubebuilder:object:root=true

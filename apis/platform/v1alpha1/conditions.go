@@ -1,15 +1,36 @@
 package v1alpha1
 
-// Condition types of this group. Ready summarises the object; Reconciling and Stalled follow
-// kstatus and are present only while true.
+import (
+	commonv1alpha1 "github.com/kubeopera/kubeopera/apis/common/v1alpha1"
+)
+
+// The shared vocabulary (apis/common/v1alpha1), named here too so this group's users need one
+// import. They are the same constants, defined once.
 const (
-	// ReadyCondition is True when the object is usable.
-	ReadyCondition = "Ready"
-	// ReconcilingCondition is True while the reconciler is still making progress.
-	ReconcilingCondition = "Reconciling"
-	// StalledCondition is True when the reconciler cannot make progress without a change by the user.
-	StalledCondition = "Stalled"
-	// CredentialsValidCondition is True once the ProviderConfig's credentials Secret is readable.
+	ReadyCondition       = commonv1alpha1.ReadyCondition
+	ReconcilingCondition = commonv1alpha1.ReconcilingCondition
+	StalledCondition     = commonv1alpha1.StalledCondition
+
+	ProgressingReason          = commonv1alpha1.ProgressingReason
+	SucceededReason            = commonv1alpha1.SucceededReason
+	WaitingReason              = commonv1alpha1.WaitingReason
+	TransientErrorReason       = commonv1alpha1.TransientErrorReason
+	RetryRequestedReason       = commonv1alpha1.RetryRequestedReason
+	DeletingReason             = commonv1alpha1.DeletingReason
+	InvalidSpecReason          = commonv1alpha1.InvalidSpecReason
+	FingerprintCollisionReason = commonv1alpha1.FingerprintCollisionReason
+	NameConflictReason         = commonv1alpha1.NameConflictReason
+	QuotaExceededReason        = commonv1alpha1.QuotaExceededReason
+	CredentialsMissingReason   = commonv1alpha1.CredentialsMissingReason
+
+	RetryAnnotation = commonv1alpha1.RetryAnnotation
+	ManagedByLabel  = commonv1alpha1.ManagedByLabel
+)
+
+// Step conditions of this group's kinds.
+const (
+	// CredentialsValidCondition is True once the ProviderConfig's credentials Secret is readable
+	// and well-formed.
 	CredentialsValidCondition = "CredentialsValid"
 	// FlavorMatchedCondition is True once a ProviderMachineFlavor satisfies the MachineCapabilities.
 	FlavorMatchedCondition = "FlavorMatched"
@@ -19,14 +40,8 @@ const (
 	KubeconfigDeliveredCondition = "KubeconfigDelivered"
 )
 
-// Condition and event reasons.
+// Reasons of this group's step conditions.
 const (
-	ProgressingReason          = "Progressing"
-	SucceededReason            = "Succeeded"
-	WaitingReason              = "Waiting"
-	InvalidSpecReason          = "InvalidSpec"
-	CredentialsMissingReason   = "CredentialsMissing"
-	NoMatchingFlavorReason     = "NoMatchingFlavor"
-	FingerprintCollisionReason = "FingerprintCollision"
-	DeletingReason             = "Deleting"
+	// NoMatchingFlavorReason: no available flavor satisfies the requested capabilities.
+	NoMatchingFlavorReason = "NoMatchingFlavor"
 )

@@ -3,6 +3,8 @@ package v1alpha1
 import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	commonv1alpha1 "github.com/kubeopera/kubeopera/apis/common/v1alpha1"
 )
 
 // KubernetesClusterFinalizer is set so Crossplane resources are deleted in a safe order first.
@@ -131,6 +133,9 @@ type KubernetesClusterStatus struct {
 	// kubeconfigSecret names the delivered Secret holding the cluster kubeconfig.
 	// +optional
 	KubeconfigSecret string `json:"kubeconfigSecret,omitempty"`
+
+	// The retry request last acted upon (lastHandledRetry).
+	commonv1alpha1.RetryStatus `json:",inline"`
 
 	// observedGeneration is the generation the status was last computed for.
 	// +optional

@@ -3,6 +3,8 @@ package v1alpha1
 import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	commonv1alpha1 "github.com/kubeopera/kubeopera/apis/common/v1alpha1"
 )
 
 // Capabilities are compute resources of a machine.
@@ -31,6 +33,9 @@ type MachineCapabilitiesStatus struct {
 	// +listType=set
 	// +kubebuilder:validation:MaxItems=256
 	MatchingFlavors []string `json:"matchingFlavors,omitempty"`
+
+	// The retry request last acted upon (lastHandledRetry).
+	commonv1alpha1.RetryStatus `json:",inline"`
 
 	// observedGeneration is the generation the status was last computed for.
 	// +optional

@@ -2,6 +2,8 @@ package v1alpha1
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	commonv1alpha1 "github.com/kubeopera/kubeopera/apis/common/v1alpha1"
 )
 
 // CredentialsSource is where provider credentials come from.
@@ -62,6 +64,9 @@ type ProviderConfigStatus struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=4096
 	Message string `json:"message,omitempty"`
+
+	// The retry request last acted upon (lastHandledRetry).
+	commonv1alpha1.RetryStatus `json:",inline"`
 
 	// observedGeneration is the generation the status was last computed for.
 	// +optional
