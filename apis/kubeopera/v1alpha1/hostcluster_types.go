@@ -273,7 +273,6 @@ type HostCluster struct {
 	Status HostClusterStatus `json:"status,omitempty"`
 }
 
-
 // HostClusterList is a list of HostClusters.
 // +kubebuilder:object:root=true
 type HostClusterList struct {

@@ -128,7 +128,6 @@ type Tenant struct {
 	Status TenantStatus `json:"status,omitempty"`
 }
 
-
 // TenantList is a list of Tenants.
 // +kubebuilder:object:root=true
 type TenantList struct {

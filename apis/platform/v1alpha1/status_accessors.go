@@ -23,7 +23,9 @@ func (k *KubernetesCluster) GetObservedGeneration() int64 { return k.Status.Obse
 func (k *KubernetesCluster) SetObservedGeneration(g int64) { k.Status.ObservedGeneration = g }
 
 // GetRetryStatus returns the status' retry record.
-func (k *KubernetesCluster) GetRetryStatus() *commonv1alpha1.RetryStatus { return &k.Status.RetryStatus }
+func (k *KubernetesCluster) GetRetryStatus() *commonv1alpha1.RetryStatus {
+	return &k.Status.RetryStatus
+}
 
 // GetPhase returns status.phase.
 func (k *KubernetesCluster) GetPhase() string { return string(k.Status.Phase) }
@@ -71,4 +73,6 @@ func (m *MachineCapabilities) GetObservedGeneration() int64 { return m.Status.Ob
 func (m *MachineCapabilities) SetObservedGeneration(g int64) { m.Status.ObservedGeneration = g }
 
 // GetRetryStatus returns the status' retry record.
-func (m *MachineCapabilities) GetRetryStatus() *commonv1alpha1.RetryStatus { return &m.Status.RetryStatus }
+func (m *MachineCapabilities) GetRetryStatus() *commonv1alpha1.RetryStatus {
+	return &m.Status.RetryStatus
+}
