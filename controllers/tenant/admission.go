@@ -107,13 +107,17 @@ func (r *Reconciler) checkLimits(ctx context.Context, s *scope) error {
 }
 
 // AdmittedBefore returns the Tenants of all that count before t against the workspace's limits:
-// not being deleted, and either admitted already or created before t (ties broken by
-// namespace/name).
+// not being deleted, not refused for the limits themselves, and either admitted already or created
+// before t (ties broken by namespace/name).
 func AdmittedBefore(t *kov1alpha1.Tenant, all []kov1alpha1.Tenant) []kov1alpha1.Tenant {
 	var out []kov1alpha1.Tenant
 	for i := range all {
 		o := &all[i]
 		if o.UID == t.UID || (o.Namespace == t.Namespace && o.Name == t.Name) || o.DeletionTimestamp != nil {
+			continue
+		}
+		// A Tenant refused for the limits holds nothing and does not count against later ones.
+		if c := reconcile.GetCondition(o, kov1alpha1.AdmittedCondition); c != nil && c.Reason == kov1alpha1.QuotaExceededReason {
 			continue
 		}
 		if reconcile.IsTrue(o, kov1alpha1.AdmittedCondition) || earlier(o, t) {

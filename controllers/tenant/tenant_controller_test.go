@@ -1,0 +1,472 @@
+package tenant_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v3/pkg/chartutil"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
+	"sigs.k8s.io/multicluster-runtime/providers/clusters"
+
+	kov1alpha1 "github.com/kubeopera/kubeopera/apis/kubeopera/v1alpha1"
+	"github.com/kubeopera/kubeopera/controllers/tenant"
+	"github.com/kubeopera/kubeopera/internal/helm"
+	"github.com/kubeopera/kubeopera/internal/kubeoperaapi"
+	imanager "github.com/kubeopera/kubeopera/internal/manager"
+	"github.com/kubeopera/kubeopera/internal/reconcile"
+	"github.com/kubeopera/kubeopera/syncer"
+	"github.com/kubeopera/kubeopera/test/framework"
+	"github.com/kubeopera/kubeopera/test/framework/actors"
+	"github.com/kubeopera/kubeopera/workspaces"
+)
+
+// This suite runs the Tenant reconciler in a real multicluster manager on real apiservers: a
+// backend (kube-apiserver, etcd, kube-controller-manager) where it works with the manager's
+// shipped backend identity (config/rbac), and two "workspaces" (each its own kube-apiserver with
+// the CRDs) served under kubeopera.io#<name> like the apiexport provider serves kcp workspaces.
+// The e2e suite does the same on a real kcp; this one is the faster table of phase transitions.
+
+// chartServer serves the packaged test chart over HTTP, or answers 503 while down, like a chart
+// registry that is unreachable for a while.
+type chartServer struct {
+	*httptest.Server
+	down atomic.Bool
+}
+
+func newChartServer(t *testing.T) *chartServer {
+	t.Helper()
+	ch, err := loader.Load(filepath.Join(framework.RepoRoot(), "test", "charts", "vcluster"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path, err := chartutil.Save(ch, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	archive, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &chartServer{}
+	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.down.Load() {
+			http.Error(w, "registry unavailable", http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = w.Write(archive)
+	}))
+	t.Cleanup(s.Close)
+	return s
+}
+
+// cloudSpaceCalls records kubeopera-api's CloudSpace PATCH callbacks (seed 003).
+type cloudSpaceCalls struct {
+	mu    sync.Mutex
+	calls map[string]int
+}
+
+func (c *cloudSpaceCalls) count(id string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.calls[id]
+}
+
+// helmRecorder wraps the real Helm client: it records how many operations run at once, per
+// backend namespace and in all, and makes every install take a while, as a real one over the
+// network does.
+type helmRecorder struct {
+	helm.Client
+	mu            sync.Mutex
+	inFlight      map[string]int
+	total, maxAll int
+	overlapInNS   []string
+}
+
+func (h *helmRecorder) enter(ns string) func() {
+	h.mu.Lock()
+	h.inFlight[ns]++
+	h.total++
+	if h.inFlight[ns] > 1 {
+		h.overlapInNS = append(h.overlapInNS, ns)
+	}
+	if h.total > h.maxAll {
+		h.maxAll = h.total
+	}
+	h.mu.Unlock()
+	return func() {
+		h.mu.Lock()
+		h.inFlight[ns]--
+		h.total--
+		h.mu.Unlock()
+	}
+}
+
+func (h *helmRecorder) Observe(ctx context.Context, ns, name string, values map[string]any) (helm.Observation, error) {
+	defer h.enter(ns)()
+	return h.Client.Observe(ctx, ns, name, values)
+}
+
+func (h *helmRecorder) InstallOrUpgrade(ctx context.Context, ns, name string, values map[string]any) (helm.Observation, error) {
+	defer h.enter(ns)()
+	time.Sleep(300 * time.Millisecond)
+	return h.Client.InstallOrUpgrade(ctx, ns, name, values)
+}
+
+func (h *helmRecorder) Uninstall(ctx context.Context, ns, name string) error {
+	defer h.enter(ns)()
+	return h.Client.Uninstall(ctx, ns, name)
+}
+
+type suite struct {
+	backend   client.Client
+	backendAs *rest.Config
+	admin     *rest.Config
+	ws        map[string]client.Client
+	lc        map[string]string
+	chart     *chartServer
+	api       *cloudSpaceCalls
+	helm      *helmRecorder
+}
+
+func setup(t *testing.T) *suite {
+	t.Helper()
+	ctx := t.Context()
+	s := &suite{ws: map[string]client.Client{}, lc: map[string]string{}, api: &cloudSpaceCalls{calls: map[string]int{}}}
+	b := framework.StartBackend(t)
+	s.admin = b.Config
+	var err error
+	if s.backend, err = client.New(b.Config, client.Options{Scheme: imanager.Scheme()}); err != nil {
+		t.Fatal(err)
+	}
+	id, err := framework.ManagerIdentity(ctx, b, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.backendAs = id.Config
+	if err := s.backend.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "kubeopera-system"}}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+
+	s.chart = newChartServer(t)
+	s.chart.down.Store(true)
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id, _ := strings.CutPrefix(r.URL.Path, "/api/v1/cloudspaces/")
+		s.api.mu.Lock()
+		s.api.calls[id]++
+		s.api.mu.Unlock()
+	}))
+	t.Cleanup(api.Close)
+
+	provider := clusters.New()
+	mgr, err := mcmanager.New(s.backendAs, provider, manager.Options{
+		Scheme:                 imanager.Scheme(),
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Client:                 client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}, &corev1.Namespace{}, &corev1.ConfigMap{}}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"acme", "globex", "initech"} {
+		ws := framework.StartCluster(t, framework.ClusterOptions{CRDDirectoryPaths: []string{filepath.Join(framework.RepoRoot(), "config", "crd", "bases")}})
+		cl, err := cluster.New(ws.Config, func(o *cluster.Options) { o.Scheme = imanager.Scheme() })
+		if err != nil {
+			t.Fatal(err)
+		}
+		lc := "lc-" + name
+		if err := provider.Add(ctx, workspaces.ClusterName(imanager.KubeoperaProvider, lc), cl); err != nil {
+			t.Fatal(err)
+		}
+		if s.ws[name], err = client.New(ws.Config, client.Options{Scheme: imanager.Scheme()}); err != nil {
+			t.Fatal(err)
+		}
+		s.lc[name] = lc
+	}
+
+	real, err := helm.New(s.backendAs, helm.Options{ChartRef: s.chart.URL + "/vcluster-0.21.2.tgz", CacheDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.helm = &helmRecorder{Client: real, inFlight: map[string]int{}}
+	wsClients := &reconcile.WorkspaceClients{New: syncer.DirectClient}
+	if err := mgr.Add(wsClients); err != nil {
+		t.Fatal(err)
+	}
+	if err := (&tenant.Reconciler{
+		Clients:         wsClients,
+		Backend:         workspaces.Backend{Client: mgr.GetLocalManager().GetClient(), Reader: mgr.GetLocalManager().GetAPIReader()},
+		Helm:            s.helm,
+		API:             &kubeoperaapi.Client{BaseURL: api.URL, Token: "t"},
+		ClaimsNamespace: "kubeopera-system",
+		Limits:          tenant.Limits{MaxTenants: 4, MaxCPU: resource.MustParse("5")},
+		RequeueInterval: 500 * time.Millisecond,
+		Concurrency:     8,
+		ClusterFilter:   workspaces.ClustersOf(imanager.KubeoperaProvider),
+	}).SetupWithManager(mgr); err != nil {
+		t.Fatal(err)
+	}
+	mctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(mctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Logf("manager stopped: %v", err)
+		}
+	})
+	return s
+}
+
+func newTenant(t *testing.T, c client.Client, name, cloudSpaceID, cpu string) {
+	t.Helper()
+	tn := &kov1alpha1.Tenant{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name},
+		Spec: kov1alpha1.TenantSpec{
+			UserID: "3f1a2b4c-0000-4000-8000-000000000001", TenantName: name, CloudSpaceID: cloudSpaceID,
+			Quota: kov1alpha1.TenantQuota{CPU: resource.MustParse(cpu), Memory: resource.MustParse("1Gi")},
+		},
+	}
+	if err := c.Create(t.Context(), tn); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func getTenant(t *testing.T, c client.Client, name string) *kov1alpha1.Tenant {
+	t.Helper()
+	tn := &kov1alpha1.Tenant{}
+	if err := c.Get(t.Context(), client.ObjectKey{Namespace: "default", Name: name}, tn); err != nil {
+		t.Fatal(err)
+	}
+	return tn
+}
+
+func cond(tn *kov1alpha1.Tenant, typ string) string {
+	c := reconcile.GetCondition(tn, typ)
+	if c == nil {
+		return "absent"
+	}
+	return string(c.Status) + "/" + c.Reason
+}
+
+func describe(tn *kov1alpha1.Tenant) string {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "phase=%s message=%q", tn.Status.Phase, tn.Status.Message)
+	for _, c := range tn.Status.Conditions {
+		fmt.Fprintf(&b, " %s=%s/%s", c.Type, c.Status, c.Reason)
+	}
+	return b.String()
+}
+
+// waitFor waits until the Tenant satisfies ok.
+func waitFor(t *testing.T, c client.Client, name, what string, ok func(*kov1alpha1.Tenant) bool) *kov1alpha1.Tenant {
+	t.Helper()
+	var tn *kov1alpha1.Tenant
+	framework.Eventually(t, time.Minute, "Tenant "+name+" "+what, func() (bool, string) {
+		tn = &kov1alpha1.Tenant{}
+		if err := c.Get(t.Context(), client.ObjectKey{Namespace: "default", Name: name}, tn); err != nil {
+			return false, err.Error()
+		}
+		return ok(tn), describe(tn)
+	})
+	return tn
+}
+
+func (s *suite) namespaceExists(t *testing.T, name string) bool {
+	t.Helper()
+	err := s.backend.Get(t.Context(), client.ObjectKey{Name: name}, &corev1.Namespace{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		t.Fatal(err)
+	}
+	return err == nil
+}
+
+// TestTenantPhaseTransitions walks the Tenant's state machine. The subtests build on each other
+// where the order is the point (the chart registry is down before the first install).
+func TestTenantPhaseTransitions(t *testing.T) {
+	s := setup(t)
+	acme, globex, initech := s.ws["acme"], s.ws["globex"], s.ws["initech"]
+	acmeHost := workspaces.VClusterNamespace(s.lc["acme"], "alice")
+
+	t.Run("a chart registry outage is retried and shown as Reconciling, never Failed", func(t *testing.T) {
+		newTenant(t, acme, "alice", "7e9d3a1b-0000-4000-8000-000000000002", "2")
+		tn := waitFor(t, acme, "alice", "Reconciling with a transient error", func(tn *kov1alpha1.Tenant) bool {
+			return cond(tn, kov1alpha1.ReconcilingCondition) == "True/"+kov1alpha1.TransientErrorReason
+		})
+		if tn.Status.Phase == kov1alpha1.TenantPhaseFailed || cond(tn, kov1alpha1.StalledCondition) != "absent" {
+			t.Fatalf("a registry outage made the Tenant Failed/Stalled: %s", describe(tn))
+		}
+		if !strings.Contains(tn.Status.Message, "503") && !strings.Contains(tn.Status.Message, "Service Unavailable") {
+			t.Errorf("the message does not say what failed: %q", tn.Status.Message)
+		}
+		if cond(tn, kov1alpha1.ReleaseDeployedCondition) != "False/"+kov1alpha1.TransientErrorReason {
+			t.Errorf("ReleaseDeployed = %s, want False/TransientError", cond(tn, kov1alpha1.ReleaseDeployedCondition))
+		}
+		// The registry comes back: the Tenant proceeds by itself.
+		s.chart.down.Store(false)
+		tn = waitFor(t, acme, "alice", "deployed and waiting for the vCluster", func(tn *kov1alpha1.Tenant) bool {
+			return cond(tn, kov1alpha1.ReleaseDeployedCondition) == "True/Succeeded" && cond(tn, kov1alpha1.KubeconfigDeliveredCondition) == "False/Waiting"
+		})
+		if tn.Status.Phase != kov1alpha1.TenantPhaseProvisioning {
+			t.Errorf("phase = %s, want Provisioning", tn.Status.Phase)
+		}
+		// It waits for the Secret a real vCluster writes: vc-<vCluster name>, the vCluster name
+		// being the release name.
+		if want := "Secret " + acmeHost + "/vc-vc-alice"; !strings.Contains(tn.Status.Message, want) {
+			t.Errorf("message %q does not name %s", tn.Status.Message, want)
+		}
+	})
+
+	t.Run("the Secret vCluster writes makes the Tenant Ready", func(t *testing.T) {
+		if _, err := actors.VClusterWritesKubeconfig(t.Context(), s.admin, acmeHost, "vc-alice"); err != nil {
+			t.Fatal(err)
+		}
+		tn := waitFor(t, acme, "alice", "Ready", func(tn *kov1alpha1.Tenant) bool { return tn.Status.Phase == kov1alpha1.TenantPhaseReady })
+		for _, typ := range []string{kov1alpha1.ReadyCondition, kov1alpha1.AdmittedCondition, kov1alpha1.BackendNamespaceReadyCondition, kov1alpha1.ReleaseDeployedCondition, kov1alpha1.KubeconfigDeliveredCondition, kov1alpha1.CallbackSucceededCondition} {
+			if cond(tn, typ) != "True/Succeeded" {
+				t.Errorf("%s = %s", typ, cond(tn, typ))
+			}
+		}
+		if cond(tn, kov1alpha1.ReconcilingCondition) != "absent" || cond(tn, kov1alpha1.StalledCondition) != "absent" || tn.Status.ObservedGeneration != tn.Generation {
+			t.Errorf("a Ready Tenant: %s observed %d/%d", describe(tn), tn.Status.ObservedGeneration, tn.Generation)
+		}
+		sec := &corev1.Secret{}
+		if err := acme.Get(t.Context(), client.ObjectKey{Namespace: "default", Name: "tenant-7e9d3a1b-0000-4000-8000-000000000002-kubeconfig"}, sec); err != nil {
+			t.Fatalf("delivered kubeconfig: %v", err)
+		}
+		if len(sec.Data[tenant.DeliveredKubeconfigKey]) == 0 {
+			t.Error("the delivered Secret holds no kubeconfig")
+		}
+		if n := s.api.count("7e9d3a1b-0000-4000-8000-000000000002"); n != 1 {
+			t.Errorf("kubeopera-api was called %d times, want once", n)
+		}
+	})
+
+	t.Run("a fingerprint collision on the host namespace writes nothing, not even kcp-<fp>", func(t *testing.T) {
+		host := workspaces.VClusterNamespace(s.lc["globex"], "collide")
+		store := workspaces.Namespace(s.lc["globex"])
+		foreign := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: host, Annotations: map[string]string{workspaces.LogicalClusterAnnotation: "someone-else"}}}
+		if err := s.backend.Create(t.Context(), foreign); err != nil {
+			t.Fatal(err)
+		}
+		newTenant(t, globex, "collide", "c0111de", "1")
+		tn := waitFor(t, globex, "collide", "Failed", func(tn *kov1alpha1.Tenant) bool { return tn.Status.Phase == kov1alpha1.TenantPhaseFailed })
+		if cond(tn, kov1alpha1.BackendNamespaceReadyCondition) != "False/"+kov1alpha1.FingerprintCollisionReason || cond(tn, kov1alpha1.StalledCondition) != "True/"+kov1alpha1.FingerprintCollisionReason {
+			t.Errorf("want FingerprintCollision, got %s", describe(tn))
+		}
+		if s.namespaceExists(t, store) {
+			t.Errorf("the store namespace %s was created although the host namespace collided", store)
+		}
+	})
+
+	t.Run("a cloudSpaceID belongs to the first workspace that claims it", func(t *testing.T) {
+		newTenant(t, globex, "thief", "7e9d3a1b-0000-4000-8000-000000000002", "1")
+		tn := waitFor(t, globex, "thief", "Failed", func(tn *kov1alpha1.Tenant) bool { return tn.Status.Phase == kov1alpha1.TenantPhaseFailed })
+		if cond(tn, kov1alpha1.AdmittedCondition) != "False/"+kov1alpha1.NameConflictReason {
+			t.Errorf("want Admitted False/NameConflict, got %s", describe(tn))
+		}
+		if strings.Contains(tn.Status.Message, s.lc["acme"]) {
+			t.Errorf("the message names the other workspace: %q", tn.Status.Message)
+		}
+		if s.namespaceExists(t, workspaces.VClusterNamespace(s.lc["globex"], "thief")) {
+			t.Error("a host namespace was created for the conflicting Tenant")
+		}
+		framework.Consistently(t, 2*time.Second, "kubeopera-api told only about the first claim", func() (bool, string) {
+			n := s.api.count("7e9d3a1b-0000-4000-8000-000000000002")
+			return n == 1, fmt.Sprintf("%d calls", n)
+		})
+	})
+
+	t.Run("the workspace's limits refuse a Tenant before anything is installed", func(t *testing.T) {
+		// acme has alice (2 CPU); 4 more CPU would make 6, over the limit of 5.
+		newTenant(t, acme, "bigbob", "b0b", "4")
+		tn := waitFor(t, acme, "bigbob", "Failed", func(tn *kov1alpha1.Tenant) bool { return tn.Status.Phase == kov1alpha1.TenantPhaseFailed })
+		if cond(tn, kov1alpha1.AdmittedCondition) != "False/"+kov1alpha1.QuotaExceededReason || !strings.Contains(tn.Status.Message, "limit of 5") {
+			t.Errorf("want QuotaExceeded naming the limit, got %s", describe(tn))
+		}
+		if s.namespaceExists(t, workspaces.VClusterNamespace(s.lc["acme"], "bigbob")) {
+			t.Error("a host namespace was created for a Tenant over the limit")
+		}
+		// A refused Tenant holds nothing: a small one still fits.
+		newTenant(t, acme, "carol", "ca201", "1")
+		waitFor(t, acme, "carol", "Provisioning", func(tn *kov1alpha1.Tenant) bool { return tn.Status.Phase == kov1alpha1.TenantPhaseProvisioning })
+	})
+
+	t.Run("Tenants of several workspaces are reconciled at once, one Helm operation per namespace at a time", func(t *testing.T) {
+		names := []string{"n1", "n2", "n3", "n4"}
+		for _, n := range names {
+			newTenant(t, initech, n, "init-"+n, "1")
+		}
+		newTenant(t, globex, "g1", "glob-g1", "1")
+		for _, n := range names {
+			waitFor(t, initech, n, "Provisioning", func(tn *kov1alpha1.Tenant) bool { return tn.Status.Phase == kov1alpha1.TenantPhaseProvisioning })
+		}
+		waitFor(t, globex, "g1", "Provisioning", func(tn *kov1alpha1.Tenant) bool { return tn.Status.Phase == kov1alpha1.TenantPhaseProvisioning })
+		// A fifth Tenant in one workspace is over the count limit (4).
+		newTenant(t, initech, "n5", "init-n5", "1")
+		tn := waitFor(t, initech, "n5", "Failed", func(tn *kov1alpha1.Tenant) bool { return tn.Status.Phase == kov1alpha1.TenantPhaseFailed })
+		if !strings.Contains(tn.Status.Message, "at most 4 Tenants") {
+			t.Errorf("want the count limit named, got %s", describe(tn))
+		}
+		s.helm.mu.Lock()
+		defer s.helm.mu.Unlock()
+		if len(s.helm.overlapInNS) > 0 {
+			t.Errorf("Helm operations overlapped in namespaces %v", s.helm.overlapInNS)
+		}
+		if s.helm.maxAll < 2 {
+			t.Errorf("at most %d Helm operation ran at once: one slow Helm call stalls every Tenant", s.helm.maxAll)
+		}
+	})
+
+	t.Run("deleting a Tenant removes its release, Secrets, host namespace and cloudSpaceID claim", func(t *testing.T) {
+		claim := client.ObjectKey{Namespace: "kubeopera-system", Name: tenant.ClaimName("7e9d3a1b-0000-4000-8000-000000000002")}
+		if err := s.backend.Get(t.Context(), claim, &corev1.ConfigMap{}); err != nil {
+			t.Fatalf("claim record: %v", err)
+		}
+		if err := acme.Delete(t.Context(), getTenant(t, acme, "alice")); err != nil {
+			t.Fatal(err)
+		}
+		framework.Eventually(t, time.Minute, "alice gone", func() (bool, string) {
+			err := acme.Get(t.Context(), client.ObjectKey{Namespace: "default", Name: "alice"}, &kov1alpha1.Tenant{})
+			return apierrors.IsNotFound(err), fmt.Sprint(err)
+		})
+		if s.namespaceExists(t, acmeHost) {
+			t.Error("host namespace still there")
+		}
+		if err := s.backend.Get(t.Context(), claim, &corev1.ConfigMap{}); !apierrors.IsNotFound(err) {
+			t.Errorf("claim record still there: %v", err)
+		}
+		stored := client.ObjectKey{Namespace: workspaces.Namespace(s.lc["acme"]), Name: "tenant-7e9d3a1b-0000-4000-8000-000000000002-kubeconfig"}
+		if err := s.backend.Get(t.Context(), stored, &corev1.Secret{}); !apierrors.IsNotFound(err) {
+			t.Errorf("stored kubeconfig still there: %v", err)
+		}
+		// The freed cloudSpaceID can now be claimed by the other workspace: a retry succeeds.
+		patch := client.RawPatch("application/merge-patch+json", []byte(`{"metadata":{"annotations":{"kubeopera.io/retry":"1"}}}`))
+		if err := globex.Patch(t.Context(), &kov1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "thief"}}, patch); err != nil {
+			t.Fatal(err)
+		}
+		tn := waitFor(t, globex, "thief", "Provisioning", func(tn *kov1alpha1.Tenant) bool { return tn.Status.Phase == kov1alpha1.TenantPhaseProvisioning })
+		if tn.Status.LastHandledRetry != "1" {
+			t.Errorf("lastHandledRetry = %q", tn.Status.LastHandledRetry)
+		}
+	})
+}
