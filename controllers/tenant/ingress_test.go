@@ -1,0 +1,104 @@
+package tenant_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kubeopera/kubeopera/controllers/tenant"
+	imanager "github.com/kubeopera/kubeopera/internal/manager"
+	"github.com/kubeopera/kubeopera/test/framework"
+	"github.com/kubeopera/kubeopera/workspaces"
+)
+
+// TestIngressClassPolicy applies the shipped backend policy (config/policies/ingress-class.yaml)
+// to a real kube-apiserver: without an allowed class no tenant Ingress is admitted; with one,
+// only Ingresses of that class are; namespaces that are not a tenant's are not affected.
+func TestIngressClassPolicy(t *testing.T) {
+	ctx := t.Context()
+	cl := framework.StartCluster(t, framework.ClusterOptions{})
+	c, err := client.New(cl.Config, client.Options{Scheme: imanager.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(filepath.Join(framework.RepoRoot(), "config", "policies", "ingress-class.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(string(raw)), 4096)
+	for {
+		u := &unstructured.Unstructured{}
+		if err := dec.Decode(&u.Object); err != nil {
+			break
+		}
+		if err := c.Create(ctx, u); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, ns := range []*corev1.Namespace{
+		{ObjectMeta: metav1.ObjectMeta{Name: "kubeopera-system"}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "kcp-0123456789ab-vc-alice", Labels: map[string]string{workspaces.FingerprintLabel: "0123456789ab"}}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "someone-elses"}},
+	} {
+		if err := c.Create(ctx, ns); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n := 0
+	ingress := func(ns, class string) error {
+		n++
+		ing := &networkingv1.Ingress{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("ing-%d", n)},
+			Spec: networkingv1.IngressSpec{DefaultBackend: &networkingv1.IngressBackend{
+				Service: &networkingv1.IngressServiceBackend{Name: "web", Port: networkingv1.ServiceBackendPort{Number: 80}},
+			}},
+		}
+		if class != "" {
+			ing.Spec.IngressClassName = ptr.To(class)
+		}
+		return c.Create(context.Background(), ing)
+	}
+	tenantNS := "kcp-0123456789ab-vc-alice"
+	// The policy takes effect once the apiserver has loaded it.
+	framework.Eventually(t, time.Minute, "no tenant Ingress admitted without an allowed class", func() (bool, string) {
+		err := ingress(tenantNS, "nginx")
+		return err != nil && strings.Contains(err.Error(), "not enabled for KubeOpera tenants"), fmt.Sprint(err)
+	})
+	if err := ingress("someone-elses", "anything"); err != nil {
+		t.Errorf("an Ingress outside the tenants' namespaces was refused: %v", err)
+	}
+
+	if err := tenant.EnsureIngressClassParam(ctx, c, "kubeopera-system", "nginx"); err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, time.Minute, "an Ingress of the allowed class admitted", func() (bool, string) {
+		err := ingress(tenantNS, "nginx")
+		return err == nil, fmt.Sprint(err)
+	})
+	for _, class := range []string{"public", ""} {
+		if err := ingress(tenantNS, class); err == nil || !strings.Contains(err.Error(), "must use ingress class nginx") {
+			t.Errorf("an Ingress of class %q was not refused with the allowed class named: %v", class, err)
+		}
+	}
+
+	// Switching it off again: the parameter goes, and so do tenant Ingresses.
+	if err := tenant.EnsureIngressClassParam(ctx, c, "kubeopera-system", ""); err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, time.Minute, "tenant Ingresses refused again", func() (bool, string) {
+		err := ingress(tenantNS, "nginx")
+		return err != nil, fmt.Sprint(err)
+	})
+}
