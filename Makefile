@@ -51,6 +51,10 @@ build: ## Build the binaries into bin/.
 test: tools ## Run every test, including the e2e suite on real kcp and kube-apiservers.
 	go test $(GO_TEST_FLAGS) -timeout 30m ./...
 
+.PHONY: test-unit
+test-unit: ## Only the tests that need no server (go test -short, no e2e): a fast loop; make test runs everything.
+	go test -short $(GO_TEST_FLAGS) $$(go list ./... | grep -v /test/e2e)
+
 .PHONY: bench
 bench: tools ## Run the benchmarks and print their figures.
 	go test -run '^$$' -bench . -benchtime=1x -timeout 30m ./...

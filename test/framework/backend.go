@@ -27,6 +27,7 @@ type ClusterOptions struct {
 // StartCluster starts a kube-apiserver with etcd from _tools/bin and stops it when the test ends.
 func StartCluster(t testing.TB, opts ClusterOptions) *Cluster {
 	t.Helper()
+	SkipWithoutServers(t)
 	bin := ToolsBin()
 	for _, name := range []string{"kube-apiserver", "etcd"} {
 		if _, err := os.Stat(filepath.Join(bin, name)); err != nil {

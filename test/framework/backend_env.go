@@ -2,6 +2,7 @@ package framework
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -13,19 +14,31 @@ import (
 // the namespace and garbage-collector controllers) and stops it when the test ends.
 func StartBackend(t testing.TB) *devenv.Backend {
 	t.Helper()
-	dir := t.TempDir()
-	f, err := os.Create(filepath.Join(dir, "kcm.log"))
+	SkipWithoutServers(t)
+	b, stop, err := StartBackendIn(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := devenv.StartBackend(context.Background(), devenv.BackendOptions{
+	t.Cleanup(stop)
+	return b
+}
+
+// StartBackendIn starts a backend cluster with its kubeconfig (backend.kubeconfig) and
+// kube-controller-manager's log (kcm.log) in dir, for an environment shared by several tests;
+// stop stops it.
+func StartBackendIn(dir string) (b *devenv.Backend, stop func(), err error) {
+	f, err := os.Create(filepath.Join(dir, "kcm.log"))
+	if err != nil {
+		return nil, nil, err
+	}
+	b, err = devenv.StartBackend(context.Background(), devenv.BackendOptions{
 		BinDir:         ToolsBin(),
 		KubeconfigPath: filepath.Join(dir, "backend.kubeconfig"),
 		Output:         f,
 	})
 	if err != nil {
-		t.Fatalf("failed to start the backend: %v", err)
+		_ = f.Close()
+		return nil, nil, fmt.Errorf("failed to start the backend: %w", err)
 	}
-	t.Cleanup(func() { b.Stop(); _ = f.Close() })
-	return b
+	return b, func() { b.Stop(); _ = f.Close() }, nil
 }

@@ -2,6 +2,7 @@ package framework
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -13,30 +14,48 @@ import (
 // Set KUBEOPERA_TEST_KCP_LOG=1 to see its logs.
 func StartKCP(t testing.TB) *devenv.KCP {
 	t.Helper()
-	dir := t.TempDir()
+	SkipWithoutServers(t)
+	k, stop, err := StartKCPIn(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stop)
+	return k
+}
+
+// StartKCPIn starts a real kcp server with its root directory and its log (kcp.log) in dir, for
+// an environment shared by several tests (started once, e.g. from TestMain); stop stops it. Set
+// KUBEOPERA_TEST_KCP_LOG=1 to see its logs on stderr instead.
+func StartKCPIn(dir string) (k *devenv.KCP, stop func(), err error) {
 	opts := devenv.KCPOptions{
 		Binary:  filepath.Join(ToolsBin(), "kcp"),
 		RootDir: filepath.Join(dir, "kcp"),
+		Output:  os.Stderr,
 	}
-	if os.Getenv("KUBEOPERA_TEST_KCP_LOG") != "" {
-		opts.Output = os.Stderr
-	} else {
+	closeLog := func() {}
+	if os.Getenv("KUBEOPERA_TEST_KCP_LOG") == "" {
 		f, err := os.Create(filepath.Join(dir, "kcp.log"))
 		if err != nil {
-			t.Fatal(err)
+			return nil, nil, err
 		}
-		opts.Output = f
-		t.Cleanup(func() { _ = f.Close() })
+		opts.Output, closeLog = f, func() { _ = f.Close() }
 	}
-	k, err := devenv.StartKCP(context.Background(), opts)
+	k, err = devenv.StartKCP(context.Background(), opts)
 	if err != nil {
-		if opts.Output != os.Stderr {
-			if log, rerr := os.ReadFile(filepath.Join(dir, "kcp.log")); rerr == nil && len(log) > 4000 {
-				t.Logf("kcp log tail:\n%s", log[len(log)-4000:])
-			}
+		closeLog()
+		msg := fmt.Sprintf("failed to start kcp: %v", err)
+		if log, rerr := os.ReadFile(filepath.Join(dir, "kcp.log")); rerr == nil && len(log) > 0 {
+			msg += "\nkcp log tail:\n" + string(tail(log, 4000))
 		}
-		t.Fatalf("failed to start kcp: %v", err)
+		return nil, nil, fmt.Errorf("%s", msg)
 	}
-	t.Cleanup(k.Stop)
-	return k
+	return k, func() { k.Stop(); closeLog() }, nil
+}
+
+// tail returns the last n bytes of b.
+func tail(b []byte, n int) []byte {
+	if len(b) > n {
+		return b[len(b)-n:]
+	}
+	return b
 }
