@@ -8,7 +8,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubeopera/kubeopera/test/framework"
@@ -95,7 +94,7 @@ func TestBackendNamespaces(t *testing.T) {
 
 	t.Run("deletes its own namespace and reports when it is gone", func(t *testing.T) {
 		// kube-controller-manager's namespace controller finishes the deletion.
-		err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		err := framework.Poll(ctx, 100*time.Millisecond, 10*time.Second, func(ctx context.Context) (bool, error) {
 			return backend.DeleteNamespace(ctx, lc, name, "Tenant default/alice")
 		})
 		if err != nil {

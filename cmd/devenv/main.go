@@ -27,7 +27,7 @@ import (
 
 	"github.com/kubeopera/kubeopera/internal/devenv"
 	"github.com/kubeopera/kubeopera/internal/helm"
-	"github.com/kubeopera/kubeopera/internal/manager"
+	"github.com/kubeopera/kubeopera/test/framework/actors"
 	"github.com/kubeopera/kubeopera/workspaces"
 )
 
@@ -230,8 +230,15 @@ func writeKCPKubeconfig(src, dst string) error {
 	return clientcmd.WriteToFile(*cfg, dst)
 }
 
-// simulateVCluster writes Secret vc-<release> in the Tenant's host namespace on the backend, as
-// vCluster does once its control plane is up.
+// simulateVCluster plays the vCluster control plane of a Tenant once its Pod would be up (the
+// embedded backend has no kubelet): it writes the kubeconfig Secret as loft-sh/vcluster v0.21.2
+// does. The Secret is named "vc-" + the vCluster's name, which is its Helm release name, so
+// release vc-<tenantName> gets Secret vc-vc-<tenantName> (pkg/setup/controllers.go lines
+// 271-272, pkg/util/kubeconfig/kubeconfig.go lines 28-35 and 37-100, chart/templates/
+// statefulset.yaml lines 191-192): keys config, certificate-authority, client-certificate,
+// client-key and token, type Opaque, owned by the vCluster's Service, with the server of the
+// release's exportKubeConfig.server. test/framework/actors.VClusterWritesKubeconfig says how
+// each part follows vCluster's source; the e2e suite plays the vCluster with the same function.
 func simulateVCluster(args []string) error {
 	if len(args) < 1 {
 		return fmt.Errorf("usage: devenv simulate-vcluster <tenantName> [workspace path, default %s]", demoWorkspace)
@@ -253,16 +260,11 @@ func simulateVCluster(args []string) error {
 	if err != nil {
 		return err
 	}
-	bc, err := client.New(backendCfg, client.Options{Scheme: manager.Scheme()})
-	if err != nil {
-		return err
-	}
 	ns, release := workspaces.VClusterNamespace(lc, tenantName), "vc-"+tenantName
-	kc := fmt.Sprintf("apiVersion: v1\nkind: Config\nclusters:\n- name: %[1]s\n  cluster: {server: \"https://localhost:8443\", insecure-skip-tls-verify: true}\ncontexts:\n- name: %[1]s\n  context: {cluster: %[1]s, user: %[1]s}\ncurrent-context: %[1]s\nusers:\n- name: %[1]s\n  user: {token: simulated}\n", release)
-	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: release}, Data: map[string][]byte{"config": []byte(kc)}}
-	if err := bc.Create(ctx, s); err != nil {
-		return fmt.Errorf("failed to write Secret %s/%s (is the Tenant Provisioning?): %w", ns, release, err)
+	written, err := actors.VClusterWritesKubeconfig(ctx, backendCfg, ns, release)
+	if err != nil {
+		return fmt.Errorf("%w (is the Tenant Provisioning?)", err)
 	}
-	say("Wrote Secret %s/%s as vCluster would; the Tenant becomes Ready at its next poll (within 15 s)", ns, release)
+	say("Wrote Secret %s/%s as vCluster %s would; the Tenant becomes Ready at its next poll (within 15 s)", ns, written.Secret.Name, release)
 	return nil
 }

@@ -9,44 +9,41 @@ import (
 	"sync"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	"github.com/kubeopera/kubeopera/test/framework/actors"
 )
 
-// vclusterWritesKubeconfig plays the vCluster control plane: once its Pod is up, vCluster writes
-// its kubeconfig into Secret vc-<release> (key "config") in its host namespace. No Pod runs here
-// (there is no kubelet), so the test does exactly that write and nothing else.
-func vclusterWritesKubeconfig(t *testing.T, ctx context.Context, backend client.Client, namespace, release string) {
+// vclusterWritesKubeconfig plays the vCluster control plane of release `release` once its Pod is
+// up: vCluster writes its kubeconfig into Secret "vc-" + <vCluster name> in its host namespace,
+// and the vCluster's name is the Helm release name, so release vc-alice-default writes Secret
+// vc-vc-alice-default (keys config, certificate-authority, client-certificate, client-key,
+// token; type Opaque; owned by the vCluster's Service; the server of exportKubeConfig.server).
+// Source: loft-sh/vcluster v0.21.2 pkg/setup/controllers.go lines 207-273 and
+// pkg/util/kubeconfig/kubeconfig.go lines 28-100; actors.VClusterWritesKubeconfig cites each
+// part. No Pod runs here (there is no kubelet), so the test does exactly that write and nothing
+// else. bin/devenv simulate-vcluster plays it with the same function.
+func vclusterWritesKubeconfig(t *testing.T, e *env, namespace, release string) *actors.VClusterKubeconfig {
 	t.Helper()
-	kubeconfig := `apiVersion: v1
-kind: Config
-clusters:
-- name: my-vcluster
-  cluster:
-    server: https://localhost:8443
-    certificate-authority-data: ` + b64("vcluster-ca") + `
-contexts:
-- name: my-vcluster
-  context: {cluster: my-vcluster, user: my-vcluster}
-current-context: my-vcluster
-users:
-- name: my-vcluster
-  user:
-    client-certificate-data: ` + b64("vcluster-client-cert") + `
-    client-key-data: ` + b64("vcluster-client-key") + `
-`
-	s := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: release},
-		Data:       map[string][]byte{"config": []byte(kubeconfig)},
+	written, err := actors.VClusterWritesKubeconfig(context.Background(), e.backend.Config, namespace, release)
+	if err != nil {
+		t.Fatalf("vCluster actor: %v", err)
 	}
-	if err := backend.Create(ctx, s); err != nil {
-		t.Fatalf("vCluster actor failed to write Secret %s/%s: %v", namespace, release, err)
-	}
+	return written
 }
 
-// kubeoperaAPI plays kubeopera-api: it records CloudSpace PATCH callbacks and fails those for
-// cloudSpaceIDs starting with "unreachable-".
+// secretMaterial is what of a vCluster's credentials must never appear in logs, events, status
+// or metrics: its client key's PEM body (as a log of the raw key would show it) and the key's
+// base64 (as client-key-data in a kubeconfig, or Secret data in JSON, would show it).
+func secretMaterial(vc *actors.VClusterKubeconfig) []string {
+	lines := strings.Split(strings.TrimSpace(string(vc.ClientKeyPEM)), "\n")
+	return []string{lines[1], b64(string(vc.ClientKeyPEM))}
+}
+
+// kubeoperaAPI plays kubeopera-api's CloudSpace endpoint as seed 003 ("kubeopera-api Callback")
+// describes it: `PATCH /api/v1/cloudspaces/{cloudSpaceID}` with `Content-Type: application/json`,
+// a JSON body {vcluster_id, namespace, kubeconfig_secret, status}, and the bearer token
+// INTERNAL_SERVICE_TOKEN. It records every call and answers 200, except 503 for cloudSpaceIDs
+// starting with "unreachable-" (an unreachable kubeopera-api, which the seed says is non-fatal),
+// and 404 for any other method or path.
 type kubeoperaAPI struct {
 	*httptest.Server
 	mu    sync.Mutex
@@ -54,11 +51,12 @@ type kubeoperaAPI struct {
 }
 
 type apiCall struct {
-	Auth string
-	Body map[string]string
+	Auth        string
+	ContentType string
+	Body        map[string]string
 }
 
-func newKubeoperaAPI(t *testing.T) *kubeoperaAPI {
+func newKubeoperaAPI() *kubeoperaAPI {
 	a := &kubeoperaAPI{calls: map[string][]apiCall{}}
 	a.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id, ok := strings.CutPrefix(r.URL.Path, "/api/v1/cloudspaces/")
@@ -69,13 +67,12 @@ func newKubeoperaAPI(t *testing.T) *kubeoperaAPI {
 		body := map[string]string{}
 		_ = json.NewDecoder(r.Body).Decode(&body)
 		a.mu.Lock()
-		a.calls[id] = append(a.calls[id], apiCall{Auth: r.Header.Get("Authorization"), Body: body})
+		a.calls[id] = append(a.calls[id], apiCall{Auth: r.Header.Get("Authorization"), ContentType: r.Header.Get("Content-Type"), Body: body})
 		a.mu.Unlock()
 		if strings.HasPrefix(id, "unreachable-") {
 			w.WriteHeader(http.StatusServiceUnavailable)
 		}
 	}))
-	t.Cleanup(a.Close)
 	return a
 }
 

@@ -47,6 +47,7 @@ func (s *syncBuffer) String() string {
 // follows the tenant's walkthrough it prints: apply the sample Tenant in root:orgs:demo through the
 // "demo" context, play the vCluster, wait for Ready, then Ctrl-C and check that everything stopped.
 func TestLocalEnvironment(t *testing.T) {
+	framework.SkipWithoutServers(t)
 	dir := t.TempDir()
 	bin := buildCommands(t, filepath.Join(dir, "bin"), "manager", "devenv")
 	ports, err := devenv.FreePorts(1)
@@ -72,7 +73,7 @@ func TestLocalEnvironment(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	eventually(t, 2*time.Minute, "the sample Tenant applied in root:orgs:demo", func() (bool, string) {
+	framework.Eventually(t, 2*time.Minute, "the sample Tenant applied in root:orgs:demo", func() (bool, string) {
 		err := demo.Create(ctx, tn.DeepCopy())
 		return err == nil, fmt.Sprint(err)
 	})
@@ -112,7 +113,7 @@ func TestLocalEnvironment(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 2*time.Minute, "the vCluster release on the BACKEND_KUBECONFIG cluster", func() (bool, string) {
+	framework.Eventually(t, 2*time.Minute, "the vCluster release on the BACKEND_KUBECONFIG cluster", func() (bool, string) {
 		list := &corev1.SecretList{}
 		if err := ext.List(ctx, list, client.MatchingLabels{"owner": "helm", "name": "vc-" + tn.Spec.TenantName}); err != nil {
 			return false, err.Error()
@@ -151,7 +152,7 @@ func startDevenv(t *testing.T, bin, state string, env []string) *runningDevenv {
 			}
 		}
 	})
-	eventually(t, 5*time.Minute, "the environment to be up", func() (bool, string) {
+	framework.Eventually(t, 5*time.Minute, "the environment to be up", func() (bool, string) {
 		select {
 		case err := <-r.done:
 			t.Fatalf("devenv exited early: %v", err)

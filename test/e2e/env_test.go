@@ -1,14 +1,18 @@
 package e2e
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/base64"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -16,7 +20,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -27,83 +30,175 @@ import (
 	"github.com/kubeopera/kubeopera/workspaces"
 )
 
+// The suite shares ONE environment (kcp, a backend, the kubeopera-api actor and one manager
+// process), started at the first test that needs it and stopped by TestMain: starting kcp per
+// test would be far too slow. Tests stay independent by each making its own tenant workspaces
+// (tenantWorkspace gives them unique names). The few tests that stop or restart the manager do
+// not call t.Parallel, so they run alone: Go runs every sequential top-level test before it
+// releases the parallel ones, and two managers against the same exports would both reconcile
+// every workspace.
+
+// defaultParallelism is -test.parallel unless given: the tests mostly wait on servers, not CPU.
+const defaultParallelism = "4"
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
+	if !set {
+		_ = flag.Set("test.parallel", defaultParallelism)
+	}
+	code := m.Run()
+	if e := shared.env; e != nil {
+		if code != 0 {
+			e.dumpManagerLog()
+		}
+		e.teardown(code != 0)
+	}
+	os.Exit(code)
+}
+
+var shared struct {
+	once sync.Once
+	env  *env
+	err  error
+}
+
+// sharedEnv returns the suite's environment, starting it at the first call.
+func sharedEnv(t *testing.T) *env {
+	t.Helper()
+	framework.SkipWithoutServers(t)
+	shared.once.Do(func() { shared.env, shared.err = startEnv() })
+	if shared.err != nil {
+		t.Fatalf("the shared e2e environment did not start: %v", shared.err)
+	}
+	return shared.env
+}
+
 // env is the suite's environment: a real kcp, a real backend and the manager binary.
 type env struct {
 	kcp        *devenv.KCP
 	backend    *devenv.Backend
 	backendC   client.Client
+	backendID  *framework.Identity // the manager's: ServiceAccount kubeopera-manager, config/rbac's rights
 	api        *kubeoperaAPI
 	managerBin string
 	dir        string
-	mgr        *exec.Cmd
-	mgrDone    chan struct{}
-	mgrLog     string
-	starts     int
+	// stops stop what startEnv started, in reverse order.
+	stops []func()
+	// workspaceSeq makes workspace names unique within the run.
+	workspaceSeq atomic.Int64
+
+	// mu guards the running manager's fields: the restart tests change them.
+	mu      sync.Mutex
+	mgr     *exec.Cmd
+	mgrDone chan struct{}
+	starts  int
 	// metricsAddr and probeAddr are where the running manager serves /metrics and /healthz, /readyz.
 	metricsAddr, probeAddr string
 }
 
 func b64(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
 
-func setup(t *testing.T) *env {
-	t.Helper()
+// startEnv starts the shared environment. On error, what was started is stopped again.
+func startEnv() (e *env, err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	e := &env{dir: t.TempDir()}
+	dir, err := os.MkdirTemp("", "kubeopera-e2e-")
+	if err != nil {
+		return nil, err
+	}
+	e = &env{dir: dir}
+	defer func() {
+		if err != nil {
+			e.teardown(false)
+			e = nil
+		}
+	}()
 
 	// Build the manager as a user would run it.
-	e.managerBin = filepath.Join(buildCommands(t, filepath.Join(e.dir, "bin"), "manager"), "manager")
-
-	e.kcp = framework.StartKCP(t)
-	e.backend = framework.StartBackend(t)
-	var err error
-	e.backendC, err = client.New(e.backend.Config, client.Options{Scheme: manager.Scheme()})
-	if err != nil {
-		t.Fatal(err)
+	if err := goBuild(filepath.Join(e.dir, "bin"), "manager"); err != nil {
+		return e, err
 	}
-	if err := workspaces.Bootstrap(ctx, e.kcp.Config); err != nil {
-		t.Fatal(err)
+	e.managerBin = filepath.Join(e.dir, "bin", "manager")
+
+	kcpDir, backendDir := filepath.Join(e.dir, "kcp"), filepath.Join(e.dir, "backend")
+	for _, d := range []string{kcpDir, backendDir} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return e, err
+		}
+	}
+	var stop func()
+	if e.kcp, stop, err = framework.StartKCPIn(kcpDir); err != nil {
+		return e, err
+	}
+	e.stops = append(e.stops, stop)
+	if e.backend, stop, err = framework.StartBackendIn(backendDir); err != nil {
+		return e, err
+	}
+	e.stops = append(e.stops, stop)
+	if e.backendC, err = client.New(e.backend.Config, client.Options{Scheme: manager.Scheme()}); err != nil {
+		return e, err
+	}
+	if err := workspaces.Bootstrap(ctx, e.kcp.Config, workspaces.PlatformWorkspace); err != nil {
+		return e, err
 	}
 	if _, err := workspaces.EnsureWorkspace(ctx, e.kcp.Config, "root", "orgs", workspaces.WorkspaceType{}); err != nil {
-		t.Fatal(err)
+		return e, err
 	}
 	// The manager runs as kcp's unprivileged "user" with exactly the platform workspace role the
 	// product ships (apiexports/bootstrap/manager-rbac.yaml), bound to that user.
-	if err := workspaces.BindManagerRole(ctx, e.kcp.Config, "user"); err != nil {
-		t.Fatal(err)
+	if err := workspaces.BindManagerRole(ctx, e.kcp.Config, workspaces.PlatformWorkspace, "user"); err != nil {
+		return e, err
 	}
 	if err := e.backendC.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "kubeopera-system"}}); err != nil {
-		t.Fatal(err)
+		return e, err
 	}
-	e.api = newKubeoperaAPI(t)
-	e.startManager(t)
-	t.Cleanup(func() {
-		e.stopManager(t)
-		if t.Failed() {
-			e.dumpManagerLog(t)
-		}
-	})
-	return e
+	// On the backend the manager runs as its ServiceAccount with exactly the RBAC and admission
+	// policy the product ships (config/rbac), never as the admin.
+	if e.backendID, err = framework.ManagerIdentity(ctx, e.backend, backendDir); err != nil {
+		return e, err
+	}
+	e.api = newKubeoperaAPI()
+	e.stops = append(e.stops, e.api.Close)
+	if err := e.startManager(); err != nil {
+		return e, err
+	}
+	return e, nil
+}
+
+// teardown stops the manager and everything startEnv started; the state directory is kept when
+// the run failed, for a look at the logs.
+func (e *env) teardown(keep bool) {
+	e.stopManager()
+	for i := len(e.stops) - 1; i >= 0; i-- {
+		e.stops[i]()
+	}
+	if keep {
+		fmt.Fprintf(os.Stderr, "e2e state (kcp, backend and manager logs) kept in %s\n", e.dir)
+		return
+	}
+	_ = os.RemoveAll(e.dir)
 }
 
 // startManager starts the manager binary against kcp and the backend.
-func (e *env) startManager(t *testing.T) {
-	t.Helper()
-	e.starts++
-	e.mgrLog = filepath.Join(e.dir, fmt.Sprintf("manager-%d.log", e.starts))
-	logf, err := os.Create(e.mgrLog)
-	if err != nil {
-		t.Fatal(err)
-	}
+func (e *env) startManager() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
 	ports, err := devenv.FreePorts(2)
 	if err != nil {
-		t.Fatal(err)
+		return err
+	}
+	e.starts++
+	logf, err := os.Create(e.managerLogPath(e.starts))
+	if err != nil {
+		return err
 	}
 	e.metricsAddr, e.probeAddr = fmt.Sprintf("127.0.0.1:%d", ports[0]), fmt.Sprintf("127.0.0.1:%d", ports[1])
 	cmd := exec.Command(e.managerBin,
 		"--kcp-kubeconfig", e.kcp.KubeconfigPath,
 		"--kcp-context", "user",
-		"--backend-kubeconfig", e.backend.KubeconfigPath,
+		"--backend-kubeconfig", e.backendID.KubeconfigPath,
 		"--vcluster-chart", filepath.Join(framework.RepoRoot(), "test", "charts", "vcluster"),
 		"--helm-cache-dir", filepath.Join(e.dir, "helm-cache"),
 		"--kubeopera-api-base-url", e.api.URL,
@@ -119,15 +214,20 @@ func (e *env) startManager(t *testing.T) {
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+		_ = logf.Close()
+		return err
 	}
 	e.mgr = cmd
 	e.mgrDone = make(chan struct{})
-	go func() { _ = cmd.Wait(); _ = logf.Close(); close(e.mgrDone) }()
+	done := e.mgrDone
+	go func() { _ = cmd.Wait(); _ = logf.Close(); close(done) }()
+	return nil
 }
 
 // stopManager stops the manager the way Kubernetes stops a Pod (SIGTERM) and waits for it.
-func (e *env) stopManager(t *testing.T) {
+func (e *env) stopManager() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
 	if e.mgr == nil {
 		return
 	}
@@ -135,46 +235,106 @@ func (e *env) stopManager(t *testing.T) {
 	e.mgr = nil
 }
 
-func (e *env) dumpManagerLog(t *testing.T) {
-	for i := 1; i <= e.starts; i++ {
-		raw, err := os.ReadFile(filepath.Join(e.dir, fmt.Sprintf("manager-%d.log", i)))
+// ensureManagerRunning starts the manager again when a test stopped it and failed before it
+// started it again, so the tests after it find a manager.
+func (e *env) ensureManagerRunning(t *testing.T) {
+	e.mu.Lock()
+	running := e.mgr != nil
+	e.mu.Unlock()
+	if !running {
+		if err := e.startManager(); err != nil {
+			t.Errorf("failed to start the manager again: %v", err)
+		}
+	}
+}
+
+// addrs returns where the running manager serves metrics and probes.
+func (e *env) addrs() (metrics, probes string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.metricsAddr, e.probeAddr
+}
+
+func (e *env) managerLogPath(run int) string {
+	return filepath.Join(e.dir, fmt.Sprintf("manager-%d.log", run))
+}
+
+// managerLogs returns everything the manager logged so far, over all its runs.
+func (e *env) managerLogs() string {
+	e.mu.Lock()
+	starts := e.starts
+	e.mu.Unlock()
+	var buf bytes.Buffer
+	for i := 1; i <= starts; i++ {
+		raw, _ := os.ReadFile(e.managerLogPath(i))
+		buf.Write(raw)
+	}
+	return buf.String()
+}
+
+// dumpManagerLog prints the tail of each manager run's log, for a failed run.
+func (e *env) dumpManagerLog() {
+	e.mu.Lock()
+	starts := e.starts
+	e.mu.Unlock()
+	for i := 1; i <= starts; i++ {
+		raw, err := os.ReadFile(e.managerLogPath(i))
 		if err != nil {
 			continue
 		}
 		if len(raw) > 20000 {
 			raw = raw[len(raw)-20000:]
 		}
-		t.Logf("manager run %d log (tail):\n%s", i, raw)
+		fmt.Fprintf(os.Stderr, "manager run %d log (tail):\n%s\n", i, raw)
 	}
 }
 
-// managerLogs returns everything the manager logged so far.
-func (e *env) managerLogs() string {
-	var buf bytes.Buffer
-	for i := 1; i <= e.starts; i++ {
-		raw, _ := os.ReadFile(filepath.Join(e.dir, fmt.Sprintf("manager-%d.log", i)))
-		buf.Write(raw)
+// logManagerLinesAbout logs, for a failed test, the manager's log lines that name one of the
+// test's logical clusters (every reconcile line carries its cluster).
+func (e *env) logManagerLinesAbout(t *testing.T, logicalClusters ...string) {
+	var lines []string
+	sc := bufio.NewScanner(strings.NewReader(e.managerLogs()))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		for _, lc := range logicalClusters {
+			if strings.Contains(sc.Text(), lc) {
+				lines = append(lines, sc.Text())
+				break
+			}
+		}
 	}
-	return buf.String()
+	if len(lines) > 200 {
+		lines = lines[len(lines)-200:]
+	}
+	t.Logf("manager log lines about %v (last %d):\n%s", logicalClusters, len(lines), strings.Join(lines, "\n"))
 }
 
-// tenantWorkspace creates a workspace of type kubeopera-tenant under root:orgs and returns its
-// client (as the tenant's admin) and logical cluster name.
-func (e *env) tenantWorkspace(t *testing.T, name string) (client.Client, string) {
+// tenantWorkspace creates a workspace of type kubeopera-tenant under root:orgs, named prefix plus
+// a number unique in this run, and returns its client (as the tenant's admin), its logical
+// cluster name and its name. When the test ends the workspace is deleted (without waiting), and
+// when the test failed the manager's log lines about it are logged.
+func (e *env) tenantWorkspace(t *testing.T, prefix string) (client.Client, string, string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	lc, err := workspaces.EnsureWorkspace(ctx, e.kcp.Config, "root:orgs", name, workspaces.TenantWorkspaceType)
+	name := fmt.Sprintf("%s-%d", prefix, e.workspaceSeq.Add(1))
+	lc, err := workspaces.EnsureWorkspace(ctx, e.kcp.Config, "root:orgs", name, workspaces.TenantWorkspaceTypeIn(workspaces.PlatformWorkspace))
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			e.logManagerLinesAbout(t, lc)
+		}
+		_ = workspaces.DeleteWorkspace(context.Background(), e.kcp.Config, "root:orgs", name)
+	})
 	c := e.workspaceClient(t, "root:orgs:"+name)
 	// The default bindings make the Tenant kind available shortly after the workspace is Ready.
-	eventually(t, 2*time.Minute, "Tenant API served in root:orgs:"+name, func() (bool, string) {
+	framework.Eventually(t, 2*time.Minute, "Tenant API served in root:orgs:"+name, func() (bool, string) {
 		err := c.List(ctx, &kov1alpha1.TenantList{})
 		return err == nil, fmt.Sprint(err)
 	})
-	return c, lc
+	return c, lc, name
 }
 
 func (e *env) workspaceClient(t *testing.T, path string) client.Client {
@@ -190,27 +350,12 @@ func (e *env) kcpConfig(path string) *rest.Config {
 	return workspaces.ClusterConfig(e.kcp.Config, path)
 }
 
-// eventually polls cond until it holds or the timeout passes; the message of the last poll is
-// reported on failure.
-func eventually(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
-	t.Helper()
-	var last string
-	err := wait.PollUntilContextTimeout(context.Background(), 250*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
-		ok, msg := cond()
-		last = msg
-		return ok, nil
-	})
-	if err != nil {
-		t.Fatalf("timed out after %s waiting for %s; last: %s", timeout, what, strings.TrimSpace(last))
-	}
-}
-
 // virtualWorkspaceClient returns a client for one workspace through an export's virtual
 // workspace, with the platform admin's identity.
 func (e *env) virtualWorkspaceClient(t *testing.T, export, logicalCluster string) client.Client {
 	t.Helper()
 	var c client.Client
-	eventually(t, time.Minute, "virtual workspace of "+export, func() (bool, string) {
+	framework.Eventually(t, time.Minute, "virtual workspace of "+export, func() (bool, string) {
 		var err error
 		c, err = manager.VirtualWorkspaceClient(context.Background(), e.kcpConfig(workspaces.PlatformWorkspace), export, logicalCluster, manager.Scheme())
 		return err == nil, fmt.Sprint(err)
@@ -218,15 +363,17 @@ func (e *env) virtualWorkspaceClient(t *testing.T, export, logicalCluster string
 	return c
 }
 
-// adminDeletesBackendNamespace plays the platform admin removing a backend namespace by hand and
-// waits until kube-controller-manager has finished deleting it.
+// adminDeletesBackendNamespace plays the platform admin removing a backend namespace by hand, as
+// `kubectl delete namespace <name>` does: the delete, then (kubectl's --wait, on by default)
+// waiting until the object is gone, which is when kube-controller-manager's namespace controller
+// has emptied the namespace and removed its "kubernetes" finalizer.
 func (e *env) adminDeletesBackendNamespace(t *testing.T, ns *corev1.Namespace) {
 	t.Helper()
 	ctx := context.Background()
 	if err := e.backendC.Delete(ctx, ns); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, time.Minute, "namespace "+ns.Name+" gone", func() (bool, string) {
+	framework.Eventually(t, time.Minute, "namespace "+ns.Name+" gone", func() (bool, string) {
 		err := e.backendC.Get(ctx, client.ObjectKey{Name: ns.Name}, &corev1.Namespace{})
 		return apierrors.IsNotFound(err), fmt.Sprint(err)
 	})
@@ -235,12 +382,20 @@ func (e *env) adminDeletesBackendNamespace(t *testing.T, ns *corev1.Namespace) {
 // buildCommands builds the named commands of cmd/ into dir, as `make build` does, and returns dir.
 func buildCommands(t *testing.T, dir string, cmds ...string) string {
 	t.Helper()
+	if err := goBuild(dir, cmds...); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// goBuild builds the named commands of cmd/ into dir, as `make build` does.
+func goBuild(dir string, cmds ...string) error {
 	for _, cmd := range cmds {
 		build := exec.Command("go", "build", "-o", filepath.Join(dir, cmd), "./cmd/"+cmd)
 		build.Dir = framework.RepoRoot()
 		if out, err := build.CombinedOutput(); err != nil {
-			t.Fatalf("failed to build %s: %v\n%s", cmd, err, out)
+			return fmt.Errorf("failed to build %s: %v\n%s", cmd, err, out)
 		}
 	}
-	return dir
+	return nil
 }

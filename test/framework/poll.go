@@ -1,0 +1,69 @@
+package framework
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+)
+
+// PollInterval is how often Eventually and Consistently check their condition.
+const PollInterval = 250 * time.Millisecond
+
+// Poll calls cond every interval, the first time at once, until it returns true (nil), returns
+// an error (that error), or timeout passes or ctx ends (an error saying so, with the last error
+// cond returned, if any). It is the one polling loop of the tests; Eventually and Consistently
+// are built on it.
+func Poll(ctx context.Context, interval, timeout time.Duration, cond func(context.Context) (bool, error)) error {
+	err := wait.PollUntilContextTimeout(ctx, interval, timeout, true, func(ctx context.Context) (bool, error) {
+		return cond(ctx)
+	})
+	if err != nil && wait.Interrupted(err) {
+		return fmt.Errorf("condition not met within %s: %w", timeout, err)
+	}
+	return err
+}
+
+// Eventually fails the test unless cond holds within timeout. cond returns whether it holds and
+// what it saw; what it saw last is reported on failure, after what the test was waiting for.
+// Polling stops when the test ends.
+func Eventually(t testing.TB, timeout time.Duration, what string, cond func() (bool, string)) {
+	t.Helper()
+	var last string
+	err := Poll(t.Context(), PollInterval, timeout, func(context.Context) (bool, error) {
+		ok, msg := cond()
+		last = msg
+		return ok, nil
+	})
+	if err != nil {
+		t.Fatalf("timed out after %s waiting for %s; last: %s", timeout, what, strings.TrimSpace(last))
+	}
+}
+
+// Consistently fails the test as soon as cond does not hold, checking it for the whole duration.
+// It is for the waits whose point is that nothing happens during them (e.g. "a restarted manager
+// does not install a second release"); cond returns whether it holds and what it saw.
+func Consistently(t testing.TB, duration time.Duration, what string, cond func() (bool, string)) {
+	t.Helper()
+	start := time.Now()
+	var failed bool
+	var msg string
+	// Poll until the duration is over (a timeout is the expected outcome) or cond fails once.
+	_ = Poll(t.Context(), PollInterval, duration, func(context.Context) (bool, error) {
+		ok, m := cond()
+		if !ok {
+			failed, msg = true, m
+			return true, nil
+		}
+		return false, nil
+	})
+	if failed {
+		t.Fatalf("%s stopped holding after %s: %s", what, time.Since(start).Round(time.Millisecond), strings.TrimSpace(msg))
+	}
+	if err := t.Context().Err(); err != nil {
+		t.Fatalf("test ended while checking that %s: %v", what, err)
+	}
+}
