@@ -142,7 +142,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (ct
 	if err := cl.GetClient().Get(ctx, req.NamespacedName, t); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	direct, ok := r.Clients.Get(req.ClusterName, cl)
+	direct, ok := r.Clients.Get(req.ClusterName)
 	if !ok {
 		return ctrl.Result{}, fmt.Errorf("workspace %s is not engaged yet", workspaces.LogicalCluster(req.ClusterName))
 	}

@@ -80,16 +80,13 @@ func (w *WorkspaceClients) Engage(ctx context.Context, name multicluster.Cluster
 	return nil
 }
 
-// Get returns the client of engaged workspace name, or false when it is not engaged (or was
-// engaged with another cluster instance than cl).
-func (w *WorkspaceClients) Get(name multicluster.ClusterName, cl cluster.Cluster) (client.Client, bool) {
+// Get returns the client of engaged workspace name, or false when it is not engaged. A workspace
+// engaged anew has its client replaced by Engage.
+func (w *WorkspaceClients) Get(name multicluster.ClusterName) (client.Client, bool) {
 	w.mu.RLock()
 	defer w.mu.RUnlock()
 	e, ok := w.clients[name]
-	if !ok || (cl != nil && e.cluster != cl) {
-		return nil, false
-	}
-	return e.client, true
+	return e.client, ok
 }
 
 // Len returns the number of engaged workspaces with a client.
