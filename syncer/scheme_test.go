@@ -5,17 +5,12 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-
-	kov1alpha1 "github.com/kubeopera/kubeopera/apis/kubeopera/v1alpha1"
 )
 
 func clientScheme(t *testing.T) *runtime.Scheme {
 	t.Helper()
 	s := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(s); err != nil {
-		t.Fatal(err)
-	}
-	if err := kov1alpha1.AddToScheme(s); err != nil {
 		t.Fatal(err)
 	}
 	return s

@@ -4,6 +4,10 @@
 // permission claim on secrets), only from the CR's own namespace, and copied into the workspace's
 // backend namespace. Out: results (kubeconfigs, passwords) are delivered into the CR's namespace,
 // owner-referenced to the CR so they go with it. Secret data is never logged or put into errors.
+//
+// The exports' secrets claim is scoped to Secrets labelled AccessLabel=AccessLabelValue: through
+// the virtual workspace the manager neither sees nor touches any other Secret of a tenant (kcp
+// answers NotFound). Delivered Secrets carry the label; a Secret a tenant references must carry it.
 package syncer
 
 import (
@@ -21,6 +25,13 @@ import (
 )
 
 const (
+	// AccessLabel marks a workspace Secret the platform may reach: the exports' secrets claim
+	// selects AccessLabel=AccessLabelValue, delivered Secrets carry it, and a Secret a tenant
+	// references for credentials must carry it.
+	AccessLabel = "kubeopera.io/platform-access"
+	// AccessLabelValue is AccessLabel's only value.
+	AccessLabelValue = "true"
+
 	// SourceNamespaceAnnotation and SourceNameAnnotation record where a copied-in Secret came from.
 	SourceNamespaceAnnotation = "kubeopera.io/source-namespace"
 	SourceNameAnnotation      = "kubeopera.io/source-name"
@@ -38,7 +49,9 @@ func DirectClient(cl cluster.Cluster) (client.Client, error) {
 	})
 }
 
-// MissingSecretError says a referenced Secret or key does not exist in the CR's namespace.
+// MissingSecretError says a referenced Secret or key cannot be read in the CR's namespace. Through
+// the export's virtual workspace a Secret without AccessLabel is indistinguishable from a missing
+// one (kcp answers NotFound), so the message names both causes and the fix.
 type MissingSecretError struct {
 	Namespace, Name, Key string
 }
@@ -47,11 +60,27 @@ func (e *MissingSecretError) Error() string {
 	if e.Key != "" {
 		return fmt.Sprintf("secret %s/%s has no key %q", e.Namespace, e.Name, e.Key)
 	}
-	return fmt.Sprintf("secret %s/%s not found", e.Namespace, e.Name)
+	return fmt.Sprintf("secret %s/%s not found or not labelled %s=%s; add the label so the platform may read it", e.Namespace, e.Name, AccessLabel, AccessLabelValue)
 }
 
+// UnsharedSecretError says a referenced Secret exists but does not carry AccessLabel, so the
+// platform must not use it. The manager sees such a Secret only where the binding's secrets claim
+// is not scoped to the label (a binding accepted with matchAll); the rule is the same everywhere.
+type UnsharedSecretError struct {
+	Namespace, Name string
+}
+
+func (e *UnsharedSecretError) Error() string {
+	return fmt.Sprintf("secret %s/%s is not labelled %s=%s; add the label so the platform may read it", e.Namespace, e.Name, AccessLabel, AccessLabelValue)
+}
+
+// Shared reports whether s carries AccessLabel=AccessLabelValue.
+func Shared(s *corev1.Secret) bool { return s.Labels[AccessLabel] == AccessLabelValue }
+
 // ReadReferencedSecret reads Secret name from owner's own namespace in the workspace. There is no
-// way to name another namespace: a CR can only ever reference Secrets next to it.
+// way to name another namespace: a CR can only ever reference Secrets next to it. Only a Secret
+// labelled AccessLabel=AccessLabelValue is returned: a missing or hidden one is a
+// MissingSecretError, a visible unlabelled one an UnsharedSecretError.
 func ReadReferencedSecret(ctx context.Context, ws client.Reader, owner client.Object, name string) (*corev1.Secret, error) {
 	s := &corev1.Secret{}
 	if err := ws.Get(ctx, client.ObjectKey{Namespace: owner.GetNamespace(), Name: name}, s); err != nil {
@@ -60,12 +89,15 @@ func ReadReferencedSecret(ctx context.Context, ws client.Reader, owner client.Ob
 		}
 		return nil, fmt.Errorf("failed to read secret %s/%s: %w", owner.GetNamespace(), name, err)
 	}
+	if !Shared(s) {
+		return nil, &UnsharedSecretError{Namespace: s.Namespace, Name: s.Name}
+	}
 	return s, nil
 }
 
 // CopyIn copies Secret secretName from owner's namespace in the workspace into backendNamespace as
 // backendName, recording its origin in annotations. keys limits the copied keys (all when empty); a
-// missing key is a MissingSecretError.
+// missing key is a MissingSecretError. The source must be shared (see ReadReferencedSecret).
 func CopyIn(ctx context.Context, ws client.Reader, backend client.Client, logicalCluster string, owner client.Object, secretName, backendNamespace, backendName string, keys ...string) error {
 	src, err := ReadReferencedSecret(ctx, ws, owner, secretName)
 	if err != nil {
@@ -133,14 +165,34 @@ func Store(ctx context.Context, r client.Reader, c client.Client, s *corev1.Secr
 	return nil
 }
 
+// DeliveryConflictError says a Secret of the delivered name already exists in the CR's namespace
+// and is not the owner's; it is never overwritten. Unshared says the manager cannot even see it
+// (it lacks AccessLabel): kcp refused the create with AlreadyExists.
+type DeliveryConflictError struct {
+	Namespace, Name string
+	// Owner names the CR the Secret would be delivered for, e.g. "Tenant team-a/t".
+	Owner    string
+	Unshared bool
+}
+
+func (e *DeliveryConflictError) Error() string {
+	if e.Unshared {
+		return fmt.Sprintf("secret %s/%s already exists and is not shared with the platform (no label %s=%s); refusing to overwrite it (delete it so %s can deliver its Secret)", e.Namespace, e.Name, AccessLabel, AccessLabelValue, e.Owner)
+	}
+	return fmt.Sprintf("secret %s/%s already exists and is not owned by %s; refusing to overwrite it", e.Namespace, e.Name, e.Owner)
+}
+
 // Deliver creates or updates Secret name in owner's namespace in the workspace, owner-referenced to
-// owner (controller reference) so it is garbage-collected with it.
+// owner (controller reference) so it is garbage-collected with it, and labelled
+// AccessLabel=AccessLabelValue (besides labels) so the platform may reach it again. A Secret of that
+// name that owner does not control is never overwritten: a DeliveryConflictError.
 func Deliver(ctx context.Context, ws client.Client, owner client.Object, gvk schema.GroupVersionKind, name string, labels map[string]string, data map[string][]byte) error {
+	conflict := &DeliveryConflictError{Namespace: owner.GetNamespace(), Name: name, Owner: gvk.Kind + " " + owner.GetNamespace() + "/" + owner.GetName()}
 	s := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: owner.GetNamespace(),
 			Name:      name,
-			Labels:    labels,
+			Labels:    mergeStrings(labels, map[string]string{AccessLabel: AccessLabelValue}),
 			OwnerReferences: []metav1.OwnerReference{
 				*metav1.NewControllerRef(owner, gvk),
 			},
@@ -148,12 +200,19 @@ func Deliver(ctx context.Context, ws client.Client, owner client.Object, gvk sch
 		Type: corev1.SecretTypeOpaque,
 		Data: data,
 	}
-	return Store(ctx, ws, ws, s, func(cur *corev1.Secret) error {
+	err := Store(ctx, ws, ws, s, func(cur *corev1.Secret) error {
 		if !metav1.IsControlledBy(cur, owner) {
-			return fmt.Errorf("secret %s/%s already exists and is not owned by %s %s; refusing to overwrite it", s.Namespace, s.Name, gvk.Kind, owner.GetName())
+			return conflict
 		}
 		return nil
 	})
+	if apierrors.IsAlreadyExists(err) {
+		// The Secret was not visible to the read but exists: through the virtual workspace that is
+		// a tenant's Secret without AccessLabel.
+		conflict.Unshared = true
+		return conflict
+	}
+	return err
 }
 
 // Undeliver deletes Secret name from owner's namespace when owner controls it.

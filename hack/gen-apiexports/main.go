@@ -12,30 +12,46 @@ import (
 	"path/filepath"
 
 	apisv1alpha2 "github.com/kcp-dev/sdk/apis/apis/v1alpha2"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/kubeopera/kubeopera/syncer"
 )
 
-// claims are designed up front: claims added later are not accepted by existing bindings.
+// claims are designed up front: claims added later are not accepted by existing bindings. Each
+// carries only the verbs the manager uses (verified on kcp v0.31.2 by syncer's kcp test), and the
+// secrets claim a default selector: the WorkspaceType's default bindings accept it with that label
+// selector, so the manager reaches only Secrets labelled syncer.AccessLabel=syncer.AccessLabelValue
+// (the ones it delivers, and credentials a tenant chose to share). The order is stable.
 var claims = []apisv1alpha2.PermissionClaim{
 	{
-		// Read referenced credentials, deliver results (kubeconfigs, passwords).
+		// Read referenced credentials, deliver results (kubeconfigs, passwords): syncer reads
+		// uncached through a direct client (get) and writes with create, update and delete. Nothing
+		// lists or watches workspace Secrets.
 		GroupResource: apisv1alpha2.GroupResource{Group: "", Resource: "secrets"},
-		Verbs:         []string{"get", "list", "watch", "create", "update", "patch", "delete"},
+		Verbs:         []string{"get", "create", "update", "delete"},
+		DefaultSelector: &apisv1alpha2.PermissionClaimSelector{LabelSelector: metav1.LabelSelector{
+			MatchLabels: map[string]string{syncer.AccessLabel: syncer.AccessLabelValue},
+		}},
 	},
 	{
-		// Tell the tenant what happened.
+		// Tell the tenant what happened. client-go's event recorders create events and patch a
+		// series; kcp authorizes events.k8s.io requests against this core claim.
 		GroupResource: apisv1alpha2.GroupResource{Group: "", Resource: "events"},
-		Verbs:         []string{"get", "list", "watch", "create", "update", "patch"},
+		Verbs:         []string{"create", "patch"},
 	},
 	{
-		// Deliver into the CR's namespace.
+		// Deliver into the CR's namespace. Nothing reads namespaces today; get (a claim needs at
+		// least one verb) keeps the claim accepted by every binding so a later need does not require
+		// rebinding.
 		GroupResource: apisv1alpha2.GroupResource{Group: "", Resource: "namespaces"},
-		Verbs:         []string{"get", "list", "watch"},
+		Verbs:         []string{"get"},
 	},
 	{
-		// The new events API (events.k8s.io), used by the manager's event recorder.
+		// The new events API (events.k8s.io), used by the manager's event recorder: claimed so the
+		// export's virtual workspace serves it.
 		GroupResource: apisv1alpha2.GroupResource{Group: "events.k8s.io", Resource: "events"},
-		Verbs:         []string{"get", "list", "watch", "create", "update", "patch"},
+		Verbs:         []string{"create", "patch"},
 	},
 }
 
