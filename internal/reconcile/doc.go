@@ -19,6 +19,7 @@
 //     error is returned, so controller-runtime retries with backoff.
 //
 // Status is written once per pass with a merge patch under optimistic lock (never Update, never
-// spec and status together); observedGeneration is bumped only when the pass succeeded or ended
-// in a terminal failure; a conflict becomes a quick requeue.
+// spec and status together); observedGeneration is bumped only when the pass succeeded (done or
+// waiting, the conditions saying which) or ended in a terminal failure, never after a transient
+// error; a conflict becomes a quick requeue.
 package reconcile

@@ -120,7 +120,7 @@ func TestOutcomes(t *testing.T) {
 		"waiting": {
 			outcome: reconcile.Waiting("Waiting", "waiting for the Pod", 7*time.Second), wantPhase: "Pending",
 			wantReady: "False/Waiting", wantReconciling: "True/Waiting", wantStal: "absent", wantStep: "False/Waiting",
-			wantRequeue: 7 * time.Second, wantErr: func(err error) bool { return err == nil }, wantObserved: false,
+			wantRequeue: 7 * time.Second, wantErr: func(err error) bool { return err == nil }, wantObserved: true,
 			wantMessage: "waiting for the Pod",
 		},
 		"stalled": {

@@ -29,8 +29,9 @@ func (p *StatusPatcher) Rebase(obj Object) {
 	p.before.SetFinalizers(obj.GetFinalizers())
 }
 
-// Patch bumps observedGeneration when the pass succeeded or ended in a terminal failure (passErr
-// nil or a reconcile.TerminalError), then writes the status if it changed.
+// Patch bumps observedGeneration when the pass succeeded (passErr nil: every step done, or a step
+// waiting on an external actor with the status saying so) or ended in a terminal failure (a
+// reconcile.TerminalError), never after a transient error, then writes the status if it changed.
 func (p *StatusPatcher) Patch(ctx context.Context, obj Object, passErr error) error {
 	if passErr == nil || errors.Is(passErr, reconcile.TerminalError(nil)) {
 		obj.SetObservedGeneration(obj.GetGeneration())
