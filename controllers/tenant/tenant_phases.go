@@ -168,6 +168,12 @@ func (r *Reconciler) kubeconfig(ctx context.Context, s *scope) error {
 		if errors.As(err, &claimed) {
 			return reconcile.Stalled(kov1alpha1.NameConflictReason, claimed.Error())
 		}
+		// A Secret of the tenant's own sits where the kubeconfig would be delivered: never
+		// overwritten; the tenant removes it and retries.
+		var conflict *syncer.DeliveryConflictError
+		if errors.As(err, &conflict) {
+			return reconcile.Stalled(kov1alpha1.NameConflictReason, conflict.Error())
+		}
 		return err
 	}
 	t.Status.KubeconfigSecret = s.kubeconfigSecret
