@@ -437,6 +437,31 @@ func TestTenantPhaseTransitions(t *testing.T) {
 		}
 	})
 
+	t.Run("a tenant's own Secret where the kubeconfig would go is never overwritten", func(t *testing.T) {
+		mine := &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "tenant-glob-g2-kubeconfig"},
+			StringData: map[string]string{"note": "the tenant's own"},
+		}
+		if err := globex.Create(t.Context(), mine); err != nil {
+			t.Fatal(err)
+		}
+		newTenant(t, globex, "g2", "glob-g2", "1")
+		waitFor(t, globex, "g2", "Provisioning", func(tn *kov1alpha1.Tenant) bool {
+			return cond(tn, kov1alpha1.ReleaseDeployedCondition) == "True/Succeeded"
+		})
+		if _, err := actors.VClusterWritesKubeconfig(t.Context(), s.admin, workspaces.VClusterNamespace(s.lc["globex"], "g2"), "vc-g2"); err != nil {
+			t.Fatal(err)
+		}
+		tn := waitFor(t, globex, "g2", "Failed", func(tn *kov1alpha1.Tenant) bool { return tn.Status.Phase == kov1alpha1.TenantPhaseFailed })
+		if cond(tn, kov1alpha1.KubeconfigDeliveredCondition) != "False/"+kov1alpha1.NameConflictReason {
+			t.Errorf("want KubeconfigDelivered False/NameConflict, got %s", describe(tn))
+		}
+		got := &corev1.Secret{}
+		if err := globex.Get(t.Context(), client.ObjectKeyFromObject(mine), got); err != nil || string(got.Data["note"]) != "the tenant's own" || len(got.Data) != 1 {
+			t.Errorf("the tenant's Secret was touched: %v %v", err, got.Data)
+		}
+	})
+
 	t.Run("deleting a Tenant removes its release, Secrets, host namespace and cloudSpaceID claim", func(t *testing.T) {
 		claim := client.ObjectKey{Namespace: "kubeopera-system", Name: tenant.ClaimName("7e9d3a1b-0000-4000-8000-000000000002")}
 		if err := s.backend.Get(t.Context(), claim, &corev1.ConfigMap{}); err != nil {
