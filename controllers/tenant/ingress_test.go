@@ -74,7 +74,8 @@ func TestIngressClassPolicy(t *testing.T) {
 	// The policy takes effect once the apiserver has loaded it.
 	framework.Eventually(t, time.Minute, "no tenant Ingress admitted without an allowed class", func() (bool, string) {
 		err := ingress(tenantNS, "nginx")
-		return err != nil && strings.Contains(err.Error(), "not enabled for KubeOpera tenants"), fmt.Sprint(err)
+		// Without the parameter the binding denies (parameterNotFoundAction: Deny).
+		return err != nil && strings.Contains(err.Error(), "kubeopera-tenant-ingress-class") && strings.Contains(err.Error(), "no params found"), fmt.Sprint(err)
 	})
 	if err := ingress("someone-elses", "anything"); err != nil {
 		t.Errorf("an Ingress outside the tenants' namespaces was refused: %v", err)

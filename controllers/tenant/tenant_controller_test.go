@@ -412,18 +412,18 @@ func TestTenantPhaseTransitions(t *testing.T) {
 	})
 
 	t.Run("Tenants of several workspaces are reconciled at once, one Helm operation per namespace at a time", func(t *testing.T) {
-		names := []string{"n1", "n2", "n3", "n4"}
+		names := []string{"node-1", "node-2", "node-3", "node-4"}
 		for _, n := range names {
 			newTenant(t, initech, n, "init-"+n, "1")
 		}
-		newTenant(t, globex, "g1", "glob-g1", "1")
+		newTenant(t, globex, "glob-1", "glob-g1", "1")
 		for _, n := range names {
 			waitFor(t, initech, n, "Provisioning", func(tn *kov1alpha1.Tenant) bool { return tn.Status.Phase == kov1alpha1.TenantPhaseProvisioning })
 		}
-		waitFor(t, globex, "g1", "Provisioning", func(tn *kov1alpha1.Tenant) bool { return tn.Status.Phase == kov1alpha1.TenantPhaseProvisioning })
+		waitFor(t, globex, "glob-1", "Provisioning", func(tn *kov1alpha1.Tenant) bool { return tn.Status.Phase == kov1alpha1.TenantPhaseProvisioning })
 		// A fifth Tenant in one workspace is over the count limit (4).
-		newTenant(t, initech, "n5", "init-n5", "1")
-		tn := waitFor(t, initech, "n5", "Failed", func(tn *kov1alpha1.Tenant) bool { return tn.Status.Phase == kov1alpha1.TenantPhaseFailed })
+		newTenant(t, initech, "node-5", "init-n5", "1")
+		tn := waitFor(t, initech, "node-5", "Failed", func(tn *kov1alpha1.Tenant) bool { return tn.Status.Phase == kov1alpha1.TenantPhaseFailed })
 		if !strings.Contains(tn.Status.Message, "at most 4 Tenants") {
 			t.Errorf("want the count limit named, got %s", describe(tn))
 		}
@@ -445,14 +445,14 @@ func TestTenantPhaseTransitions(t *testing.T) {
 		if err := globex.Create(t.Context(), mine); err != nil {
 			t.Fatal(err)
 		}
-		newTenant(t, globex, "g2", "glob-g2", "1")
-		waitFor(t, globex, "g2", "Provisioning", func(tn *kov1alpha1.Tenant) bool {
+		newTenant(t, globex, "glob-2", "glob-g2", "1")
+		waitFor(t, globex, "glob-2", "Provisioning", func(tn *kov1alpha1.Tenant) bool {
 			return cond(tn, kov1alpha1.ReleaseDeployedCondition) == "True/Succeeded"
 		})
-		if _, err := actors.VClusterWritesKubeconfig(t.Context(), s.admin, workspaces.VClusterNamespace(s.lc["globex"], "g2"), "vc-g2"); err != nil {
+		if _, err := actors.VClusterWritesKubeconfig(t.Context(), s.admin, workspaces.VClusterNamespace(s.lc["globex"], "glob-2"), "vc-glob-2"); err != nil {
 			t.Fatal(err)
 		}
-		tn := waitFor(t, globex, "g2", "Failed", func(tn *kov1alpha1.Tenant) bool { return tn.Status.Phase == kov1alpha1.TenantPhaseFailed })
+		tn := waitFor(t, globex, "glob-2", "Failed", func(tn *kov1alpha1.Tenant) bool { return tn.Status.Phase == kov1alpha1.TenantPhaseFailed })
 		if cond(tn, kov1alpha1.KubeconfigDeliveredCondition) != "False/"+kov1alpha1.NameConflictReason {
 			t.Errorf("want KubeconfigDelivered False/NameConflict, got %s", describe(tn))
 		}
