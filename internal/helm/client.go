@@ -2,11 +2,26 @@
 // with the Helm SDK (helm.sh/helm/v3/pkg/action).
 //
 // Client is shaped like a Crossplane ExternalClient: Observe reports the
-// latest revision of a release, InstallOrUpgrade converges it to the given
-// values and Uninstall removes it. Helm keeps release state in Secrets of the
-// release namespace (the "secret" storage driver), so the Helm CLI can inspect
-// releases made by this package. Release values are never logged nor returned
-// because they may carry secrets.
+// latest revision of a release as an Observation, InstallOrUpgrade converges
+// it to the given values and Uninstall removes it. A caller decides what to do
+// from the Observation alone (Exists, UpToDate, State): it never reads Helm
+// status strings nor hashes values itself.
+//
+// Every error returned is (or wraps) an *Error. IsTerminal tells an error that
+// retrying with the same input cannot fix from a transient one. Terminal: the
+// chart does not exist (a missing local path, an http(s) 404/410, an OCI tag
+// or repository not found, no version matching ChartVersion), the chart does
+// not load, the values do not meet the chart's values.schema.json, the chart
+// does not render with them, or the API server refuses a rendered object as
+// invalid. Transient: everything else, e.g. a registry or API server that
+// cannot be reached, timeouts, the caller's context deadline, 5xx, 429,
+// conflicts and storage errors. Typed errors are classified with errors.Is
+// and errors.As; messages are matched only where Helm gives nothing typed.
+//
+// Helm keeps release state in Secrets of the release namespace (the "secret"
+// storage driver), so the Helm CLI can inspect releases made by this package.
+// Release values are never logged nor returned because they may carry
+// secrets. Nothing is written outside Options.CacheDir.
 package helm
 
 import (
@@ -36,42 +51,63 @@ const (
 	storageDriver = "secret"
 	// maxHistory bounds the revisions (Secrets) kept per release.
 	maxHistory = 10
-	// chartPullTimeout bounds locating and loading the chart.
-	chartPullTimeout = 5 * time.Minute
 	// hookTimeout bounds chart hooks; resources themselves are never waited for.
 	hookTimeout = 5 * time.Minute
+	// valuesHashLabel is the release label carrying hashValues of the values
+	// a revision was made with, so Observe can tell whether a release has the
+	// desired values without reading them. Releases made by earlier versions
+	// of this package carry it too.
+	valuesHashLabel = "kubeopera.io/values-hash"
 )
 
-// ReleaseInfo is what a controller needs to know about a release. It carries
+// State is the state of a release's latest revision, as the reconciler needs it.
+type State string
+
+const (
+	// StateDeployed: the latest revision is deployed.
+	StateDeployed State = "Deployed"
+	// StateFailed: the latest revision failed; Observation.Description says why.
+	StateFailed State = "Failed"
+	// StatePending: the latest revision is pending-install, pending-upgrade or
+	// pending-rollback (an operation is running, or was interrupted).
+	StatePending State = "Pending"
+	// StateUninstalling: the latest revision is uninstalling or uninstalled.
+	StateUninstalling State = "Uninstalling"
+	// StateUnknown: anything else, e.g. a superseded revision as the latest one.
+	StateUnknown State = "Unknown"
+)
+
+// Observation is what a controller needs to know about a release. It carries
 // neither values nor manifests, as values may be sensitive.
-type ReleaseInfo struct {
-	// Name is the release name.
-	Name string
-	// Namespace is the release namespace.
-	Namespace string
-	// Revision is the release revision, starting at 1.
+type Observation struct {
+	// Exists is true when a revision of the release exists.
+	Exists bool
+	// UpToDate is true when the latest revision was made with exactly the
+	// desired values; false when !Exists.
+	UpToDate bool
+	// State is the state of the latest revision; empty when !Exists.
+	State State
+	// Revision is the number of the latest revision, starting at 1; 0 when !Exists.
 	Revision int
-	// Status is the Helm status of the revision, e.g. "deployed" or "failed".
-	Status release.Status
-	// ChartVersion is the version of the chart the revision was made from.
+	// ChartVersion is the version of the chart the latest revision was made from.
 	ChartVersion string
-	// ValuesHash is the hash of the values the revision was made with (see HashValues), read from
-	// the release's label; empty for releases made by other tools.
-	ValuesHash string
-	// Description is Helm's human-readable description of the revision,
-	// e.g. "Install complete" or the error that failed it.
+	// Description is Helm's description of the latest revision, e.g.
+	// "Install complete" or the error that failed it.
 	Description string
 }
 
-// Client installs, upgrades, observes and uninstalls Helm releases.
+// Client installs, upgrades, observes and uninstalls Helm releases. Every
+// error it returns is (or wraps) an *Error; see IsTerminal.
 type Client interface {
-	// Observe returns the latest revision of release name in namespace, or
-	// (nil, nil) when no release exists.
-	Observe(ctx context.Context, namespace, name string) (*ReleaseInfo, error)
-	// InstallOrUpgrade installs the chart as release name in namespace, or
-	// upgrades the release to values if it exists. It never waits for
-	// workloads to become ready. The namespace must exist.
-	InstallOrUpgrade(ctx context.Context, namespace, name string, values map[string]any) (*ReleaseInfo, error)
+	// Observe reports the latest revision of release name in namespace,
+	// compared with the desired values. A missing release is not an error:
+	// the Observation says !Exists.
+	Observe(ctx context.Context, namespace, name string, values map[string]any) (Observation, error)
+	// InstallOrUpgrade converges release name in namespace to values: it
+	// installs the chart, or upgrades the release if it exists. It never waits
+	// for workloads to become ready and returns the observation of the new
+	// revision (the zero Observation on error). The namespace must exist.
+	InstallOrUpgrade(ctx context.Context, namespace, name string, values map[string]any) (Observation, error)
 	// Uninstall removes release name from namespace; a missing release is
 	// not an error.
 	Uninstall(ctx context.Context, namespace, name string) error
@@ -86,8 +122,9 @@ type Options struct {
 	// ChartVersion is the version of a remote chart, e.g. "0.21.2"; empty
 	// selects the latest. It is ignored for local charts.
 	ChartVersion string
-	// CacheDir is the Helm cache directory (like $HELM_CACHE_HOME) where
-	// remote charts are downloaded. Defaults to os.UserCacheDir()/helm.
+	// CacheDir is the only directory this package writes to: downloaded
+	// charts, scratch files, and the (read-only) registry credentials and
+	// repositories files live under it. Defaults to os.UserCacheDir()/helm.
 	CacheDir string
 	// Log receives Helm's debug output at V(1) and is used when the context
 	// of a call carries no logger. The zero value discards.
@@ -111,9 +148,17 @@ var _ Client = (*SDKClient)(nil)
 // SDKClient is a Client backed by the Helm SDK and a single backend cluster.
 //
 // The chart is located and loaded on first use, then kept in memory for the
-// life of the process; a failed load is retried on the next call. Operations
-// in one namespace are serialised, operations in distinct namespaces run
-// concurrently.
+// life of the process; a failed load is retried on the next call. Loads of
+// one chart are shared by concurrent callers, and a caller stops waiting when
+// its context is done.
+//
+// Operations in one namespace are serialised, operations in distinct
+// namespaces run concurrently. A caller's context bounds waiting for the chart
+// and for the namespace; once a Helm action has started it runs to completion
+// (bounded by hook timeouts, never waiting for workloads), so that no Helm
+// write outlives the namespace's lock. A Helm action configuration is built
+// per operation on one shared connection pool, discovery client and REST
+// mapper; nothing is kept per namespace.
 //
 // InstallOrUpgrade recovers from interrupted or failed operations as follows.
 // A latest revision that is still pending (pending-install, pending-upgrade or
@@ -131,15 +176,12 @@ type SDKClient struct {
 	chartMu sync.Mutex
 	chart   []byte // packaged chart, set on first successful load
 
-	mu      sync.Mutex
-	configs map[string]*namespaceConfig // by namespace
-}
+	namespaces keyedLock // serialises operations by namespace
 
-// namespaceConfig is the Helm action configuration of a namespace; its lock
-// serialises the operations in that namespace.
-type namespaceConfig struct {
-	sync.Mutex
-	cfg *action.Configuration
+	// inNamespace, when set (by tests), is called once an operation holds
+	// its namespace's lock; the function it returns is called just before
+	// the lock is released.
+	inNamespace func(namespace string) (done func())
 }
 
 // New returns an SDKClient for the cluster of cfg. It does not contact the
@@ -155,76 +197,78 @@ func New(cfg *rest.Config, opts Options) (*SDKClient, error) {
 	if err != nil {
 		return nil, fmt.Errorf("failed to create helm client: %w", err)
 	}
-	return &SDKClient{
-		opts:    opts.withDefaults(),
-		getter:  getter,
-		configs: map[string]*namespaceConfig{},
-	}, nil
+	return &SDKClient{opts: opts.withDefaults(), getter: getter}, nil
 }
 
 // Observe implements Client.
-func (c *SDKClient) Observe(_ context.Context, namespace, name string) (*ReleaseInfo, error) {
-	nc, err := c.lock(namespace)
+func (c *SDKClient) Observe(ctx context.Context, namespace, name string, values map[string]any) (Observation, error) {
+	const op = "observe"
+	cfg, unlock, err := c.enter(ctx, namespace)
 	if err != nil {
-		return nil, fmt.Errorf("failed to observe release %s/%s: %w", namespace, name, err)
+		return Observation{}, newError(op, namespace, name, err)
 	}
-	defer nc.Unlock()
+	defer unlock()
 
-	latest, _, err := history(nc.cfg, name)
+	latest, _, err := history(cfg, name)
 	if err != nil {
-		return nil, fmt.Errorf("failed to observe release %s/%s: %w", namespace, name, err)
+		return Observation{}, newError(op, namespace, name, err)
 	}
-	return toInfo(latest), nil
+	return observation(latest, hashValues(values)), nil
 }
 
 // InstallOrUpgrade implements Client; see SDKClient for how it recovers from
 // pending and failed releases.
-func (c *SDKClient) InstallOrUpgrade(ctx context.Context, namespace, name string, values map[string]any) (*ReleaseInfo, error) {
+func (c *SDKClient) InstallOrUpgrade(ctx context.Context, namespace, name string, values map[string]any) (Observation, error) {
+	const op = "install or upgrade"
 	log := c.logger(ctx).WithValues("namespace", namespace, "release", name)
 	if values == nil {
 		values = map[string]any{}
 	}
+	if err := ctx.Err(); err != nil {
+		return Observation{}, newError(op, namespace, name, err)
+	}
 	ch, err := c.loadChart(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("failed to install or upgrade release %s/%s: %w", namespace, name, err)
+		return Observation{}, newError(op, namespace, name, err)
 	}
 
-	nc, err := c.lock(namespace)
+	cfg, unlock, err := c.enter(ctx, namespace)
 	if err != nil {
-		return nil, fmt.Errorf("failed to install or upgrade release %s/%s: %w", namespace, name, err)
+		return Observation{}, newError(op, namespace, name, err)
 	}
-	defer nc.Unlock()
-	cfg := nc.cfg
-	cfg.Capabilities = nil // rediscover: the cluster may have changed since the last operation
+	defer unlock()
 
 	latest, revisions, err := history(cfg, name)
 	if err != nil {
-		return nil, fmt.Errorf("failed to install or upgrade release %s/%s: %w", namespace, name, err)
+		return Observation{}, newError(op, namespace, name, err)
 	}
 	if latest != nil && latest.Info.Status.IsPending() {
 		log.Info("Marking interrupted release revision as failed", "revision", latest.Version, "status", latest.Info.Status)
 		latest.SetStatus(release.StatusFailed, fmt.Sprintf("Interrupted while %s; marked failed", latest.Info.Status))
 		if err := cfg.Releases.Update(latest); err != nil {
-			return nil, fmt.Errorf("failed to mark release %s/%s revision %d as failed: %w", namespace, name, latest.Version, err)
+			return Observation{}, newError(op, namespace, name, fmt.Errorf("failed to mark revision %d as failed: %w", latest.Version, err))
 		}
 	}
 	if latest != nil && needsReinstall(latest, revisions) {
 		log.Info("Uninstalling release before installing it again", "revision", latest.Version, "status", latest.Info.Status)
 		if err := uninstall(cfg, name); err != nil {
-			return nil, fmt.Errorf("failed to uninstall release %s/%s before installing it again: %w", namespace, name, err)
+			return Observation{}, newError(op, namespace, name, fmt.Errorf("failed to uninstall before installing again: %w", err))
 		}
 		latest = nil
 	}
 
+	hash := hashValues(values)
 	var rel *release.Release
 	if latest == nil {
 		log.V(1).Info("Installing release", "chartVersion", ch.Metadata.Version)
 		in := action.NewInstall(cfg)
 		in.ReleaseName, in.Namespace = name, namespace
 		in.CreateNamespace, in.Wait, in.Timeout = false, false, hookTimeout
-		in.Labels = map[string]string{ValuesHashLabel: HashValues(values)}
-		if rel, err = in.RunWithContext(ctx, ch, values); err != nil {
-			return nil, fmt.Errorf("failed to install release %s/%s: %w", namespace, name, err)
+		in.Labels = map[string]string{valuesHashLabel: hash}
+		// Run, not RunWithContext: the latter returns on cancellation while the
+		// install goes on in the background, outside the namespace's lock.
+		if rel, err = in.Run(ch, values); err != nil {
+			return Observation{}, newError("install", namespace, name, err)
 		}
 	} else {
 		log.V(1).Info("Upgrading release", "revision", latest.Version, "chartVersion", ch.Metadata.Version)
@@ -232,83 +276,91 @@ func (c *SDKClient) InstallOrUpgrade(ctx context.Context, namespace, name string
 		up.Namespace = namespace
 		up.Wait, up.Timeout, up.MaxHistory = false, hookTimeout, maxHistory
 		up.ResetValues = true // values are the complete desired state, never merged with older ones
-		up.Labels = map[string]string{ValuesHashLabel: HashValues(values)}
-		if rel, err = up.RunWithContext(ctx, name, ch, values); err != nil {
-			return nil, fmt.Errorf("failed to upgrade release %s/%s: %w", namespace, name, err)
+		up.Labels = map[string]string{valuesHashLabel: hash}
+		if rel, err = up.Run(name, ch, values); err != nil {
+			return Observation{}, newError("upgrade", namespace, name, err)
 		}
 	}
-	return toInfo(rel), nil
+	return observation(rel, hash), nil
 }
 
 // Uninstall implements Client.
-func (c *SDKClient) Uninstall(_ context.Context, namespace, name string) error {
-	nc, err := c.lock(namespace)
+func (c *SDKClient) Uninstall(ctx context.Context, namespace, name string) error {
+	const op = "uninstall"
+	cfg, unlock, err := c.enter(ctx, namespace)
 	if err != nil {
-		return fmt.Errorf("failed to uninstall release %s/%s: %w", namespace, name, err)
+		return newError(op, namespace, name, err)
 	}
-	defer nc.Unlock()
+	defer unlock()
 
-	latest, _, err := history(nc.cfg, name)
+	latest, _, err := history(cfg, name)
 	if err == nil && latest != nil {
-		err = uninstall(nc.cfg, name)
+		err = uninstall(cfg, name)
 	}
 	if err != nil {
-		return fmt.Errorf("failed to uninstall release %s/%s: %w", namespace, name, err)
+		return newError(op, namespace, name, err)
 	}
-	// The namespace's Helm configuration is not needed any more (one vCluster per namespace);
-	// drop it so the client does not grow with every namespace it ever saw.
-	c.mu.Lock()
-	if c.configs[namespace] == nc {
-		delete(c.configs, namespace)
-	}
-	c.mu.Unlock()
 	return nil
+}
+
+// enter locks namespace and returns a fresh Helm configuration for it and the
+// function that unlocks it. It fails when ctx is done before the lock is held.
+func (c *SDKClient) enter(ctx context.Context, namespace string) (*action.Configuration, func(), error) {
+	if err := ctx.Err(); err != nil {
+		return nil, nil, err
+	}
+	unlock, err := c.namespaces.lock(ctx, namespace)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		unlock()
+		return nil, nil, err
+	}
+	cfg, err := c.configuration(namespace)
+	if err != nil {
+		unlock()
+		return nil, nil, err
+	}
+	if c.inNamespace != nil {
+		done := c.inNamespace(namespace)
+		return cfg, func() { done(); unlock() }, nil
+	}
+	return cfg, unlock, nil
+}
+
+// configuration returns a new Helm action configuration for namespace. It is
+// cheap: clients are created lazily on the shared transport, discovery
+// client and REST mapper of c.getter.
+func (c *SDKClient) configuration(namespace string) (*action.Configuration, error) {
+	log := c.opts.Log.WithValues("namespace", namespace)
+	debug := func(format string, v ...any) { log.V(1).Info(fmt.Sprintf(format, v...)) }
+	cfg := new(action.Configuration)
+	if err := cfg.Init(c.getter.forNamespace(namespace), namespace, storageDriver, debug); err != nil {
+		return nil, fmt.Errorf("failed to initialize helm for namespace %s: %w", namespace, err)
+	}
+	return cfg, nil
 }
 
 // loadChart returns a fresh copy of the chart, loading it on first use.
 func (c *SDKClient) loadChart(ctx context.Context) (*chart.Chart, error) {
 	c.chartMu.Lock()
-	defer c.chartMu.Unlock()
-	// A registry that hangs must not hold every reconcile behind this lock forever.
-	ctx, cancel := context.WithTimeout(ctx, chartPullTimeout)
-	defer cancel()
-	if c.chart == nil {
-		archive, err := loadChartArchive(ctx, c.opts)
-		if err != nil {
+	archive := c.chart
+	c.chartMu.Unlock()
+	if archive == nil {
+		var err error
+		if archive, err = loadChartArchive(ctx, c.opts); err != nil {
 			return nil, err
 		}
+		c.chartMu.Lock()
 		c.chart = archive
+		c.chartMu.Unlock()
 	}
-	ch, err := loader.LoadArchive(bytes.NewReader(c.chart))
+	ch, err := loader.LoadArchive(bytes.NewReader(archive))
 	if err != nil {
-		return nil, fmt.Errorf("failed to load chart %s: %w", c.opts.ChartRef, err)
+		return nil, newError("load chart "+c.opts.ChartRef, "", "", fmt.Errorf("%w: %w", errInvalidChart, err))
 	}
 	return ch, nil
-}
-
-// lock returns the locked Helm configuration of namespace, creating it on
-// first use. Callers must unlock it.
-func (c *SDKClient) lock(namespace string) (*namespaceConfig, error) {
-	c.mu.Lock()
-	nc, ok := c.configs[namespace]
-	if !ok {
-		nc = &namespaceConfig{}
-		c.configs[namespace] = nc
-	}
-	c.mu.Unlock()
-
-	nc.Lock()
-	if nc.cfg == nil {
-		log := c.opts.Log.WithValues("namespace", namespace)
-		cfg := new(action.Configuration)
-		debug := func(format string, v ...any) { log.V(1).Info(fmt.Sprintf(format, v...)) }
-		if err := cfg.Init(c.getter.forNamespace(namespace), namespace, storageDriver, debug); err != nil {
-			nc.Unlock()
-			return nil, fmt.Errorf("failed to initialize helm for namespace %s: %w", namespace, err)
-		}
-		nc.cfg = cfg
-	}
-	return nc, nil
 }
 
 // logger returns the logger of ctx, or the configured one.
@@ -365,28 +417,45 @@ func uninstall(cfg *action.Configuration, name string) error {
 	return err
 }
 
-// toInfo summarises rel, or returns nil if rel is nil.
-func toInfo(rel *release.Release) *ReleaseInfo {
+// observation summarises rel, the latest revision of a release or nil, for
+// the desired values whose hashValues is wantHash.
+func observation(rel *release.Release, wantHash string) Observation {
 	if rel == nil {
-		return nil
+		return Observation{}
 	}
-	info := &ReleaseInfo{Name: rel.Name, Namespace: rel.Namespace, Revision: rel.Version}
+	o := Observation{Exists: true, Revision: rel.Version, State: StateUnknown}
+	o.UpToDate = rel.Labels[valuesHashLabel] == wantHash
 	if rel.Info != nil {
-		info.Status, info.Description = rel.Info.Status, rel.Info.Description
+		o.State, o.Description = stateOf(rel.Info.Status), rel.Info.Description
 	}
 	if rel.Chart != nil && rel.Chart.Metadata != nil {
-		info.ChartVersion = rel.Chart.Metadata.Version
+		o.ChartVersion = rel.Chart.Metadata.Version
 	}
-	info.ValuesHash = rel.Labels[ValuesHashLabel]
-	return info
+	return o
 }
 
-// ValuesHashLabel is the release label carrying HashValues of the values a revision was made with,
-// so a caller can tell whether a release already has the values it wants without reading them.
-const ValuesHashLabel = "kubeopera.io/values-hash"
+// stateOf maps a Helm release status to a State.
+func stateOf(s release.Status) State {
+	switch s {
+	case release.StatusDeployed:
+		return StateDeployed
+	case release.StatusFailed:
+		return StateFailed
+	case release.StatusPendingInstall, release.StatusPendingUpgrade, release.StatusPendingRollback:
+		return StatePending
+	case release.StatusUninstalling, release.StatusUninstalled:
+		return StateUninstalling
+	default:
+		return StateUnknown
+	}
+}
 
-// HashValues returns a short stable hash of values (encoding/json sorts map keys).
-func HashValues(values map[string]any) string {
+// hashValues returns a short stable hash of values (encoding/json sorts map
+// keys); nil and empty values hash alike.
+func hashValues(values map[string]any) string {
+	if values == nil {
+		values = map[string]any{}
+	}
 	raw, _ := json.Marshal(values)
 	sum := sha256.Sum256(raw)
 	return hex.EncodeToString(sum[:])[:16]

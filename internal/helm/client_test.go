@@ -2,11 +2,13 @@ package helm
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -23,48 +25,56 @@ import (
 
 // binaryWait bounds how long TestMain waits for envtest binaries that are
 // still being built.
-const binaryWait = 5 * time.Minute
+const binaryWait = 20 * time.Minute
 
 var (
-	restConfig *rest.Config
-	kube       kubernetes.Interface
-	chartDir   string
+	chartDir string // the test chart, test/charts/vcluster
+	assets   string // directory of the envtest binaries
+
+	backendOnce sync.Once
+	backendErr  error
+	env         *envtest.Environment
+	restConfig  *rest.Config
+	kube        kubernetes.Interface
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(run(m))
-}
-
-func run(m *testing.M) int {
 	_, file, _, _ := runtime.Caller(0)
 	root := filepath.Join(filepath.Dir(file), "..", "..")
 	chartDir = filepath.Join(root, "test", "charts", "vcluster")
-	assets := filepath.Join(root, "_tools", "bin")
+	assets = filepath.Join(root, "_tools", "bin")
 	if dir := os.Getenv("KUBEBUILDER_ASSETS"); dir != "" {
 		assets = dir
 	}
-	if err := waitForBinaries(assets, binaryWait, "kube-apiserver", "etcd"); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-
-	env := &envtest.Environment{BinaryAssetsDirectory: assets}
-	cfg, err := env.Start()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "failed to start envtest: %v\n", err)
-		return 1
-	}
-	defer func() {
+	code := m.Run()
+	if env != nil {
 		if err := env.Stop(); err != nil {
 			fmt.Fprintf(os.Stderr, "failed to stop envtest: %v\n", err)
 		}
-	}()
-	restConfig = cfg
-	if kube, err = kubernetes.NewForConfig(cfg); err != nil {
-		fmt.Fprintf(os.Stderr, "failed to create clientset: %v\n", err)
-		return 1
 	}
-	return m.Run()
+	os.Exit(code)
+}
+
+// backend starts the test's kube-apiserver on first use, so that tests of
+// pure functions need none; it fails t when the server cannot start.
+func backend(t *testing.T) {
+	t.Helper()
+	backendOnce.Do(func() {
+		if backendErr = waitForBinaries(assets, binaryWait, "kube-apiserver", "etcd"); backendErr != nil {
+			return
+		}
+		env = &envtest.Environment{BinaryAssetsDirectory: assets}
+		if restConfig, backendErr = env.Start(); backendErr != nil {
+			backendErr = fmt.Errorf("failed to start envtest: %w", backendErr)
+			return
+		}
+		if kube, backendErr = kubernetes.NewForConfig(restConfig); backendErr != nil {
+			backendErr = fmt.Errorf("failed to create clientset: %w", backendErr)
+		}
+	})
+	if backendErr != nil {
+		t.Fatal(backendErr)
+	}
 }
 
 // waitForBinaries polls dir until all binaries exist, for at most timeout.
@@ -91,6 +101,7 @@ func waitForBinaries(dir string, timeout time.Duration, names ...string) error {
 // setup returns a client for the test chart and a fresh namespace.
 func setup(t *testing.T) (*SDKClient, string) {
 	t.Helper()
+	backend(t)
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "helm-test-"}}
 	ns, err := kube.CoreV1().Namespaces().Create(context.Background(), ns, metav1.CreateOptions{})
 	if err != nil {
@@ -142,22 +153,19 @@ func TestInstallUpgradeUninstall(t *testing.T) {
 	c, ns := setup(t)
 	const name = "acme"
 
-	info, err := c.Observe(ctx, ns, name)
-	if err != nil || info != nil {
-		t.Fatalf("Observe(missing) = %+v, %v; want nil, nil", info, err)
-	}
-	if HashValues(map[string]any{"a": 1, "b": 2}) != HashValues(map[string]any{"b": 2, "a": 1}) || HashValues(map[string]any{"a": 1}) == HashValues(map[string]any{"a": 2}) {
-		t.Error("HashValues must be stable across map order and differ for different values")
+	values := vclusterValues()
+	obs, err := c.Observe(ctx, ns, name, values)
+	if err != nil || obs != (Observation{}) {
+		t.Fatalf("Observe(missing) = %+v, %v; want the zero Observation", obs, err)
 	}
 
-	values := vclusterValues()
-	info, err = c.InstallOrUpgrade(ctx, ns, name, values)
+	obs, err = c.InstallOrUpgrade(ctx, ns, name, values)
 	if err != nil {
 		t.Fatalf("install: %v", err)
 	}
-	want := ReleaseInfo{Name: name, Namespace: ns, Revision: 1, Status: release.StatusDeployed, ChartVersion: "0.21.2-test", ValuesHash: HashValues(values), Description: "Install complete"}
-	if *info != want {
-		t.Errorf("install = %+v, want %+v", *info, want)
+	want := Observation{Exists: true, UpToDate: true, State: StateDeployed, Revision: 1, ChartVersion: "0.21.2-test", Description: "Install complete"}
+	if obs != want {
+		t.Errorf("install = %+v, want %+v", obs, want)
 	}
 
 	sts, err := kube.AppsV1().StatefulSets(ns).Get(ctx, name, metav1.GetOptions{})
@@ -203,27 +211,39 @@ func TestInstallUpgradeUninstall(t *testing.T) {
 		t.Errorf("failed to get Service: %v", err)
 	}
 
-	info, err = c.Observe(ctx, ns, name)
-	if err != nil || info == nil || info.Status != release.StatusDeployed || info.Revision != 1 {
-		t.Fatalf("Observe = %+v, %v; want deployed revision 1", info, err)
+	if obs, err = c.Observe(ctx, ns, name, values); err != nil || obs != want {
+		t.Fatalf("Observe = %+v, %v; want %+v", obs, err, want)
+	}
+	// The values are compared whatever their map order; other values are not up to date.
+	if obs, err = c.Observe(ctx, ns, name, vclusterValues()); err != nil || !obs.UpToDate {
+		t.Errorf("Observe(same values, new maps) = %+v, %v; want up to date", obs, err)
+	}
+	if obs, err = c.Observe(ctx, ns, name, nil); err != nil || obs.UpToDate || !obs.Exists || obs.State != StateDeployed {
+		t.Errorf("Observe(other values) = %+v, %v; want existing, deployed, not up to date", obs, err)
 	}
 
 	// Same values again: an upgrade, not an "already exists" error.
-	info, err = c.InstallOrUpgrade(ctx, ns, name, values)
+	obs, err = c.InstallOrUpgrade(ctx, ns, name, values)
 	if err != nil {
 		t.Fatalf("second InstallOrUpgrade: %v", err)
 	}
-	if info.Revision != 2 || info.Status != release.StatusDeployed {
-		t.Errorf("second InstallOrUpgrade = %+v, want deployed revision 2", *info)
+	if obs.Revision != 2 || obs.State != StateDeployed || !obs.UpToDate {
+		t.Errorf("second InstallOrUpgrade = %+v, want deployed, up-to-date revision 2", obs)
 	}
 
 	// Values are the complete desired state: disabling a policy removes it.
 	values["policies"].(map[string]any)["networkPolicy"] = map[string]any{"enabled": false}
-	if info, err = c.InstallOrUpgrade(ctx, ns, name, values); err != nil {
+	if obs, err = c.Observe(ctx, ns, name, values); err != nil || obs.UpToDate {
+		t.Errorf("Observe(changed values) = %+v, %v; want not up to date", obs, err)
+	}
+	if obs, err = c.InstallOrUpgrade(ctx, ns, name, values); err != nil {
 		t.Fatalf("third InstallOrUpgrade: %v", err)
 	}
-	if info.Revision != 3 || info.Status != release.StatusDeployed {
-		t.Errorf("third InstallOrUpgrade = %+v, want deployed revision 3", *info)
+	if obs.Revision != 3 || obs.State != StateDeployed || !obs.UpToDate {
+		t.Errorf("third InstallOrUpgrade = %+v, want deployed, up-to-date revision 3", obs)
+	}
+	if obs, err = c.Observe(ctx, ns, name, values); err != nil || !obs.UpToDate || obs.Revision != 3 {
+		t.Errorf("Observe after upgrade = %+v, %v; want up-to-date revision 3", obs, err)
 	}
 	expectGone(t, "NetworkPolicy", func() error {
 		_, err := kube.NetworkingV1().NetworkPolicies(ns).Get(ctx, "vc-"+name, metav1.GetOptions{})
@@ -255,8 +275,8 @@ func TestInstallUpgradeUninstall(t *testing.T) {
 	if err != nil || len(secrets.Items) != 0 {
 		t.Errorf("release records after Uninstall: %d, %v; want none", len(secrets.Items), err)
 	}
-	if info, err := c.Observe(ctx, ns, name); err != nil || info != nil {
-		t.Errorf("Observe after Uninstall = %+v, %v; want nil, nil", info, err)
+	if obs, err := c.Observe(ctx, ns, name, values); err != nil || obs != (Observation{}) {
+		t.Errorf("Observe after Uninstall = %+v, %v; want the zero Observation", obs, err)
 	}
 	if err := c.Uninstall(ctx, ns, name); err != nil {
 		t.Errorf("second Uninstall: %v", err)
@@ -267,12 +287,16 @@ func TestInstallWithChartDefaults(t *testing.T) {
 	ctx := context.Background()
 	c, ns := setup(t)
 
-	info, err := c.InstallOrUpgrade(ctx, ns, "plain", nil)
+	obs, err := c.InstallOrUpgrade(ctx, ns, "plain", nil)
 	if err != nil {
 		t.Fatalf("install: %v", err)
 	}
-	if info.Revision != 1 || info.Status != release.StatusDeployed {
-		t.Errorf("install = %+v, want deployed revision 1", *info)
+	if obs.Revision != 1 || obs.State != StateDeployed || !obs.UpToDate {
+		t.Errorf("install = %+v, want deployed, up-to-date revision 1", obs)
+	}
+	// nil and empty values are the same desired state.
+	if obs, err := c.Observe(ctx, ns, "plain", map[string]any{}); err != nil || !obs.UpToDate {
+		t.Errorf("Observe(empty values) = %+v, %v; want up to date", obs, err)
 	}
 	sts, err := kube.AppsV1().StatefulSets(ns).Get(ctx, "plain", metav1.GetOptions{})
 	if err != nil {
@@ -309,23 +333,26 @@ func TestRecoversFromPendingRelease(t *testing.T) {
 		t.Fatalf("install: %v", err)
 	}
 	setLatestStatus(t, c, ns, name, release.StatusPendingInstall)
-	info, err := c.InstallOrUpgrade(ctx, ns, name, nil)
+	if obs, err := c.Observe(ctx, ns, name, nil); err != nil || obs.State != StatePending || !obs.UpToDate {
+		t.Errorf("Observe(pending-install) = %+v, %v; want pending, up to date", obs, err)
+	}
+	obs, err := c.InstallOrUpgrade(ctx, ns, name, nil)
 	if err != nil {
 		t.Fatalf("InstallOrUpgrade after pending-install: %v", err)
 	}
-	if info.Revision != 1 || info.Status != release.StatusDeployed {
-		t.Errorf("after pending-install = %+v, want reinstalled deployed revision 1", *info)
+	if obs.Revision != 1 || obs.State != StateDeployed {
+		t.Errorf("after pending-install = %+v, want reinstalled deployed revision 1", obs)
 	}
 
 	if _, err := c.InstallOrUpgrade(ctx, ns, name, nil); err != nil {
 		t.Fatalf("upgrade: %v", err)
 	}
 	setLatestStatus(t, c, ns, name, release.StatusPendingUpgrade)
-	if info, err = c.InstallOrUpgrade(ctx, ns, name, nil); err != nil {
+	if obs, err = c.InstallOrUpgrade(ctx, ns, name, nil); err != nil {
 		t.Fatalf("InstallOrUpgrade after pending-upgrade: %v", err)
 	}
-	if info.Revision != 3 || info.Status != release.StatusDeployed {
-		t.Errorf("after pending-upgrade = %+v, want deployed revision 3", *info)
+	if obs.Revision != 3 || obs.State != StateDeployed {
+		t.Errorf("after pending-upgrade = %+v, want deployed revision 3", obs)
 	}
 }
 
@@ -343,23 +370,30 @@ func TestRetriesFailedFirstInstall(t *testing.T) {
 		t.Fatal("install with an invalid quota succeeded")
 	} else if !strings.Contains(err.Error(), "failed to install release "+ns+"/"+name) {
 		t.Errorf("install error = %q, want release context", err)
+	} else if !IsTerminal(err) {
+		// The API server refuses the rendered ResourceQuota as invalid (422): the same values
+		// render the same object again.
+		t.Errorf("install error %q is transient, want terminal", err)
 	} else {
 		t.Logf("install error: %v", err)
 	}
-	info, err := c.Observe(ctx, ns, name)
-	if err != nil || info == nil || info.Status != release.StatusFailed {
-		t.Fatalf("Observe after failed install = %+v, %v; want failed", info, err)
+	obs, err := c.Observe(ctx, ns, name, bad)
+	if err != nil || !obs.Exists || obs.State != StateFailed || !obs.UpToDate || !strings.Contains(obs.Description, "bogus") {
+		t.Fatalf("Observe after failed install = %+v, %v; want failed with the API server's reason", obs, err)
 	}
 
-	if info, err = c.InstallOrUpgrade(ctx, ns, name, nil); err != nil {
+	if obs, err = c.InstallOrUpgrade(ctx, ns, name, nil); err != nil {
 		t.Fatalf("InstallOrUpgrade after failed install: %v", err)
 	}
-	if info.Revision != 1 || info.Status != release.StatusDeployed {
-		t.Errorf("after failed install = %+v, want reinstalled deployed revision 1", *info)
+	if obs.Revision != 1 || obs.State != StateDeployed {
+		t.Errorf("after failed install = %+v, want reinstalled deployed revision 1", obs)
 	}
 }
 
+// TestBadChartRef: a chart path that does not exist is a terminal error, an
+// unreachable registry a transient one; both name the chart.
 func TestBadChartRef(t *testing.T) {
+	backend(t)
 	ctx := context.Background()
 	missing := filepath.Join(t.TempDir(), "no-such-chart")
 	c, err := New(restConfig, Options{ChartRef: missing, CacheDir: t.TempDir()})
@@ -367,23 +401,29 @@ func TestBadChartRef(t *testing.T) {
 		t.Fatalf("New: %v", err)
 	}
 	_, err = c.InstallOrUpgrade(ctx, "default", "x", nil)
-	if err == nil || !strings.Contains(err.Error(), "failed to load chart "+missing) {
-		t.Errorf("InstallOrUpgrade with a missing chart: error = %v, want it to name the chart", err)
+	if err == nil || !strings.Contains(err.Error(), "failed to install or upgrade release default/x: failed to load chart "+missing) {
+		t.Errorf("InstallOrUpgrade with a missing chart: error = %v, want it to name the release and the chart", err)
+	}
+	if !IsTerminal(err) {
+		t.Errorf("missing chart: %v is transient, want terminal", err)
 	}
 	t.Logf("missing chart: %v", err)
 
-	if err := Reachable(ctx, Options{ChartRef: missing}); err == nil {
-		t.Error("Reachable(missing local chart) = nil, want error")
+	if err := Reachable(ctx, Options{ChartRef: missing}); err == nil || !IsTerminal(err) {
+		t.Errorf("Reachable(missing local chart) = %v, want a terminal error", err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	oci := "oci://127.0.0.1:1/charts/vcluster"
 	err = Reachable(ctx, Options{ChartRef: oci, ChartVersion: "0.21.2", CacheDir: t.TempDir()})
-	if err == nil || !strings.Contains(err.Error(), "failed to pull chart "+oci) {
+	if err == nil || !strings.Contains(err.Error(), "failed to load chart "+oci+" version 0.21.2") {
 		t.Errorf("Reachable(unreachable registry) = %v, want pull error", err)
 	}
+	if IsTerminal(err) {
+		t.Errorf("unreachable registry: %v is terminal, want transient", err)
+	}
 	t.Logf("unreachable registry: %v", err)
-	if err := Reachable(ctx, Options{ChartRef: chartDir}); err != nil {
+	if err := Reachable(ctx, Options{ChartRef: chartDir, CacheDir: t.TempDir()}); err != nil {
 		t.Errorf("Reachable(local chart) = %v", err)
 	}
 	if _, err := New(restConfig, Options{}); err == nil {
@@ -408,17 +448,17 @@ func TestIsLocalChart(t *testing.T) {
 // setLatestStatus simulates an interrupted operation.
 func setLatestStatus(t *testing.T, c *SDKClient, ns, name string, status release.Status) {
 	t.Helper()
-	nc, err := c.lock(ns)
+	cfg, unlock, err := c.enter(context.Background(), ns)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer nc.Unlock()
-	latest, _, err := history(nc.cfg, name)
+	defer unlock()
+	latest, _, err := history(cfg, name)
 	if err != nil || latest == nil {
 		t.Fatalf("history: %v, %v", latest, err)
 	}
 	latest.SetStatus(status, "simulated")
-	if err := nc.cfg.Releases.Update(latest); err != nil {
+	if err := cfg.Releases.Update(latest); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -447,5 +487,16 @@ func TestValuesOutsideTheChartSchemaAreRefused(t *testing.T) {
 	})
 	if err == nil || !strings.Contains(err.Error(), "exportKubeConfig") {
 		t.Fatalf("want a schema error naming exportKubeConfig, got %v", err)
+	}
+	if !IsTerminal(err) {
+		t.Errorf("schema error %q is transient, want terminal", err)
+	}
+	var herr *Error
+	if !errors.As(err, &herr) || herr.Namespace != ns || herr.Release != "schema" || herr.Op != "install" {
+		t.Errorf("schema error = %#v, want an *Error for install of %s/schema", herr, ns)
+	}
+	// Nothing was recorded: the values were refused before Helm wrote a revision.
+	if obs, err := c.Observe(context.Background(), ns, "schema", nil); err != nil || obs.Exists {
+		t.Errorf("Observe after schema error = %+v, %v; want no release", obs, err)
 	}
 }

@@ -16,26 +16,48 @@ import (
 var _ genericclioptions.RESTClientGetter = (*restClientGetter)(nil)
 
 // restClientGetter is a genericclioptions.RESTClientGetter backed by an
-// in-memory *rest.Config instead of a kubeconfig file. The discovery client
-// and REST mapper are memory-cached and may be shared by getters of different
-// namespaces.
+// in-memory *rest.Config instead of a kubeconfig file. Everything it hands
+// out is created once per backend and shared by the getters of every
+// namespace: the HTTP transport (so Helm's clients of every operation reuse
+// the same connections), the memory-cached discovery client and the REST
+// mapper.
 type restClientGetter struct {
-	cfg       *rest.Config
+	cfg       *rest.Config // carries the shared transport; never its TLS or auth settings
 	namespace string
 	discovery discovery.CachedDiscoveryInterface
 	mapper    meta.RESTMapper
 }
 
-// newRESTClientGetter returns a getter for cfg whose discovery client and REST
-// mapper are created once; use forNamespace to bind it to a namespace.
+// newRESTClientGetter returns a getter for cfg whose transport, discovery
+// client and REST mapper are created once; use forNamespace to bind it to a
+// namespace.
 func newRESTClientGetter(cfg *rest.Config) (*restClientGetter, error) {
-	dc, err := discovery.NewDiscoveryClientForConfig(rest.CopyConfig(cfg))
+	// The transport carries TLS, authentication, impersonation and any
+	// wrappers of cfg; the config handed to Helm only points at it, so every
+	// client built from it shares one connection pool.
+	transport, err := rest.TransportFor(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("failed to create transport: %w", err)
+	}
+	shared := &rest.Config{
+		Host:           cfg.Host,
+		APIPath:        cfg.APIPath,
+		ContentConfig:  cfg.ContentConfig,
+		UserAgent:      cfg.UserAgent,
+		QPS:            cfg.QPS,
+		Burst:          cfg.Burst,
+		RateLimiter:    cfg.RateLimiter,
+		Timeout:        cfg.Timeout,
+		WarningHandler: cfg.WarningHandler,
+		Transport:      transport,
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(rest.CopyConfig(shared))
 	if err != nil {
 		return nil, fmt.Errorf("failed to create discovery client: %w", err)
 	}
 	cached := memory.NewMemCacheClient(dc)
 	mapper := restmapper.NewShortcutExpander(restmapper.NewDeferredDiscoveryRESTMapper(cached), cached, nil)
-	return &restClientGetter{cfg: cfg, discovery: cached, mapper: mapper}, nil
+	return &restClientGetter{cfg: shared, discovery: cached, mapper: mapper}, nil
 }
 
 // forNamespace returns a copy of g bound to namespace.
@@ -45,7 +67,7 @@ func (g *restClientGetter) forNamespace(namespace string) *restClientGetter {
 	return &c
 }
 
-// ToRESTConfig returns a copy of the wrapped config.
+// ToRESTConfig returns a copy of the shared config (same transport).
 func (g *restClientGetter) ToRESTConfig() (*rest.Config, error) {
 	return rest.CopyConfig(g.cfg), nil
 }
