@@ -21,32 +21,36 @@ import (
 )
 
 const (
-	// PlatformWorkspaceName is the platform workspace's name under root.
+	// PlatformWorkspaceName is the default platform workspace's name under root.
 	PlatformWorkspaceName = "kubeopera"
-	// PlatformWorkspace is the platform workspace's path.
+	// PlatformWorkspace is the default platform workspace's path (the manager's
+	// --platform-workspace default). Every helper takes the platform workspace it works in; this
+	// constant is only what callers pass when they have no other.
 	PlatformWorkspace = "root:" + PlatformWorkspaceName
 	// fieldOwner is the server-side apply field manager of the bootstrap.
 	fieldOwner = "kubeopera-bootstrap"
 )
 
-// Bootstrap makes the platform workspace root:kubeopera hold what the platform publishes: the
-// APIResourceSchemas, both APIExports, their endpoint slices, the maximal-permission-policy RBAC and
-// the WorkspaceType kubeopera-tenant. It is idempotent: it server-side-applies every object, so a
-// second run changes nothing. cfg is a kcp admin config (any /clusters/ path is ignored).
-func Bootstrap(ctx context.Context, cfg *rest.Config) error {
-	if _, err := EnsureWorkspace(ctx, cfg, "root", PlatformWorkspaceName, WorkspaceType{}); err != nil {
+// Bootstrap makes the platform workspace platformWorkspace (e.g. root:kubeopera) hold what the
+// platform publishes: the APIResourceSchemas, both APIExports, their endpoint slices, the
+// maximal-permission-policy RBAC and the WorkspaceType kubeopera-tenant, whose default bindings
+// and endpoint slices point at platformWorkspace. Missing workspaces on the path are created with
+// kcp's default type. It is idempotent: it server-side-applies every object, so a second run
+// changes nothing. cfg is a kcp admin config (any /clusters/ path is ignored).
+func Bootstrap(ctx context.Context, cfg *rest.Config, platformWorkspace string) error {
+	if err := ensureWorkspacePath(ctx, cfg, platformWorkspace); err != nil {
 		return err
 	}
-	objs, err := platformObjects()
+	objs, err := platformObjects(platformWorkspace)
 	if err != nil {
 		return err
 	}
-	pcfg := ClusterConfig(cfg, PlatformWorkspace)
+	pcfg := ClusterConfig(cfg, platformWorkspace)
 	// Schemas and exports first; RBAC, slices and the type after. kcp may need a moment to serve
 	// newly registered kinds, so each object is retried briefly.
 	c, err := client.New(pcfg, client.Options{})
 	if err != nil {
-		return fmt.Errorf("failed to create client for %s: %w", PlatformWorkspace, err)
+		return fmt.Errorf("failed to create client for %s: %w", platformWorkspace, err)
 	}
 	for _, obj := range objs {
 		var lastErr error
@@ -58,7 +62,22 @@ func Bootstrap(ctx context.Context, cfg *rest.Config) error {
 			return true, nil
 		})
 		if err != nil {
-			return fmt.Errorf("failed to apply %s %s in %s: %w (last error: %v)", obj.GetKind(), obj.GetName(), PlatformWorkspace, err, lastErr)
+			return fmt.Errorf("failed to apply %s %s in %s: %w (last error: %v)", obj.GetKind(), obj.GetName(), platformWorkspace, err, lastErr)
+		}
+	}
+	return nil
+}
+
+// ensureWorkspacePath creates every workspace of path below root (e.g. root:platform:kubeopera)
+// that does not exist yet.
+func ensureWorkspacePath(ctx context.Context, cfg *rest.Config, path string) error {
+	parts := strings.Split(path, ":")
+	if len(parts) < 2 || parts[0] != "root" {
+		return fmt.Errorf("platform workspace %q is not a workspace path below root", path)
+	}
+	for i := 1; i < len(parts); i++ {
+		if _, err := EnsureWorkspace(ctx, cfg, strings.Join(parts[:i], ":"), parts[i], WorkspaceType{}); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -72,8 +91,10 @@ func applyObject(ctx context.Context, c client.Client, obj *unstructured.Unstruc
 	return c.Patch(ctx, obj, client.Apply, client.FieldOwner(fieldOwner), client.ForceOwnership)
 }
 
-// platformObjects reads the embedded manifests in apply order.
-func platformObjects() ([]*unstructured.Unstructured, error) {
+// platformObjects reads the embedded manifests in apply order, pointing every reference to the
+// platform workspace (endpoint slices' exports, the WorkspaceType's default bindings) at
+// platformWorkspace.
+func platformObjects(platformWorkspace string) ([]*unstructured.Unstructured, error) {
 	order := func(u *unstructured.Unstructured) int {
 		switch u.GetKind() {
 		case "APIResourceSchema":
@@ -113,6 +134,9 @@ func platformObjects() ([]*unstructured.Unstructured, error) {
 			}
 			unstructured.RemoveNestedField(u.Object, "status")
 			unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
+			if err := pointAtPlatformWorkspace(u, platformWorkspace); err != nil {
+				return fmt.Errorf("%s: %w", p, err)
+			}
 			objs = append(objs, u)
 		}
 		return nil
@@ -124,13 +148,34 @@ func platformObjects() ([]*unstructured.Unstructured, error) {
 	return objs, nil
 }
 
+// pointAtPlatformWorkspace rewrites the manifests' references to the platform workspace: an
+// endpoint slice's spec.export.path and a WorkspaceType's spec.defaultAPIBindings[].path.
+func pointAtPlatformWorkspace(u *unstructured.Unstructured, platformWorkspace string) error {
+	switch u.GetKind() {
+	case "APIExportEndpointSlice":
+		return unstructured.SetNestedField(u.Object, platformWorkspace, "spec", "export", "path")
+	case "WorkspaceType":
+		bindings, found, err := unstructured.NestedSlice(u.Object, "spec", "defaultAPIBindings")
+		if err != nil || !found {
+			return err
+		}
+		for _, b := range bindings {
+			if m, ok := b.(map[string]any); ok {
+				m["path"] = platformWorkspace
+			}
+		}
+		return unstructured.SetNestedSlice(u.Object, bindings, "spec", "defaultAPIBindings")
+	}
+	return nil
+}
+
 // ManagerRole is the ClusterRole in the platform workspace that the manager's kcp identity needs
 // (apiexports/bootstrap/manager-rbac.yaml).
 const ManagerRole = "kubeopera:manager"
 
-// BindManagerRole binds ManagerRole in the platform workspace to user, idempotently.
-func BindManagerRole(ctx context.Context, cfg *rest.Config, user string) error {
-	c, err := client.New(ClusterConfig(cfg, PlatformWorkspace), client.Options{})
+// BindManagerRole binds ManagerRole in platformWorkspace to user, idempotently.
+func BindManagerRole(ctx context.Context, cfg *rest.Config, platformWorkspace, user string) error {
+	c, err := client.New(ClusterConfig(cfg, platformWorkspace), client.Options{})
 	if err != nil {
 		return err
 	}
@@ -142,7 +187,7 @@ func BindManagerRole(ctx context.Context, cfg *rest.Config, user string) error {
 		"subjects":   []any{map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}},
 	}}
 	if err := applyObject(ctx, c, crb); err != nil {
-		return fmt.Errorf("failed to bind %s to %s: %w", ManagerRole, user, err)
+		return fmt.Errorf("failed to bind %s to %s in %s: %w", ManagerRole, user, platformWorkspace, err)
 	}
 	return nil
 }

@@ -2,50 +2,368 @@ package workspaces_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
+	apisv1alpha1 "github.com/kcp-dev/sdk/apis/apis/v1alpha1"
 	apisv1alpha2 "github.com/kcp-dev/sdk/apis/apis/v1alpha2"
+	corev1alpha1 "github.com/kcp-dev/sdk/apis/core/v1alpha1"
+	tenancyv1alpha1 "github.com/kcp-dev/sdk/apis/tenancy/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/discovery"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	kov1alpha1 "github.com/kubeopera/kubeopera/apis/kubeopera/v1alpha1"
+	platformv1alpha1 "github.com/kubeopera/kubeopera/apis/platform/v1alpha1"
 	"github.com/kubeopera/kubeopera/test/framework"
 	"github.com/kubeopera/kubeopera/workspaces"
 )
 
-// TestBootstrapOnRealKCP bootstraps root:kubeopera twice on a real kcp server and checks that a
-// workspace of type kubeopera-tenant comes with both exports bound and every claim accepted.
-func TestBootstrapOnRealKCP(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+// platform is deliberately not the default platform workspace: every helper must use the
+// workspace it is given.
+const platform = "root:kubeopera-alt"
+
+func testScheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(s)
+	_ = apisv1alpha1.AddToScheme(s)
+	_ = apisv1alpha2.AddToScheme(s)
+	_ = corev1alpha1.AddToScheme(s)
+	_ = tenancyv1alpha1.AddToScheme(s)
+	_ = kov1alpha1.AddToScheme(s)
+	_ = platformv1alpha1.AddToScheme(s)
+	return s
+}
+
+// TestPlatformWorkspaceOnRealKCP runs on a real kcp server and a real backend:
+//   - the bootstrap into a non-default platform workspace (twice): exports, endpoint slices and the
+//     WorkspaceType live there and a workspace of that type gets both exports bound;
+//   - the terminator of that WorkspaceType with the manager's least-privilege identity: while the
+//     identity cannot read the workspace's CRs it keeps its terminator and the backend namespaces;
+//     with the shipped role it deletes the CRs, waits for their finalizers, deletes the backend
+//     namespaces and lets kcp finish;
+//   - how kcp answers a LogicalCluster request for live, deleted and never-existing logical
+//     clusters per identity (logged), and the orphan sweep's lookup built on those answers;
+//   - the orphan sweep: report-only first, deletion on the second sighting, ownerless namespaces
+//     of a live workspace reported, and a shard that cannot be asked turning "gone" into
+//     "cannot tell".
+func TestPlatformWorkspaceOnRealKCP(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	kcp := framework.StartKCP(t)
+	be := framework.StartBackend(t)
+	bc, err := client.New(be.Config, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	backend := workspaces.Backend{Client: bc, Reader: bc}
+	scheme := testScheme()
+	shardAdmin, err := kcp.ContextConfig("system:admin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	userCfg, err := kcp.ContextConfig("user")
+	if err != nil {
+		t.Fatal(err)
+	}
+	kc := func(cfg *rest.Config, path string) client.Client {
+		t.Helper()
+		c, err := client.New(workspaces.ClusterConfig(cfg, path), client.Options{Scheme: scheme})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
 
 	for i := range 2 {
-		if err := workspaces.Bootstrap(ctx, kcp.Config); err != nil {
+		if err := workspaces.Bootstrap(ctx, kcp.Config, platform); err != nil {
 			t.Fatalf("bootstrap run %d: %v", i+1, err)
+		}
+	}
+	if err := kc(kcp.Config, "root").Get(ctx, client.ObjectKey{Name: workspaces.PlatformWorkspaceName}, &tenancyv1alpha1.Workspace{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("the bootstrap touched the default platform workspace %s: %v", workspaces.PlatformWorkspace, err)
+	}
+	for _, slice := range []string{"kubeopera.io", "platform.edgeconnect.eu"} {
+		es := &apisv1alpha1.APIExportEndpointSlice{}
+		if err := kc(kcp.Config, platform).Get(ctx, client.ObjectKey{Name: slice}, es); err != nil {
+			t.Fatal(err)
+		}
+		if es.Spec.APIExport.Path != platform {
+			t.Errorf("endpoint slice %s points at %q, want %q", slice, es.Spec.APIExport.Path, platform)
 		}
 	}
 	if _, err := workspaces.EnsureWorkspace(ctx, kcp.Config, "root", "orgs", workspaces.WorkspaceType{}); err != nil {
 		t.Fatal(err)
 	}
-	cluster, err := workspaces.EnsureWorkspace(ctx, kcp.Config, "root:orgs", "acme", workspaces.TenantWorkspaceType)
+	tenantType := workspaces.TenantWorkspaceTypeIn(platform)
+	acme, err := workspaces.EnsureWorkspace(ctx, kcp.Config, "root:orgs", "acme", tenantType)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cluster == "" {
-		t.Fatal("workspace has no logical cluster name")
+	beta, err := workspaces.EnsureWorkspace(ctx, kcp.Config, "root:orgs", "beta", tenantType)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ws := range []string{"root:orgs:acme", "root:orgs:beta"} {
+		waitForBindings(ctx, t, kc(kcp.Config, ws), ws)
 	}
 
-	scheme := runtime.NewScheme()
-	_ = clientgoscheme.AddToScheme(scheme)
-	_ = apisv1alpha2.AddToScheme(scheme)
-	c, err := client.New(workspaces.ClusterConfig(kcp.Config, "root:orgs:acme"), client.Options{Scheme: scheme})
-	if err != nil {
+	// The manager's identity is kcp's unprivileged "user". First it may act as the terminator but
+	// not read the exports' content.
+	terminateOnly := []any{
+		map[string]any{"nonResourceURLs": []any{"/"}, "verbs": []any{"access"}},
+		map[string]any{"apiGroups": []any{"apis.kcp.io"}, "resources": []any{"apiexportendpointslices", "apiexports"}, "verbs": []any{"get", "list", "watch"}},
+		map[string]any{"apiGroups": []any{"tenancy.kcp.io"}, "resources": []any{"workspacetypes"}, "verbs": []any{"get", "list", "watch"}},
+		map[string]any{"apiGroups": []any{"tenancy.kcp.io"}, "resources": []any{"workspacetypes"}, "resourceNames": []any{workspaces.TenantWorkspaceTypeName}, "verbs": []any{"terminate"}},
+	}
+	applyRBAC(ctx, t, kc(kcp.Config, platform), "test:terminate-only", "user", terminateOnly)
+
+	// A Tenant whose controller holds a finalizer, and its backend namespaces.
+	tenant := readSample(t, "tenant.yaml")
+	tenant.SetFinalizers([]string{"test.kubeopera.io/held"})
+	if err := kc(kcp.Config, "root:orgs:acme").Create(ctx, tenant); err != nil {
 		t.Fatal(err)
 	}
+	owner := "Tenant default/" + tenant.GetName()
+	acmeNamespaces := []string{workspaces.Namespace(acme), workspaces.VClusterNamespace(acme, "alice-default")}
+	if err := backend.EnsureNamespace(ctx, acme, acmeNamespaces[0], ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := backend.EnsureNamespace(ctx, acme, acmeNamespaces[1], owner); err != nil {
+		t.Fatal(err)
+	}
+
+	managerKCP := workspaces.ClusterConfig(userCfg, platform)
+	term := &workspaces.Terminator{
+		KCPConfig:     managerKCP,
+		WorkspaceType: workspaces.TenantWorkspaceTypeName,
+		Backend:       backend,
+		Workspace: (&workspaces.WorkspaceCRs{KCPConfig: managerKCP, Scheme: scheme, Exports: []workspaces.ExportKinds{
+			{EndpointSlice: "kubeopera.io", Lists: []client.ObjectList{&kov1alpha1.TenantList{}, &kov1alpha1.HostClusterList{}}},
+			{EndpointSlice: "platform.edgeconnect.eu", Lists: []client.ObjectList{&platformv1alpha1.KubernetesClusterList{}}},
+		}}).Remaining,
+	}
+
+	if err := workspaces.DeleteWorkspace(ctx, kcp.Config, "root:orgs", "acme"); err != nil {
+		t.Fatal(err)
+	}
+	logicalCluster := func(lc string) (*corev1alpha1.LogicalCluster, error) {
+		obj := &corev1alpha1.LogicalCluster{}
+		return obj, kc(shardAdmin, lc).Get(ctx, client.ObjectKey{Name: corev1alpha1.LogicalClusterName}, obj)
+	}
+
+	t.Run("a terminator that cannot read the workspace's CRs keeps its terminator and the backend namespaces", func(t *testing.T) {
+		// Run the terminator until it has seen the terminating workspace: it fails to clean it up
+		// (or, wrongly, cleans it up).
+		cleaned := func() bool {
+			ns := &corev1.Namespace{}
+			err := bc.Get(ctx, client.ObjectKey{Name: acmeNamespaces[0]}, ns)
+			return err != nil || ns.DeletionTimestamp != nil
+		}
+		var lastErr error
+		err := wait.PollUntilContextTimeout(ctx, time.Second, time.Minute, true, func(ctx context.Context) (bool, error) {
+			lastErr = term.Once(ctx)
+			return (lastErr != nil && strings.Contains(lastErr.Error(), acme)) || cleaned(), nil
+		})
+		if err != nil {
+			t.Fatalf("the terminator never saw the terminating workspace: %v", lastErr)
+		}
+		if cleaned() {
+			t.Fatal("the terminator deleted the backend namespaces of a workspace whose CRs it could not read")
+		}
+		t.Logf("terminator error without access: %v", lastErr)
+		for range 3 {
+			if err := term.Once(ctx); err == nil {
+				t.Fatal("a terminator pass that cannot read the workspace's CRs reported success")
+			}
+		}
+		lc, err := logicalCluster(acme)
+		if err != nil {
+			t.Fatalf("the workspace went away although its CRs were never read: %v", err)
+		}
+		if len(lc.Status.Terminators) == 0 || lc.DeletionTimestamp == nil {
+			t.Fatalf("terminator removed: %v", lc.Status.Terminators)
+		}
+		for _, name := range acmeNamespaces {
+			ns := &corev1.Namespace{}
+			if err := bc.Get(ctx, client.ObjectKey{Name: name}, ns); err != nil || ns.DeletionTimestamp != nil {
+				t.Fatalf("backend namespace %s was deleted although the workspace's CRs were never read: %v", name, err)
+			}
+		}
+	})
+
+	t.Run("with the shipped role the terminator finalizes the CRs, cleans the backend and lets kcp finish", func(t *testing.T) {
+		if err := workspaces.BindManagerRole(ctx, kcp.Config, platform, "user"); err != nil {
+			t.Fatal(err)
+		}
+		// The Tenant is deleted through the virtual workspace and waits for its finalizer; the
+		// backend namespaces stay meanwhile.
+		held := &unstructured.Unstructured{}
+		held.SetGroupVersionKind(tenant.GroupVersionKind())
+		err := wait.PollUntilContextTimeout(ctx, time.Second, time.Minute, true, func(ctx context.Context) (bool, error) {
+			_ = term.Once(ctx)
+			if err := kc(shardAdmin, acme).Get(ctx, client.ObjectKeyFromObject(tenant), held); err != nil {
+				return false, nil
+			}
+			return held.GetDeletionTimestamp() != nil, nil
+		})
+		if err != nil {
+			t.Fatalf("the Tenant was never deleted: %v", err)
+		}
+		for range 2 {
+			_ = term.Once(ctx)
+		}
+		for _, name := range acmeNamespaces {
+			ns := &corev1.Namespace{}
+			if err := bc.Get(ctx, client.ObjectKey{Name: name}, ns); err != nil || ns.DeletionTimestamp != nil {
+				t.Fatalf("backend namespace %s deleted before the Tenant's finalizer ran: %v", name, err)
+			}
+		}
+		// The Tenant controller's finalizer finishes (played here).
+		held.SetFinalizers(nil)
+		if err := kc(shardAdmin, acme).Update(ctx, held); err != nil {
+			t.Fatal(err)
+		}
+		var lastErr error
+		err = wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+			lastErr = term.Once(ctx)
+			_, err := logicalCluster(acme)
+			return apierrors.IsNotFound(err), nil
+		})
+		if err != nil {
+			t.Fatalf("the workspace never finished terminating: %v", lastErr)
+		}
+		for _, name := range acmeNamespaces {
+			ns := &corev1.Namespace{}
+			if err := bc.Get(ctx, client.ObjectKey{Name: name}, ns); err == nil && ns.DeletionTimestamp == nil {
+				t.Fatalf("backend namespace %s survived the workspace", name)
+			}
+			// The backend's namespace controller finishes the deletion.
+			if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+				return apierrors.IsNotFound(bc.Get(ctx, client.ObjectKey{Name: name}, ns)), nil
+			}); err != nil {
+				t.Fatalf("backend namespace %s never went away", name)
+			}
+		}
+	})
+
+	const never = "3nonexistent0000"
+	t.Run("kcp's answers for live, deleted and unknown logical clusters", func(t *testing.T) {
+		for _, id := range []struct {
+			name string
+			cfg  *rest.Config
+		}{{"kcp-admin", kcp.Config}, {"shard-admin", shardAdmin}, {"user", userCfg}} {
+			for _, lc := range []struct{ what, name string }{{"live", beta}, {"deleted", acme}, {"never existed", never}} {
+				t.Logf("GET /clusters/%s/.../logicalclusters/cluster as %s (%s): %s", lc.name, id.name, lc.what, probe(ctx, id.cfg, lc.name))
+			}
+		}
+		shards := &corev1alpha1.ShardList{}
+		if err := kc(shardAdmin, "root").List(ctx, shards); err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range shards.Items {
+			t.Logf("shard %s: baseURL %s, externalURL %s, virtualWorkspaceURL %s", s.Name, s.Spec.BaseURL, s.Spec.ExternalURL, s.Spec.VirtualWorkspaceURL)
+		}
+
+		lookup := &workspaces.ShardLookup{Config: shardAdmin}
+		for lc, want := range map[string]workspaces.WorkspaceState{beta: workspaces.WorkspaceLive, acme: workspaces.WorkspaceGone, never: workspaces.WorkspaceGone} {
+			if got, err := lookup.State(ctx, lc); err != nil || got != want {
+				t.Errorf("shard-admin lookup of %s = %v, %v; want %v", lc, got, err, want)
+			}
+		}
+		// Identities subject to kcp's authorizers cannot tell a gone workspace from one they may
+		// not read: never "gone".
+		for name, cfg := range map[string]*rest.Config{"kcp-admin": kcp.Config, "user": userCfg} {
+			for _, lc := range []string{acme, never} {
+				if got, err := (&workspaces.ShardLookup{Config: cfg}).State(ctx, lc); err == nil {
+					t.Errorf("%s lookup of %s = %v, want cannot tell", name, lc, got)
+				}
+			}
+		}
+	})
+
+	t.Run("the orphan sweep reports, deletes only confirmed orphans and reports ownerless namespaces", func(t *testing.T) {
+		// beta lives: a Tenant exists for one vCluster namespace, not for the other.
+		alice := readSample(t, "tenant.yaml")
+		if err := kc(kcp.Config, "root:orgs:beta").Create(ctx, alice); err != nil {
+			t.Fatal(err)
+		}
+		for name, owner := range map[string]string{
+			workspaces.Namespace(beta):                          "",
+			workspaces.VClusterNamespace(beta, "alice-default"): "Tenant default/" + alice.GetName(),
+			workspaces.VClusterNamespace(beta, "ghost"):         "Tenant default/ghost",
+		} {
+			if err := backend.EnsureNamespace(ctx, beta, name, owner); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := backend.EnsureNamespace(ctx, never, workspaces.Namespace(never), ""); err != nil {
+			t.Fatal(err)
+		}
+		owners := (&workspaces.OwnerLookup{KCPConfig: managerKCP, Kinds: map[string]workspaces.OwnerKind{
+			"Tenant": {EndpointSlice: "kubeopera.io", Resource: kov1alpha1.GroupVersion.WithResource("tenants"), Namespaced: true},
+		}}).Exists
+
+		// An identity that cannot tell: everything unverified, nothing deleted.
+		blind := &workspaces.OrphanSweep{Backend: backend, Workspaces: (&workspaces.ShardLookup{Config: userCfg}).State, Delete: true, MaxDeletions: 5}
+		for range 2 {
+			r, err := blind.Sweep(ctx)
+			if err != nil || len(r.Orphans) != 0 || len(r.Deleted) != 0 || len(r.Unverified) != 4 {
+				t.Fatalf("blind sweep = %+v, %v", r, err)
+			}
+		}
+
+		sweep := &workspaces.OrphanSweep{Backend: backend, Workspaces: (&workspaces.ShardLookup{Config: shardAdmin}).State, OwnerExists: owners}
+		r, err := sweep.Sweep(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fmt.Sprint(r.Orphans) != fmt.Sprint([]string{workspaces.Namespace(never)}) || len(r.Deleted) != 0 {
+			t.Fatalf("report-only sweep: orphans %v, deleted %v", r.Orphans, r.Deleted)
+		}
+		if fmt.Sprint(r.Ownerless) != fmt.Sprint([]string{workspaces.VClusterNamespace(beta, "ghost")}) {
+			t.Fatalf("ownerless = %v, want only the ghost's namespace", r.Ownerless)
+		}
+		sweep.Delete, sweep.MaxDeletions = true, 5
+		if r, err = sweep.Sweep(ctx); err != nil || fmt.Sprint(r.Deleted) != fmt.Sprint([]string{workspaces.Namespace(never)}) {
+			t.Fatalf("second sighting: deleted %v, %v", r, err)
+		}
+		for _, name := range []string{workspaces.Namespace(beta), workspaces.VClusterNamespace(beta, "alice-default"), workspaces.VClusterNamespace(beta, "ghost")} {
+			ns := &corev1.Namespace{}
+			if err := bc.Get(ctx, client.ObjectKey{Name: name}, ns); err != nil || ns.DeletionTimestamp != nil {
+				t.Fatalf("the live workspace's namespace %s was deleted: %v", name, err)
+			}
+		}
+
+		// A second shard the sweep cannot ask (listed in root, unreachable): "gone" becomes
+		// "cannot tell", as a live workspace there would otherwise look gone.
+		phantom := &corev1alpha1.Shard{ObjectMeta: metav1.ObjectMeta{Name: "phantom"}, Spec: corev1alpha1.ShardSpec{BaseURL: "https://127.0.0.1:1", ExternalURL: "https://127.0.0.1:1"}}
+		if err := kc(shardAdmin, "root").Create(ctx, phantom); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := (&workspaces.ShardLookup{Config: shardAdmin}).State(ctx, never); err == nil {
+			t.Fatalf("lookup with an unreachable shard = %v, want cannot tell", got)
+		} else {
+			t.Logf("lookup with an unreachable shard: %v", err)
+		}
+	})
+}
+
+func waitForBindings(ctx context.Context, t *testing.T, c client.Client, ws string) {
+	t.Helper()
 	for _, export := range []string{"kubeopera.io", "platform.edgeconnect.eu"} {
 		var binding *apisv1alpha2.APIBinding
 		err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
@@ -63,7 +381,10 @@ func TestBootstrapOnRealKCP(t *testing.T) {
 			return false, nil
 		})
 		if err != nil {
-			t.Fatalf("no bound APIBinding for export %s in root:orgs:acme", export)
+			t.Fatalf("no bound APIBinding for export %s in %s", export, ws)
+		}
+		if binding.Spec.Reference.Export.Path != platform {
+			t.Errorf("%s binds %s from %q, want %q", ws, export, binding.Spec.Reference.Export.Path, platform)
 		}
 		claims := map[string]bool{}
 		for _, pc := range binding.Spec.PermissionClaims {
@@ -73,57 +394,60 @@ func TestBootstrapOnRealKCP(t *testing.T) {
 		}
 		for _, want := range []string{"/secrets", "/events", "/namespaces"} {
 			if !claims[want] {
-				t.Errorf("export %s: claim %s not accepted in the default binding (claims: %v)", export, want, binding.Spec.PermissionClaims)
+				t.Errorf("export %s: claim %s not accepted in the default binding of %s (claims: %v)", export, want, ws, binding.Spec.PermissionClaims)
 			}
 		}
 	}
+}
 
-	// The orphan sweep: a backend namespace whose workspace is gone is reported and deleted; the
-	// live workspace's namespace is kept.
-	backend := framework.StartBackend(t)
-	bc, err := client.New(backend.Config, client.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := workspaces.Backend{Client: bc, Reader: bc}
-	const gone = "3nonexistent0000"
-	for _, lc := range []string{cluster, gone} {
-		if err := b.EnsureNamespace(ctx, lc, workspaces.Namespace(lc), ""); err != nil {
+// applyRBAC creates a ClusterRole with rules and binds it to user.
+func applyRBAC(ctx context.Context, t *testing.T, c client.Client, name, user string, rules []any) {
+	t.Helper()
+	for _, obj := range []*unstructured.Unstructured{
+		{Object: map[string]any{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": map[string]any{"name": name}, "rules": rules}},
+		{Object: map[string]any{
+			"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": map[string]any{"name": name},
+			"roleRef":  map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
+			"subjects": []any{map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}},
+		}},
+	} {
+		if err := c.Create(ctx, obj); err != nil {
 			t.Fatal(err)
 		}
 	}
-	// With an identity that may not read other workspaces' LogicalClusters, nothing is deleted.
-	kept, err := (&workspaces.OrphanSweep{KCPConfig: kcp.Config, Backend: b}).Sweep(ctx)
-	if err != nil || len(kept) != 0 {
-		t.Fatalf("a sweep that cannot look workspaces up must keep everything: %v, %v", kept, err)
-	}
-	shardAdmin, err := kcp.ContextConfig("system:admin")
+}
+
+func readSample(t *testing.T, name string) *unstructured.Unstructured {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(framework.RepoRoot(), "config", "samples", name))
 	if err != nil {
 		t.Fatal(err)
 	}
-	sweep := &workspaces.OrphanSweep{KCPConfig: shardAdmin, Backend: b, MinAge: time.Hour}
-	orphans, err := sweep.Sweep(ctx)
-	if err != nil {
+	u := &unstructured.Unstructured{}
+	if err := yaml.NewYAMLOrJSONDecoder(strings.NewReader(string(raw)), 4096).Decode(&u.Object); err != nil {
 		t.Fatal(err)
 	}
-	pending := &corev1.Namespace{}
-	if err := bc.Get(ctx, client.ObjectKey{Name: workspaces.Namespace(gone)}, pending); err != nil || pending.DeletionTimestamp != nil {
-		t.Fatalf("an orphan seen once must not be deleted before MinAge: %v", err)
-	}
-	sweep.MinAge = 0 // the orphan has now been confirmed
-	orphans, err = sweep.Sweep(ctx)
+	return u
+}
+
+// probe GETs a logical cluster's LogicalCluster object with a plain REST client and describes
+// kcp's answer: status code, message and details.
+func probe(ctx context.Context, cfg *rest.Config, lc string) string {
+	base := rest.CopyConfig(cfg)
+	base.Host = workspaces.ServerBase(cfg.Host)
+	dc, err := discovery.NewDiscoveryClientForConfig(base)
 	if err != nil {
-		t.Fatal(err)
+		return err.Error()
 	}
-	if len(orphans) != 1 || orphans[0] != workspaces.Namespace(gone) {
-		t.Fatalf("orphans = %v, want only %s", orphans, workspaces.Namespace(gone))
+	code := 0
+	err = dc.RESTClient().Get().AbsPath("/clusters/" + lc + "/apis/core.kcp.io/v1alpha1/logicalclusters/cluster").Do(ctx).StatusCode(&code).Error()
+	if err == nil {
+		return fmt.Sprintf("%d", code)
 	}
-	live := &corev1.Namespace{}
-	if err := bc.Get(ctx, client.ObjectKey{Name: workspaces.Namespace(cluster)}, live); err != nil || live.DeletionTimestamp != nil {
-		t.Fatalf("the live workspace's namespace was deleted: %v", err)
+	var status apierrors.APIStatus
+	if errors.As(err, &status) {
+		s := status.Status()
+		return fmt.Sprintf("%d %s %q details=%+v", code, s.Reason, s.Message, s.Details)
 	}
-	orphan := &corev1.Namespace{}
-	if err := bc.Get(ctx, client.ObjectKey{Name: workspaces.Namespace(gone)}, orphan); err == nil && orphan.DeletionTimestamp == nil {
-		t.Fatal("the orphan was reported but not deleted")
-	}
+	return fmt.Sprintf("%d %v", code, err)
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	apisv1alpha1 "github.com/kcp-dev/sdk/apis/apis/v1alpha1"
+	apisv1alpha2 "github.com/kcp-dev/sdk/apis/apis/v1alpha2"
 	corev1alpha1 "github.com/kcp-dev/sdk/apis/core/v1alpha1"
 	tenancyv1alpha1 "github.com/kcp-dev/sdk/apis/tenancy/v1alpha1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -42,6 +44,8 @@ func ServerBase(host string) string {
 func kcpScheme() *runtime.Scheme {
 	s := runtime.NewScheme()
 	_ = clientgoscheme.AddToScheme(s)
+	_ = apisv1alpha1.AddToScheme(s)
+	_ = apisv1alpha2.AddToScheme(s)
 	_ = corev1alpha1.AddToScheme(s)
 	_ = tenancyv1alpha1.AddToScheme(s)
 	return s
@@ -53,8 +57,13 @@ type WorkspaceType struct {
 	Path string
 }
 
-// TenantWorkspaceType is the type of every tenant workspace.
-var TenantWorkspaceType = WorkspaceType{Name: "kubeopera-tenant", Path: PlatformWorkspace}
+// TenantWorkspaceTypeName is the name of the type of every tenant workspace.
+const TenantWorkspaceTypeName = "kubeopera-tenant"
+
+// TenantWorkspaceTypeIn returns the tenant WorkspaceType published in platformWorkspace.
+func TenantWorkspaceTypeIn(platformWorkspace string) WorkspaceType {
+	return WorkspaceType{Name: TenantWorkspaceTypeName, Path: platformWorkspace}
+}
 
 // EnsureWorkspace creates workspace name under parentPath (e.g. "root:orgs") unless it exists,
 // waits until it is Ready and returns its logical cluster name. An empty type uses kcp's default.

@@ -155,12 +155,3 @@ func (b Backend) WorkspaceNamespaces(ctx context.Context, logicalCluster string)
 	}
 	return out, nil
 }
-
-// allWorkspaceNamespaces lists every backend namespace that carries a fingerprint label.
-func (b Backend) allWorkspaceNamespaces(ctx context.Context) ([]corev1.Namespace, error) {
-	list := &corev1.NamespaceList{}
-	if err := b.Reader.List(ctx, list, client.HasLabels{FingerprintLabel}); err != nil {
-		return nil, fmt.Errorf("failed to list backend namespaces: %w", err)
-	}
-	return list.Items, nil
-}

@@ -2,53 +2,103 @@ package workspaces
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1alpha1 "github.com/kcp-dev/sdk/apis/core/v1alpha1"
 	"github.com/prometheus/client_golang/prometheus"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
 var (
 	orphanNamespaces = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "kubeopera_orphan_backend_namespaces",
-		Help: "Backend namespaces whose kcp workspace no longer exists, as of the last orphan sweep.",
+		Help: "Backend namespaces whose kcp workspace is positively known to be gone, as of the last orphan sweep.",
+	})
+	inconsistentNamespaces = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "kubeopera_inconsistent_backend_namespaces",
+		Help: "Backend namespaces whose name, fingerprint label and logical-cluster annotation disagree, as of the last orphan sweep; they are never touched.",
+	})
+	ownerlessNamespaces = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "kubeopera_ownerless_backend_namespaces",
+		Help: "Backend namespaces of a live workspace whose owning object no longer exists, as of the last orphan sweep; they are never deleted by the sweep.",
+	})
+	unverifiedNamespaces = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "kubeopera_unverified_backend_namespaces",
+		Help: "Backend namespaces whose workspace the last orphan sweep could not look up (cannot tell); they are kept.",
 	})
 	orphansDeleted = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "kubeopera_orphan_backend_namespaces_deleted_total",
-		Help: "Backend namespaces deleted by the orphan sweep because their workspace was gone.",
+		Help: "Backend namespaces deleted by the orphan sweep because their workspace was gone (only with --orphan-sweep-delete).",
 	})
 )
 
 func init() {
-	metrics.Registry.MustRegister(orphanNamespaces, orphansDeleted)
+	metrics.Registry.MustRegister(orphanNamespaces, inconsistentNamespaces, ownerlessNamespaces, unverifiedNamespaces, orphansDeleted)
 }
 
-// OrphanSweep periodically looks for backend namespaces whose workspace is gone (a workspace
-// deleted while the manager was down, or before the terminator existed). An orphan is reported in
-// the metrics and the log and deleted once it has been seen orphaned for MinAge; a namespace whose
-// workspace still exists, or whose workspace cannot be looked up, is never deleted. KCPConfig must
-// see every shard (the front proxy, or a single-shard kcp): a shard-local identity would report
-// workspaces of other shards as gone.
+// WorkspaceState is what a lookup knows about a logical cluster.
+type WorkspaceState int
+
+const (
+	// WorkspaceLive: the logical cluster exists (possibly being deleted).
+	WorkspaceLive WorkspaceState = iota + 1
+	// WorkspaceGone: positive evidence that the logical cluster no longer exists anywhere.
+	WorkspaceGone
+)
+
+// WorkspaceLookupFunc tells whether a logical cluster exists. An error means "cannot tell"; it is
+// never treated as gone.
+type WorkspaceLookupFunc func(ctx context.Context, logicalCluster string) (WorkspaceState, error)
+
+// OrphanSweep periodically checks every backend namespace of a workspace and reports (metrics and
+// log lines):
+//   - inconsistent namespaces: name, fingerprint label and logical-cluster annotation disagree; they
+//     are never touched;
+//   - orphans: the workspace is positively known to be gone (see ShardLookup);
+//   - ownerless namespaces: the workspace lives but the object named in the namespace's owner
+//     annotation does not (a tenant removed a finalizer); they are never deleted by the sweep;
+//   - unverified namespaces: the workspace could not be looked up; they are kept.
+//
+// It deletes nothing unless Delete is set; then it deletes an orphan only once it has been seen
+// orphaned on two sweeps at least MinAge apart, and at most MaxDeletions per sweep.
 type OrphanSweep struct {
-	// KCPConfig is a kcp config; the sweep reads /clusters/<name>'s LogicalCluster.
-	KCPConfig *rest.Config
 	// Backend lists and deletes backend namespaces.
 	Backend Backend
+	// Workspaces looks logical clusters up, e.g. (&ShardLookup{Config: cfg}).State.
+	Workspaces WorkspaceLookupFunc
+	// OwnerExists looks the owner of a namespace of a live workspace up; nil skips the check.
+	OwnerExists OwnerExistsFunc
 	// Interval between sweeps.
 	Interval time.Duration
-	// MinAge is how long a namespace must have been seen orphaned before it is deleted, so one
-	// wrong answer (a shard restarting, a workspace being moved) never deletes anything.
+	// MinAge is how long a namespace must have been seen orphaned, on an earlier sweep, before it
+	// is deleted, so one wrong answer (a shard restarting, a workspace being moved) deletes nothing.
 	MinAge time.Duration
+	// Delete enables deleting orphans; by default the sweep only reports.
+	Delete bool
+	// MaxDeletions caps the namespaces deleted per sweep; 0 deletes none.
+	MaxDeletions int
 
 	mu        sync.Mutex
-	firstSeen map[string]time.Time
+	firstSeen map[types.UID]time.Time
+}
+
+// SweepReport lists what one sweep found, by namespace name.
+type SweepReport struct {
+	Orphans      []string
+	Inconsistent []string
+	Ownerless    []string
+	Unverified   []string
+	Deleted      []string
 }
 
 // NeedLeaderElection: only the leader sweeps.
@@ -57,6 +107,7 @@ func (s *OrphanSweep) NeedLeaderElection() bool { return true }
 // Start sweeps every Interval until ctx is done.
 func (s *OrphanSweep) Start(ctx context.Context) error {
 	log := ctrl.LoggerFrom(ctx).WithName("orphan-sweep")
+	log.Info("Starting the orphan sweep", "delete", s.Delete, "maxDeletions", s.MaxDeletions, "minAge", s.MinAge.String(), "interval", s.Interval.String())
 	wait.JitterUntilWithContext(ctrl.LoggerInto(ctx, log), func(ctx context.Context) {
 		if _, err := s.Sweep(ctx); err != nil {
 			log.Error(err, "Orphan sweep failed")
@@ -65,94 +116,193 @@ func (s *OrphanSweep) Start(ctx context.Context) error {
 	return nil
 }
 
-// Sweep runs one sweep and returns the orphans it found.
-func (s *OrphanSweep) Sweep(ctx context.Context) ([]string, error) {
-	log := ctrl.LoggerFrom(ctx)
-	list, err := s.Backend.allWorkspaceNamespaces(ctx)
-	if err != nil {
-		return nil, err
+// Consistent reports whether a backend namespace's name, fingerprint label and logical-cluster
+// annotation agree: the name is kcp-<fp> or kcp-<fp>-<suffix> with fp = Fingerprint(annotation),
+// and the label is fp.
+func Consistent(ns *corev1.Namespace) bool {
+	lc := ns.Annotations[LogicalClusterAnnotation]
+	if lc == "" {
+		return false
 	}
-	exists := map[string]bool{}
-	var orphans []string
-	now := time.Now()
-	for _, ns := range list {
-		lc := ns.Annotations[LogicalClusterAnnotation]
-		if lc == "" {
-			continue
-		}
-		e, known := exists[lc]
-		if !known {
-			e, err = s.workspaceExists(ctx, lc)
-			if err != nil {
-				log.Info("Cannot tell whether the workspace of a backend namespace exists; keeping it", "namespace", ns.Name, "cluster", lc, "error", err.Error())
-				continue
-			}
-			exists[lc] = e
-		}
-		if e {
-			continue
-		}
-		orphans = append(orphans, ns.Name)
-		if since := s.seen(ns.Name, now); since < s.MinAge {
-			log.Info("Orphaned backend namespace: its workspace is gone; deleting it once confirmed", "namespace", ns.Name, "cluster", lc, "confirmIn", (s.MinAge - since).String())
-			continue
-		}
-		log.Info("Orphaned backend namespace: its workspace is gone; deleting it", "namespace", ns.Name, "cluster", lc)
-		if ns.DeletionTimestamp == nil {
-			if _, err := s.Backend.DeleteNamespace(ctx, lc, ns.Name, ""); err != nil {
-				log.Error(err, "Failed to delete orphaned backend namespace", "namespace", ns.Name)
-				continue
-			}
-			orphansDeleted.Inc()
-		}
+	fp := Fingerprint(lc)
+	if ns.Labels[FingerprintLabel] != fp {
+		return false
 	}
-	orphanNamespaces.Set(float64(len(orphans)))
-	s.forgetExcept(orphans)
-	return orphans, nil
+	base := NamespacePrefix + fp
+	return ns.Name == base || (strings.HasPrefix(ns.Name, base+"-") && len(ns.Name) > len(base)+1)
 }
 
-// seen records when name was first seen orphaned and returns for how long it has been.
-func (s *OrphanSweep) seen(name string, now time.Time) time.Duration {
+// Sweep runs one sweep.
+func (s *OrphanSweep) Sweep(ctx context.Context) (*SweepReport, error) {
+	log := ctrl.LoggerFrom(ctx)
+	if s.Workspaces == nil {
+		return nil, errors.New("orphan sweep has no workspace lookup")
+	}
+	list := &corev1.NamespaceList{}
+	if err := s.Backend.Reader.List(ctx, list); err != nil {
+		return nil, fmt.Errorf("failed to list backend namespaces: %w", err)
+	}
+	r := &SweepReport{}
+	states := map[string]WorkspaceState{}
+	lookupErrs := map[string]error{}
+	now := time.Now()
+	var orphanUIDs []types.UID
+	for i := range list.Items {
+		ns := &list.Items[i]
+		lc := ns.Annotations[LogicalClusterAnnotation]
+		if lc == "" && ns.Labels[FingerprintLabel] == "" {
+			continue // not a workspace's namespace
+		}
+		nlog := log.WithValues("namespace", ns.Name, "cluster", lc)
+		if !Consistent(ns) {
+			r.Inconsistent = append(r.Inconsistent, ns.Name)
+			nlog.Info("Backend namespace's name, fingerprint label and logical-cluster annotation disagree; leaving it alone",
+				"fingerprintLabel", ns.Labels[FingerprintLabel])
+			continue
+		}
+		state, known := states[lc]
+		if _, failed := lookupErrs[lc]; !known && !failed {
+			var err error
+			if state, err = s.Workspaces(ctx, lc); err != nil {
+				lookupErrs[lc] = err
+			} else {
+				states[lc] = state
+			}
+		}
+		if err := lookupErrs[lc]; err != nil {
+			r.Unverified = append(r.Unverified, ns.Name)
+			nlog.Info("Cannot tell whether the workspace of a backend namespace exists; keeping it", "error", err.Error())
+			continue
+		}
+		switch state {
+		case WorkspaceLive:
+			s.checkOwner(ctx, nlog, ns, lc, r)
+		case WorkspaceGone:
+			r.Orphans = append(r.Orphans, ns.Name)
+			orphanUIDs = append(orphanUIDs, ns.UID)
+			s.handleOrphan(ctx, nlog, ns, lc, now, r)
+		default:
+			r.Unverified = append(r.Unverified, ns.Name)
+		}
+	}
+	orphanNamespaces.Set(float64(len(r.Orphans)))
+	inconsistentNamespaces.Set(float64(len(r.Inconsistent)))
+	ownerlessNamespaces.Set(float64(len(r.Ownerless)))
+	unverifiedNamespaces.Set(float64(len(r.Unverified)))
+	s.forgetExcept(orphanUIDs)
+	return r, nil
+}
+
+func (s *OrphanSweep) checkOwner(ctx context.Context, log logr.Logger, ns *corev1.Namespace, lc string, r *SweepReport) {
+	owner := ns.Annotations[OwnerAnnotation]
+	if owner == "" || s.OwnerExists == nil {
+		return
+	}
+	exists, err := s.OwnerExists(ctx, lc, owner)
+	if err != nil {
+		log.V(1).Info("Cannot tell whether the owner of a backend namespace exists", "owner", owner, "error", err.Error())
+		return
+	}
+	if !exists {
+		r.Ownerless = append(r.Ownerless, ns.Name)
+		log.Info("Backend namespace's owner no longer exists in its live workspace (was a finalizer removed?); reporting it, not deleting it", "owner", owner)
+	}
+}
+
+func (s *OrphanSweep) handleOrphan(ctx context.Context, log logr.Logger, ns *corev1.Namespace, lc string, now time.Time, r *SweepReport) {
+	since, earlier := s.seen(ns.UID, now)
+	switch {
+	case !s.Delete:
+		log.Info("Orphaned backend namespace: its workspace is gone; reporting only (--orphan-sweep-delete is off)")
+	case ns.DeletionTimestamp != nil:
+		log.V(1).Info("Orphaned backend namespace is being deleted")
+	case !earlier || since < s.MinAge:
+		log.Info("Orphaned backend namespace: its workspace is gone; deleting it once a later sweep confirms it", "confirmIn", (s.MinAge - since).String())
+	case len(r.Deleted) >= s.MaxDeletions:
+		log.Info("Orphaned backend namespace: deletion cap of this sweep reached; a later sweep deletes it", "maxDeletions", s.MaxDeletions)
+	default:
+		log.Info("Orphaned backend namespace: its workspace is gone, confirmed on two sweeps; deleting it", "firstSeen", since.String())
+		if _, err := s.Backend.DeleteNamespace(ctx, lc, ns.Name, ""); err != nil {
+			log.Error(err, "Failed to delete orphaned backend namespace")
+			return
+		}
+		r.Deleted = append(r.Deleted, ns.Name)
+		orphansDeleted.Inc()
+	}
+}
+
+// seen records when the namespace was first seen orphaned and returns for how long it has been,
+// and whether that was on an earlier sweep.
+func (s *OrphanSweep) seen(uid types.UID, now time.Time) (time.Duration, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.firstSeen == nil {
-		s.firstSeen = map[string]time.Time{}
+		s.firstSeen = map[types.UID]time.Time{}
 	}
-	first, ok := s.firstSeen[name]
+	first, ok := s.firstSeen[uid]
 	if !ok {
-		s.firstSeen[name] = now
-		return 0
+		s.firstSeen[uid] = now
+		return 0, false
 	}
-	return now.Sub(first)
+	return now.Sub(first), true
 }
 
 // forgetExcept drops the first-seen times of namespaces that are no longer orphaned.
-func (s *OrphanSweep) forgetExcept(orphans []string) {
+func (s *OrphanSweep) forgetExcept(orphans []types.UID) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	keep := map[string]bool{}
+	keep := map[types.UID]bool{}
 	for _, o := range orphans {
 		keep[o] = true
 	}
-	for name := range s.firstSeen {
-		if !keep[name] {
-			delete(s.firstSeen, name)
+	for uid := range s.firstSeen {
+		if !keep[uid] {
+			delete(s.firstSeen, uid)
 		}
 	}
 }
 
-func (s *OrphanSweep) workspaceExists(ctx context.Context, logicalCluster string) (bool, error) {
-	c, err := client.New(ClusterConfig(s.KCPConfig, logicalCluster), client.Options{Scheme: kcpScheme()})
-	if err != nil {
-		return false, err
+// ShardLookup tells whether a logical cluster exists by asking every kcp shard for its
+// LogicalCluster object. Config needs read access to logicalclusters in every workspace on every
+// shard (e.g. a shard admin, member of system:masters, whose requests skip kcp's workspace
+// authorizers) and to shards in root.
+//
+// A logical cluster exists exactly as long as its singleton LogicalCluster "cluster" does, on the
+// one shard that hosts it. A single shard's NotFound therefore only says "not on this shard": on a
+// multi-shard kcp, a workspace on another shard looks the same. So Gone needs every shard listed in
+// root's Shard objects to answer NotFound naming that object (details core.kcp.io/logicalclusters
+// "cluster", i.e. the shard's storage answered); an unreachable shard, a Forbidden (an identity
+// subject to kcp's authorizers gets 403 for an unknown logical cluster, the same as for no
+// access), an empty shard list or any other answer is "cannot tell".
+type ShardLookup struct {
+	// Config is a kcp config; its host is used to read root's shards.
+	Config *rest.Config
+
+	rest restClients
+}
+
+// State implements WorkspaceLookupFunc.
+func (l *ShardLookup) State(ctx context.Context, logicalCluster string) (WorkspaceState, error) {
+	shards := &corev1alpha1.ShardList{}
+	if err := l.rest.get(ctx, l.Config, ServerBase(l.Config.Host), "/clusters/root/apis/core.kcp.io/v1alpha1/shards", shards); err != nil {
+		return 0, fmt.Errorf("failed to list kcp shards: %w", err)
 	}
-	err = c.Get(ctx, client.ObjectKey{Name: "cluster"}, &corev1alpha1.LogicalCluster{})
-	switch {
-	case err == nil:
-		return true, nil
-	case apierrors.IsNotFound(err):
-		return false, nil
-	default:
-		return false, err
+	if len(shards.Items) == 0 {
+		return 0, errors.New("no kcp shards listed in root; cannot tell which shards to ask")
 	}
+	for _, shard := range shards.Items {
+		if shard.Spec.BaseURL == "" {
+			return 0, fmt.Errorf("shard %s has no base URL", shard.Name)
+		}
+		err := l.rest.get(ctx, l.Config, shard.Spec.BaseURL, "/clusters/"+logicalCluster+"/apis/core.kcp.io/v1alpha1/logicalclusters/"+corev1alpha1.LogicalClusterName, nil)
+		switch {
+		case err == nil:
+			return WorkspaceLive, nil
+		case isNotFoundOf(err, corev1alpha1.SchemeGroupVersion.Group, corev1alpha1.LogicalClusterName):
+			continue // not on this shard
+		default:
+			return 0, fmt.Errorf("shard %s (%s): %w", shard.Name, shard.Spec.BaseURL, err)
+		}
+	}
+	return WorkspaceGone, nil
 }

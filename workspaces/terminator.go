@@ -2,10 +2,12 @@ package workspaces
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"path"
 	"slices"
+	"sync"
 	"time"
 
 	corev1alpha1 "github.com/kcp-dev/sdk/apis/core/v1alpha1"
@@ -27,7 +29,8 @@ type WorkspaceObjectsFunc func(ctx context.Context, logicalCluster string) (rema
 // a workspace cleans the backend. It never deletes anything for a workspace that is not being
 // deleted.
 type Terminator struct {
-	// KCPConfig points at the platform workspace, where the WorkspaceType lives.
+	// KCPConfig points at the platform workspace (the manager's --platform-workspace), where the
+	// WorkspaceType lives.
 	KCPConfig *rest.Config
 	// WorkspaceType is the name of the WorkspaceType whose terminator this is.
 	WorkspaceType string
@@ -37,6 +40,9 @@ type Terminator struct {
 	Workspace WorkspaceObjectsFunc
 	// Interval between looks for terminating workspaces.
 	Interval time.Duration
+
+	mu      sync.Mutex
+	clients map[string]client.Client // by terminating virtual workspace URL
 }
 
 // NeedLeaderElection: only the leader terminates workspaces.
@@ -46,31 +52,54 @@ func (t *Terminator) NeedLeaderElection() bool { return true }
 func (t *Terminator) Start(ctx context.Context) error {
 	log := ctrl.LoggerFrom(ctx).WithName("terminator")
 	ctx = ctrl.LoggerInto(ctx, log)
-	clients := map[string]client.Client{}
 	wait.JitterUntilWithContext(ctx, func(ctx context.Context) {
-		urls, err := t.virtualWorkspaceURLs(ctx)
-		if err != nil {
-			log.V(1).Info("Terminating virtual workspaces not available yet", "error", err.Error())
-			return
-		}
-		// One terminating virtual workspace per shard; the list is read anew each pass.
-		for _, u := range urls {
-			c, ok := clients[u]
-			if !ok {
-				cfg := rest.CopyConfig(t.KCPConfig)
-				cfg.Host = u + "/clusters/*"
-				if c, err = client.New(cfg, client.Options{Scheme: kcpScheme()}); err != nil {
-					log.Error(err, "Failed to create terminating virtual workspace client", "url", u)
-					continue
-				}
-				clients[u] = c
-			}
-			if err := t.pass(ctx, u, c); err != nil {
-				log.Error(err, "Terminator pass failed", "url", u)
-			}
+		if err := t.Once(ctx); err != nil {
+			log.Error(err, "Terminator pass failed; retrying")
 		}
 	}, t.Interval, 0.2, true)
 	return nil
+}
+
+// Once looks at every terminating workspace of the type once. It cleans up those it can and
+// returns the errors of the others; a workspace whose clean-up failed keeps its terminator.
+func (t *Terminator) Once(ctx context.Context) error {
+	urls, err := t.virtualWorkspaceURLs(ctx)
+	if err != nil {
+		return fmt.Errorf("terminating virtual workspaces not available: %w", err)
+	}
+	var errs []error
+	// One terminating virtual workspace per shard; the list is read anew each pass.
+	for _, u := range urls {
+		c, err := t.client(u)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("failed to create terminating virtual workspace client for %s: %w", u, err))
+			continue
+		}
+		if err := t.pass(ctx, u, c); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// client returns the wildcard client of a terminating virtual workspace URL, made once.
+func (t *Terminator) client(vwURL string) (client.Client, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if c, ok := t.clients[vwURL]; ok {
+		return c, nil
+	}
+	cfg := rest.CopyConfig(t.KCPConfig)
+	cfg.Host = vwURL + "/clusters/*"
+	c, err := client.New(cfg, client.Options{Scheme: kcpScheme()})
+	if err != nil {
+		return nil, err
+	}
+	if t.clients == nil {
+		t.clients = map[string]client.Client{}
+	}
+	t.clients[vwURL] = c
+	return c, nil
 }
 
 // virtualWorkspaceURLs returns the WorkspaceType's terminating virtual workspace URLs.
@@ -111,8 +140,9 @@ func (t *Terminator) pass(ctx context.Context, vwURL string, vw client.Client) e
 	name := corev1alpha1.LogicalClusterTerminator(terminatorName(vwURL))
 	list := &corev1alpha1.LogicalClusterList{}
 	if err := vw.List(ctx, list); err != nil {
-		return fmt.Errorf("failed to list terminating logical clusters: %w", err)
+		return fmt.Errorf("failed to list terminating logical clusters through %s: %w", vwURL, err)
 	}
+	var errs []error
 	for i := range list.Items {
 		lc := &list.Items[i]
 		cluster := lc.Annotations["kcp.io/cluster"]
@@ -122,19 +152,20 @@ func (t *Terminator) pass(ctx context.Context, vwURL string, vw client.Client) e
 		clog := log.WithValues("cluster", cluster)
 		done, err := t.terminate(ctrl.LoggerInto(ctx, clog), cluster)
 		if err != nil {
-			clog.Error(err, "Failed to clean up terminating workspace")
+			// Keep the terminator and the backend namespaces; the next pass retries.
+			errs = append(errs, fmt.Errorf("failed to clean up terminating workspace %s: %w", cluster, err))
 			continue
 		}
 		if !done {
 			continue
 		}
 		if err := t.removeTerminator(ctx, vwURL, name, lc); err != nil {
-			clog.Error(err, "Failed to remove terminator")
+			errs = append(errs, fmt.Errorf("failed to remove the terminator of workspace %s: %w", cluster, err))
 			continue
 		}
 		clog.Info("Workspace terminated: its CRs went through their finalizers and its backend namespaces are gone")
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // terminate returns true once nothing of the workspace is left.

@@ -128,17 +128,17 @@ func run() error {
 	}
 
 	say("Bootstrapping the platform workspace %s (schemas, exports, WorkspaceType kubeopera-tenant)", workspaces.PlatformWorkspace)
-	if err := workspaces.Bootstrap(ctx, kcp.Config); err != nil {
+	if err := workspaces.Bootstrap(ctx, kcp.Config, workspaces.PlatformWorkspace); err != nil {
 		return err
 	}
 	// The manager runs as kcp's unprivileged "user", with the platform's manager role only.
-	if err := workspaces.BindManagerRole(ctx, kcp.Config, "user"); err != nil {
+	if err := workspaces.BindManagerRole(ctx, kcp.Config, workspaces.PlatformWorkspace, "user"); err != nil {
 		return err
 	}
 	if _, err := workspaces.EnsureWorkspace(ctx, kcp.Config, "root", "orgs", workspaces.WorkspaceType{}); err != nil {
 		return err
 	}
-	demoLC, err := workspaces.EnsureWorkspace(ctx, kcp.Config, "root:orgs", "demo", workspaces.TenantWorkspaceType)
+	demoLC, err := workspaces.EnsureWorkspace(ctx, kcp.Config, "root:orgs", "demo", workspaces.TenantWorkspaceTypeIn(workspaces.PlatformWorkspace))
 	if err != nil {
 		return err
 	}

@@ -37,8 +37,8 @@ func main() {
 	}
 	ctx := ctrl.LoggerInto(ctrl.SetupSignalHandler(), ctrl.Log)
 	if opts.Bootstrap {
-		log.Info("Bootstrapping the platform workspace", "workspace", workspaces.PlatformWorkspace)
-		if err := workspaces.Bootstrap(ctx, cfgs.KCP); err != nil {
+		log.Info("Bootstrapping the platform workspace", "workspace", opts.PlatformWorkspace)
+		if err := workspaces.Bootstrap(ctx, cfgs.KCP, opts.PlatformWorkspace); err != nil {
 			log.Error(err, "Bootstrap failed")
 			os.Exit(1)
 		}

@@ -9,8 +9,6 @@ import (
 	corev1alpha1 "github.com/kcp-dev/sdk/apis/core/v1alpha1"
 	tenancyv1alpha1 "github.com/kcp-dev/sdk/apis/tenancy/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -22,7 +20,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
-	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 	"sigs.k8s.io/multicluster-runtime/providers/multi"
 
 	"github.com/kcp-dev/multicluster-provider/apiexport"
@@ -169,18 +166,25 @@ func Run(ctx context.Context, o Options, cfgs *Configs) error {
 
 	if err := local.Add(&workspaces.Terminator{
 		KCPConfig:     kcpCfg,
-		WorkspaceType: workspaces.TenantWorkspaceType.Name,
+		WorkspaceType: workspaces.TenantWorkspaceTypeName,
 		Backend:       backend,
-		Workspace:     workspaceObjects(mgr, kcpCfg, endpointSlices),
+		Workspace:     workspaceObjects(kcpCfg, scheme, endpointSlices),
 		Interval:      o.TerminatorPollInterval,
 	}); err != nil {
 		return err
 	}
 	if err := local.Add(&workspaces.OrphanSweep{
-		KCPConfig: cfgs.Sweep,
-		Backend:   backend,
-		Interval:  o.OrphanSweepInterval,
-		MinAge:    o.OrphanSweepInterval / 2,
+		Backend:    backend,
+		Workspaces: (&workspaces.ShardLookup{Config: cfgs.Sweep}).State,
+		OwnerExists: (&workspaces.OwnerLookup{KCPConfig: kcpCfg, Kinds: map[string]workspaces.OwnerKind{
+			"Tenant":            {EndpointSlice: o.KubeoperaEndpointSlice, Resource: kov1alpha1.GroupVersion.WithResource("tenants"), Namespaced: true},
+			"HostCluster":       {EndpointSlice: o.KubeoperaEndpointSlice, Resource: kov1alpha1.GroupVersion.WithResource("hostclusters"), Namespaced: true},
+			"KubernetesCluster": {EndpointSlice: o.PlatformEndpointSlice, Resource: platformv1alpha1.GroupVersion.WithResource("kubernetesclusters"), Namespaced: true},
+		}}).Exists,
+		Interval:     o.OrphanSweepInterval,
+		MinAge:       o.OrphanSweepInterval / 2,
+		Delete:       o.OrphanSweepDelete,
+		MaxDeletions: o.OrphanSweepMaxDeletions,
 	}); err != nil {
 		return err
 	}
@@ -203,54 +207,18 @@ func (h bindingLogger) OnDelete(obj client.Object) {
 
 func clusterOf(obj client.Object) string { return obj.GetAnnotations()["kcp.io/cluster"] }
 
-// workspaceObjects returns the terminator's view of a workspace's CRs: it deletes those not yet
-// being deleted (so each goes through its finalizer) and returns how many remain. A workspace the
-// manager has not engaged (yet: right after a restart) is read through the export's virtual
-// workspace directly, so its CRs are never taken for absent; one no export serves any more has
-// none reachable.
-func workspaceObjects(mgr mcmanager.Manager, kcpCfg *rest.Config, slices map[string]string) workspaces.WorkspaceObjectsFunc {
-	kinds := map[string][]client.ObjectList{
-		KubeoperaProvider: {&kov1alpha1.TenantList{}, &kov1alpha1.HostClusterList{}},
-		PlatformProvider:  {&platformv1alpha1.KubernetesClusterList{}},
-	}
-	return func(ctx context.Context, logicalCluster string) (int, error) {
-		remaining := 0
-		for provider, lists := range kinds {
-			var c client.Client
-			if cl, err := mgr.GetCluster(ctx, multicluster.ClusterName(provider+"#"+logicalCluster)); err == nil {
-				c = cl.GetClient()
-			} else {
-				vw, err := VirtualWorkspaceClient(ctx, kcpCfg, slices[provider], logicalCluster, mgr.GetLocalManager().GetScheme())
-				if err != nil {
-					return 0, err
-				}
-				c = vw
-			}
-			for _, list := range lists {
-				list = list.DeepCopyObject().(client.ObjectList)
-				if err := c.List(ctx, list); err != nil {
-					if apierrors.IsForbidden(err) || apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
-						break // not bound to this export: nothing of it is reachable
-					}
-					return 0, fmt.Errorf("failed to list %T in %s: %w", list, logicalCluster, err)
-				}
-				items, err := meta.ExtractList(list)
-				if err != nil {
-					return 0, err
-				}
-				for _, item := range items {
-					obj := item.(client.Object)
-					remaining++
-					if obj.GetDeletionTimestamp() == nil {
-						if err := c.Delete(ctx, obj); client.IgnoreNotFound(err) != nil {
-							return 0, fmt.Errorf("failed to delete %s/%s in %s: %w", obj.GetNamespace(), obj.GetName(), logicalCluster, err)
-						}
-					}
-				}
-			}
-		}
-		return remaining, nil
-	}
+// workspaceObjects returns the terminator's view of a workspace's CRs (workspaces.WorkspaceCRs):
+// read uncached through the exports' virtual workspaces with the manager's identity, never taken
+// for absent when they cannot be read.
+func workspaceObjects(kcpCfg *rest.Config, scheme *runtime.Scheme, slices map[string]string) workspaces.WorkspaceObjectsFunc {
+	return (&workspaces.WorkspaceCRs{
+		KCPConfig: kcpCfg,
+		Scheme:    scheme,
+		Exports: []workspaces.ExportKinds{
+			{EndpointSlice: slices[KubeoperaProvider], Lists: []client.ObjectList{&kov1alpha1.TenantList{}, &kov1alpha1.HostClusterList{}}},
+			{EndpointSlice: slices[PlatformProvider], Lists: []client.ObjectList{&platformv1alpha1.KubernetesClusterList{}}},
+		},
+	}).Remaining
 }
 
 // VirtualWorkspaceClient returns an uncached client for one workspace through the virtual

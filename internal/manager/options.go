@@ -62,6 +62,11 @@ type Options struct {
 	TerminatorPollInterval time.Duration
 	// OrphanSweepInterval is how often backend namespaces without a workspace are looked for.
 	OrphanSweepInterval time.Duration
+	// OrphanSweepDelete lets the orphan sweep delete backend namespaces whose workspace is
+	// positively known to be gone; off, it only reports them.
+	OrphanSweepDelete bool
+	// OrphanSweepMaxDeletions caps the namespaces one sweep deletes.
+	OrphanSweepMaxDeletions int
 }
 
 // DefaultOptions returns the defaults, with the seeds' environment variables applied.
@@ -90,6 +95,7 @@ func DefaultOptions() Options {
 		TenantRequeueInterval:     15 * time.Second,
 		TerminatorPollInterval:    5 * time.Second,
 		OrphanSweepInterval:       10 * time.Minute,
+		OrphanSweepMaxDeletions:   5,
 	}
 }
 
@@ -118,6 +124,8 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.TenantRequeueInterval, "tenant-requeue-interval", o.TenantRequeueInterval, "poll interval of a Provisioning Tenant")
 	fs.DurationVar(&o.TerminatorPollInterval, "terminator-poll-interval", o.TerminatorPollInterval, "how often terminating workspaces are looked for")
 	fs.DurationVar(&o.OrphanSweepInterval, "orphan-sweep-interval", o.OrphanSweepInterval, "how often backend namespaces are checked for a workspace")
+	fs.BoolVar(&o.OrphanSweepDelete, "orphan-sweep-delete", o.OrphanSweepDelete, "let the orphan sweep delete backend namespaces whose workspace every kcp shard reports gone on two sweeps; off: report only")
+	fs.IntVar(&o.OrphanSweepMaxDeletions, "orphan-sweep-max-deletions", o.OrphanSweepMaxDeletions, "most backend namespaces one orphan sweep deletes")
 	// Secrets are read from the environment only, never from flags (they would show in ps).
 }
 
