@@ -64,7 +64,8 @@ type Backend struct {
 // fingerprint and annotated with the full logical cluster name and, when owner is set, with the
 // one object it is for. An existing namespace is reused only when its annotation names the same
 // logical cluster (else a CollisionError) and the same owner (else a ClaimedError); nothing is
-// written otherwise. A namespace being deleted is reported as an error to retry later.
+// written otherwise. A namespace being deleted is reported as an error to retry later. In a
+// namespace of its own it binds NamespaceRole to the manager's identity (see ensureAccess).
 func (b Backend) EnsureNamespace(ctx context.Context, logicalCluster, name, owner string) error {
 	ns := &corev1.Namespace{}
 	err := b.Reader.Get(ctx, client.ObjectKey{Name: name}, ns)
@@ -85,7 +86,7 @@ func (b Backend) EnsureNamespace(ctx context.Context, logicalCluster, name, owne
 			}
 			return fmt.Errorf("failed to create backend namespace %s: %w", name, err)
 		}
-		return nil
+		return b.ensureAccess(ctx, name)
 	case err != nil:
 		return fmt.Errorf("failed to get backend namespace %s: %w", name, err)
 	}
@@ -98,7 +99,7 @@ func (b Backend) EnsureNamespace(ctx context.Context, logicalCluster, name, owne
 	if ns.DeletionTimestamp != nil {
 		return fmt.Errorf("backend namespace %s is being deleted; waiting for it to go", name)
 	}
-	return nil
+	return b.ensureAccess(ctx, name)
 }
 
 // OwnedBy reports whether a backend object (namespace, stored Secret) was made for logicalCluster

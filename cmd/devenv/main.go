@@ -31,6 +31,9 @@ import (
 	"github.com/kubeopera/kubeopera/workspaces"
 )
 
+// managerTokenTTL is how long the manager's backend token of one `make run` is valid.
+const managerTokenTTL = 7 * 24 * time.Hour
+
 const (
 	demoWorkspace = "root:orgs:demo"
 	defaultChart  = "oci://ghcr.io/loft-sh/charts/vcluster"
@@ -126,6 +129,17 @@ func run() error {
 	if err := bc.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "kubeopera-system"}}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("failed to create namespace kubeopera-system on the backend: %w", err)
 	}
+	// The manager runs on the backend as its ServiceAccount with exactly the RBAC and admission
+	// policy the product ships (config/rbac), with a fresh token at every run; the admin
+	// kubeconfig stays the developer's (and simulate-vcluster's).
+	say("Applying the manager's backend RBAC (config/rbac); the manager runs as ServiceAccount kubeopera-system/kubeopera-manager")
+	managerBackendKubeconfig := filepath.Join(dev, "manager-backend.kubeconfig")
+	if _, err := devenv.ManagerIdentity(ctx, backendCfg, filepath.Join(root, "config", "rbac"), managerBackendKubeconfig, managerTokenTTL); err != nil {
+		return err
+	}
+	if _, err := devenv.MetricsReaderToken(ctx, backendCfg, time.Hour); err != nil {
+		return err
+	}
 
 	say("Bootstrapping the platform workspace %s (schemas, exports, WorkspaceType kubeopera-tenant)", workspaces.PlatformWorkspace)
 	if err := workspaces.Bootstrap(ctx, kcp.Config, workspaces.PlatformWorkspace); err != nil {
@@ -165,7 +179,7 @@ func run() error {
 	mgr := exec.CommandContext(ctx, filepath.Join(binDir(root), "manager"),
 		"--kcp-kubeconfig", kcpKubeconfig,
 		"--kcp-context", "user",
-		"--backend-kubeconfig", backendKubeconfig,
+		"--backend-kubeconfig", managerBackendKubeconfig,
 		"--vcluster-chart", chart,
 		"--vcluster-chart-version", version,
 		"--helm-cache-dir", filepath.Join(dev, "helm-cache"),
@@ -200,6 +214,12 @@ Provisioning. To play the vCluster writing its kubeconfig Secret, run:
   bin/devenv simulate-vcluster alice-default %s
 `, demoWorkspace)
 	}
+	fmt.Printf(`
+Metrics are HTTPS (self-signed) for callers allowed by ClusterRole kubeopera-metrics-reader, e.g.
+ServiceAccount kubeopera-system/kubeopera-metrics-reader; probes are plain HTTP:
+  curl -sk -H "Authorization: Bearer $(kubectl --kubeconfig %s/backend.kubeconfig -n kubeopera-system create token kubeopera-metrics-reader)" https://127.0.0.1:8080/metrics
+  curl -s http://127.0.0.1:8081/readyz
+`, state)
 	fmt.Println("\nCtrl-C stops everything; the next `make run` reuses what is stored in .dev/.")
 
 	err = mgr.Wait()

@@ -18,7 +18,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
 	"sigs.k8s.io/multicluster-runtime/providers/multi"
 
@@ -30,6 +29,8 @@ import (
 	"github.com/kubeopera/kubeopera/controllers/tenant"
 	"github.com/kubeopera/kubeopera/internal/helm"
 	"github.com/kubeopera/kubeopera/internal/kubeoperaapi"
+	"github.com/kubeopera/kubeopera/internal/reconcile"
+	"github.com/kubeopera/kubeopera/syncer"
 	"github.com/kubeopera/kubeopera/workspaces"
 )
 
@@ -122,7 +123,7 @@ func Run(ctx context.Context, o Options, cfgs *Configs) error {
 
 	mgr, err := mcmanager.New(backendCfg, providers, manager.Options{
 		Scheme:                        scheme,
-		Metrics:                       metricsserver.Options{BindAddress: o.MetricsAddr},
+		Metrics:                       o.MetricsServerOptions(),
 		HealthProbeBindAddress:        o.ProbeAddr,
 		LeaderElection:                o.LeaderElect,
 		LeaderElectionNamespace:       o.LeaderElectionNamespace,
@@ -153,15 +154,34 @@ func Run(ctx context.Context, o Options, cfgs *Configs) error {
 	if err != nil {
 		return fmt.Errorf("failed to create Helm client: %w", err)
 	}
+	// One uncached client per engaged workspace, built on engagement and dropped on
+	// disengagement, shared by every reconciler.
+	wsClients := &reconcile.WorkspaceClients{New: syncer.DirectClient}
+	if err := mgr.Add(wsClients); err != nil {
+		return fmt.Errorf("failed to add the workspace clients: %w", err)
+	}
+	limits, err := o.TenantLimits()
+	if err != nil {
+		return err
+	}
 	if err := (&tenant.Reconciler{
+		Clients:         wsClients,
 		Backend:         backend,
 		Helm:            helmClient,
 		API:             &kubeoperaapi.Client{BaseURL: o.KubeoperaAPIBaseURL, Token: o.InternalServiceToken},
 		Environment:     o.Environment,
+		IngressClass:    o.VClusterIngressClass,
+		ClaimsNamespace: o.ClaimsNamespace,
+		Limits:          limits,
 		RequeueInterval: o.TenantRequeueInterval,
+		Concurrency:     o.TenantConcurrency,
 		ClusterFilter:   workspaces.ClustersOf(KubeoperaProvider),
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("failed to set up the tenant controller: %w", err)
+	}
+	// The backend admits tenant Ingresses of the allowed class only (config/policies).
+	if err := tenant.EnsureIngressClassParam(ctx, backend.Client, o.ClaimsNamespace, o.VClusterIngressClass); err != nil {
+		return err
 	}
 
 	if err := local.Add(&workspaces.Terminator{

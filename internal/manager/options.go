@@ -5,10 +5,16 @@
 package manager
 
 import (
+	"fmt"
 	"os"
 	"time"
 
 	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/kubeopera/kubeopera/controllers/tenant"
 )
 
 // Options configure the manager. Every option has a flag; the seeds' settings also read their
@@ -19,8 +25,9 @@ type Options struct {
 	KCPKubeconfig string
 	// KCPContext selects a context of KCPKubeconfig (empty: current).
 	KCPContext string
-	// SweepKCPContext selects the context the orphan sweep reads LogicalClusters with; it needs
-	// read access to logicalclusters in every workspace (e.g. a shard admin). Empty: KCPContext.
+	// SweepKCPContext selects the context the orphan sweep looks workspaces up with: it lists the
+	// Shards in root and reads each workspace's LogicalCluster on every shard, so it needs a shard
+	// admin; with less, the sweep reports every namespace as unverified. Empty: KCPContext.
 	SweepKCPContext string
 	// PlatformWorkspace is where the exports and their endpoint slices live.
 	PlatformWorkspace string
@@ -55,9 +62,30 @@ type Options struct {
 	LeaderElect             bool
 	LeaderElectionNamespace string
 	LeaderElectionID        string
+	// MetricsSecure serves /metrics over HTTPS behind controller-runtime's authentication and
+	// authorization filter (TokenReview + SubjectAccessReview on the backend: the caller needs
+	// get on the non-resource URL /metrics, e.g. ClusterRole kubeopera-metrics-reader). Off, it is
+	// plain HTTP open to anyone who reaches the port.
+	MetricsSecure bool
+	// MetricsCertDir holds tls.crt and tls.key for /metrics; empty (or missing files): a
+	// self-signed certificate made at start.
+	MetricsCertDir string
 
 	// TenantRequeueInterval is the poll interval of a Provisioning Tenant.
 	TenantRequeueInterval time.Duration
+	// TenantConcurrency is how many Tenants are reconciled at once, across all workspaces.
+	TenantConcurrency int
+	// MaxTenantsPerWorkspace, MaxTenantCPUPerWorkspace and MaxTenantMemoryPerWorkspace are the
+	// per-workspace limits on Tenants (count, sum of CPU quotas, sum of memory quotas); 0 or ""
+	// means no limit.
+	MaxTenantsPerWorkspace      int
+	MaxTenantCPUPerWorkspace    string
+	MaxTenantMemoryPerWorkspace string
+	// VClusterIngressClass, when set, lets vClusters sync Ingresses of that class to the backend;
+	// empty keeps Ingress sync off.
+	VClusterIngressClass string
+	// ClaimsNamespace is the backend namespace holding the cloudSpaceID claim records.
+	ClaimsNamespace string
 	// TerminatorPollInterval is how often terminating workspaces are looked for.
 	TerminatorPollInterval time.Duration
 	// OrphanSweepInterval is how often backend namespaces without a workspace are looked for.
@@ -72,30 +100,36 @@ type Options struct {
 // DefaultOptions returns the defaults, with the seeds' environment variables applied.
 func DefaultOptions() Options {
 	return Options{
-		KCPKubeconfig:             os.Getenv("KCP_KUBECONFIG"),
-		PlatformWorkspace:         "root:kubeopera",
-		BackendKubeconfig:         os.Getenv("BACKEND_KUBECONFIG"),
-		KubeoperaEndpointSlice:    "kubeopera.io",
-		PlatformEndpointSlice:     "platform.edgeconnect.eu",
-		VClusterChart:             envOr("VCLUSTER_CHART", "oci://ghcr.io/loft-sh/charts/vcluster"),
-		VClusterChartVersion:      envOr("VCLUSTER_CHART_VERSION", "0.21.2"),
-		HelmCacheDir:              os.Getenv("HELM_CACHE_HOME"),
-		KubeoperaAPIBaseURL:       envOr("KUBEOPERA_API_BASE_URL", "http://kubeopera-api:8080"),
-		InternalServiceToken:      os.Getenv("INTERNAL_SERVICE_TOKEN"),
-		ClusterProvisionerBaseURL: os.Getenv("CLUSTER_PROVISIONER_BASE_URL"),
-		ClusterProvisionerAPIKey:  os.Getenv("CLUSTER_PROVISIONER_API_KEY"),
-		GitOpsScaffolderBaseURL:   os.Getenv("GITOPS_SCAFFOLDER_BASE_URL"),
-		GitOpsScaffolderAPIKey:    os.Getenv("GITOPS_SCAFFOLDER_API_KEY"),
-		Environment:               envOr("ENVIRONMENT", "development"),
-		MetricsAddr:               ":8080",
-		ProbeAddr:                 ":8081",
-		LeaderElect:               true,
-		LeaderElectionNamespace:   "kubeopera-system",
-		LeaderElectionID:          "kubeopera-manager",
-		TenantRequeueInterval:     15 * time.Second,
-		TerminatorPollInterval:    5 * time.Second,
-		OrphanSweepInterval:       10 * time.Minute,
-		OrphanSweepMaxDeletions:   5,
+		KCPKubeconfig:               os.Getenv("KCP_KUBECONFIG"),
+		PlatformWorkspace:           "root:kubeopera",
+		BackendKubeconfig:           os.Getenv("BACKEND_KUBECONFIG"),
+		KubeoperaEndpointSlice:      "kubeopera.io",
+		PlatformEndpointSlice:       "platform.edgeconnect.eu",
+		VClusterChart:               envOr("VCLUSTER_CHART", "oci://ghcr.io/loft-sh/charts/vcluster"),
+		VClusterChartVersion:        envOr("VCLUSTER_CHART_VERSION", "0.21.2"),
+		HelmCacheDir:                os.Getenv("HELM_CACHE_HOME"),
+		KubeoperaAPIBaseURL:         envOr("KUBEOPERA_API_BASE_URL", "http://kubeopera-api:8080"),
+		InternalServiceToken:        os.Getenv("INTERNAL_SERVICE_TOKEN"),
+		ClusterProvisionerBaseURL:   os.Getenv("CLUSTER_PROVISIONER_BASE_URL"),
+		ClusterProvisionerAPIKey:    os.Getenv("CLUSTER_PROVISIONER_API_KEY"),
+		GitOpsScaffolderBaseURL:     os.Getenv("GITOPS_SCAFFOLDER_BASE_URL"),
+		GitOpsScaffolderAPIKey:      os.Getenv("GITOPS_SCAFFOLDER_API_KEY"),
+		Environment:                 envOr("ENVIRONMENT", "development"),
+		MetricsAddr:                 ":8080",
+		MetricsSecure:               true,
+		ProbeAddr:                   ":8081",
+		LeaderElect:                 true,
+		LeaderElectionNamespace:     "kubeopera-system",
+		LeaderElectionID:            "kubeopera-manager",
+		TenantRequeueInterval:       15 * time.Second,
+		TenantConcurrency:           8,
+		MaxTenantsPerWorkspace:      10,
+		MaxTenantCPUPerWorkspace:    "16",
+		MaxTenantMemoryPerWorkspace: "64Gi",
+		ClaimsNamespace:             "kubeopera-system",
+		TerminatorPollInterval:      5 * time.Second,
+		OrphanSweepInterval:         10 * time.Minute,
+		OrphanSweepMaxDeletions:     5,
 	}
 }
 
@@ -105,7 +139,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.KCPContext, "kcp-context", o.KCPContext, "context of --kcp-kubeconfig to use (default: current)")
 	fs.StringVar(&o.SweepKCPContext, "orphan-sweep-kcp-context", o.SweepKCPContext, "context of --kcp-kubeconfig the orphan sweep uses to look workspaces up; it needs get on logicalclusters in every workspace (default: --kcp-context)")
 	fs.StringVar(&o.PlatformWorkspace, "platform-workspace", o.PlatformWorkspace, "kcp workspace holding the APIExports and their endpoint slices")
-	fs.BoolVar(&o.Bootstrap, "bootstrap", o.Bootstrap, "create root:kubeopera and apply its schemas, exports, WorkspaceType and RBAC before starting (idempotent)")
+	fs.BoolVar(&o.Bootstrap, "bootstrap", o.Bootstrap, "create --platform-workspace and apply its schemas, exports, WorkspaceType and RBAC before starting (idempotent)")
 	fs.StringVar(&o.BackendKubeconfig, "backend-kubeconfig", o.BackendKubeconfig, "kubeconfig of the backend cluster; empty: in-cluster (env BACKEND_KUBECONFIG)")
 	fs.StringVar(&o.KubeoperaEndpointSlice, "kubeopera-endpointslice", o.KubeoperaEndpointSlice, "APIExportEndpointSlice of the kubeopera.io export")
 	fs.StringVar(&o.PlatformEndpointSlice, "platform-endpointslice", o.PlatformEndpointSlice, "APIExportEndpointSlice of the platform.edgeconnect.eu export")
@@ -117,11 +151,19 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.GitOpsScaffolderBaseURL, "gitops-scaffolder-base-url", o.GitOpsScaffolderBaseURL, "gitops-scaffolder URL (env GITOPS_SCAFFOLDER_BASE_URL)")
 	fs.StringVar(&o.Environment, "environment", o.Environment, "environment name; development enables development logging (env ENVIRONMENT)")
 	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", o.MetricsAddr, "address of the Prometheus metrics endpoint; 0 disables it")
+	fs.BoolVar(&o.MetricsSecure, "metrics-secure", o.MetricsSecure, "serve /metrics over HTTPS to authenticated, authorized callers only (get on /metrics, e.g. ClusterRole kubeopera-metrics-reader); false: plain HTTP to anyone")
+	fs.StringVar(&o.MetricsCertDir, "metrics-cert-dir", o.MetricsCertDir, "directory with tls.crt and tls.key for /metrics; empty: a self-signed certificate")
 	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", o.ProbeAddr, "address of /healthz and /readyz")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "elect a leader on the backend cluster so several replicas are safe")
 	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", o.LeaderElectionNamespace, "backend namespace of the leader election lease")
 	fs.StringVar(&o.LeaderElectionID, "leader-election-id", o.LeaderElectionID, "name of the leader election lease")
 	fs.DurationVar(&o.TenantRequeueInterval, "tenant-requeue-interval", o.TenantRequeueInterval, "poll interval of a Provisioning Tenant")
+	fs.IntVar(&o.TenantConcurrency, "tenant-concurrency", o.TenantConcurrency, "how many Tenants are reconciled at once, across all workspaces")
+	fs.IntVar(&o.MaxTenantsPerWorkspace, "max-tenants-per-workspace", o.MaxTenantsPerWorkspace, "how many Tenants one workspace may have; 0: no limit")
+	fs.StringVar(&o.MaxTenantCPUPerWorkspace, "max-tenant-cpu-per-workspace", o.MaxTenantCPUPerWorkspace, "the most CPU the quotas of one workspace's Tenants may add up to (a quantity); empty or 0: no limit")
+	fs.StringVar(&o.MaxTenantMemoryPerWorkspace, "max-tenant-memory-per-workspace", o.MaxTenantMemoryPerWorkspace, "the most memory the quotas of one workspace's Tenants may add up to (a quantity); empty or 0: no limit")
+	fs.StringVar(&o.VClusterIngressClass, "vcluster-ingress-class", o.VClusterIngressClass, "let vClusters sync Ingresses of this ingress class to the backend (config/policies/ingress-class.yaml refuses other classes); empty: Ingress sync off")
+	fs.StringVar(&o.ClaimsNamespace, "claims-namespace", o.ClaimsNamespace, "backend namespace of the cloudSpaceID claim records (must exist)")
 	fs.DurationVar(&o.TerminatorPollInterval, "terminator-poll-interval", o.TerminatorPollInterval, "how often terminating workspaces are looked for")
 	fs.DurationVar(&o.OrphanSweepInterval, "orphan-sweep-interval", o.OrphanSweepInterval, "how often backend namespaces are checked for a workspace")
 	fs.BoolVar(&o.OrphanSweepDelete, "orphan-sweep-delete", o.OrphanSweepDelete, "let the orphan sweep delete backend namespaces whose workspace every kcp shard reports gone on two sweeps; off: report only")
@@ -134,4 +176,39 @@ func envOr(key, def string) string {
 		return v
 	}
 	return def
+}
+
+// MetricsServerOptions returns the metrics server's options: with MetricsSecure, HTTPS (the
+// certificate of MetricsCertDir or a self-signed one) behind controller-runtime's authentication
+// and authorization filter, as kubebuilder scaffolds it; without, plain HTTP.
+func (o Options) MetricsServerOptions() metricsserver.Options {
+	opts := metricsserver.Options{BindAddress: o.MetricsAddr}
+	if o.MetricsSecure {
+		opts.SecureServing = true
+		opts.CertDir = o.MetricsCertDir
+		opts.FilterProvider = filters.WithAuthenticationAndAuthorization
+	}
+	return opts
+}
+
+// TenantLimits parses the per-workspace Tenant limits.
+func (o Options) TenantLimits() (tenant.Limits, error) {
+	l := tenant.Limits{MaxTenants: o.MaxTenantsPerWorkspace}
+	for _, q := range []struct {
+		flag, value string
+		into        *resource.Quantity
+	}{
+		{"--max-tenant-cpu-per-workspace", o.MaxTenantCPUPerWorkspace, &l.MaxCPU},
+		{"--max-tenant-memory-per-workspace", o.MaxTenantMemoryPerWorkspace, &l.MaxMemory},
+	} {
+		if q.value == "" {
+			continue
+		}
+		v, err := resource.ParseQuantity(q.value)
+		if err != nil {
+			return l, fmt.Errorf("%s=%q is not a quantity: %w", q.flag, q.value, err)
+		}
+		*q.into = v
+	}
+	return l, nil
 }
