@@ -1,31 +1,7 @@
 package v1alpha1
 
-import (
-	commonv1alpha1 "github.com/kubeopera/kubeopera/apis/common/v1alpha1"
-)
-
-// The shared vocabulary (apis/common/v1alpha1), named here too so this group's users need one
-// import. They are the same constants, defined once.
-const (
-	ReadyCondition       = commonv1alpha1.ReadyCondition
-	ReconcilingCondition = commonv1alpha1.ReconcilingCondition
-	StalledCondition     = commonv1alpha1.StalledCondition
-
-	ProgressingReason          = commonv1alpha1.ProgressingReason
-	SucceededReason            = commonv1alpha1.SucceededReason
-	WaitingReason              = commonv1alpha1.WaitingReason
-	TransientErrorReason       = commonv1alpha1.TransientErrorReason
-	RetryRequestedReason       = commonv1alpha1.RetryRequestedReason
-	DeletingReason             = commonv1alpha1.DeletingReason
-	InvalidSpecReason          = commonv1alpha1.InvalidSpecReason
-	FingerprintCollisionReason = commonv1alpha1.FingerprintCollisionReason
-	NameConflictReason         = commonv1alpha1.NameConflictReason
-	QuotaExceededReason        = commonv1alpha1.QuotaExceededReason
-	CredentialsMissingReason   = commonv1alpha1.CredentialsMissingReason
-
-	RetryAnnotation = commonv1alpha1.RetryAnnotation
-	ManagedByLabel  = commonv1alpha1.ManagedByLabel
-)
+// The shared vocabulary (Ready, Reconciling, Stalled, the common reasons, the retry annotation)
+// is apis/common/v1alpha1; this group adds only its kinds' step conditions and reasons.
 
 // Step conditions of this group's kinds.
 const (
