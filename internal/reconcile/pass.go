@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -92,7 +93,9 @@ func (p Pass[S]) Run(ctx context.Context) (res ctrl.Result, retErr error) {
 		}
 		setPhase(obj, PhaseDeleting)
 		if err := p.runSteps(ctx, p.Delete); err != nil {
-			return p.finish(ctx, err, nil, commonv1alpha1.DeletingReason)
+			res, err := p.finish(ctx, err, nil, commonv1alpha1.DeletingReason)
+			setPhase(obj, PhaseDeleting) // a stalled deletion is still a deletion
+			return res, err
 		}
 		if err := RemoveFinalizer(ctx, p.Client, obj, p.Finalizer); err != nil {
 			return ctrl.Result{}, err
@@ -120,7 +123,7 @@ func (p Pass[S]) Run(ctx context.Context) (res ctrl.Result, retErr error) {
 	case specChanged && phaseOf(obj) == PhaseFailed:
 		setPhase(obj, PhasePending)
 		RemoveCondition(obj, commonv1alpha1.StalledCondition)
-	case phaseOf(obj) == PhaseFailed || (phaseOf(obj) == "" && stalledBefore != nil && stalledBefore.Status == "True" && !specChanged):
+	case phaseOf(obj) == PhaseFailed || (phaseOf(obj) == "" && stalledBefore != nil && stalledBefore.Status == metav1.ConditionTrue && !specChanged):
 		// Nothing to do until the user (retry annotation, spec change) or an admin (status.phase
 		// back to Pending) asks again; the status says why.
 		return ctrl.Result{}, nil
