@@ -22,8 +22,9 @@ const (
 
 // EnsureIngressClassParam writes the admission policy's parameter so the backend admits exactly the
 // Ingresses the vClusters are allowed to sync: the class when one is allowed, none when ingressClass
-// is empty (the parameter is deleted and the policy refuses every tenant Ingress).
-func EnsureIngressClassParam(ctx context.Context, c client.Client, namespace, ingressClass string) error {
+// is empty (the parameter is deleted and the policy refuses every tenant Ingress). It reads through
+// r (uncached: it runs before the manager's caches start) and writes through c.
+func EnsureIngressClassParam(ctx context.Context, r client.Reader, c client.Client, namespace, ingressClass string) error {
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: IngressClassParam}}
 	if ingressClass == "" {
 		if err := c.Delete(ctx, cm); client.IgnoreNotFound(err) != nil {
@@ -31,7 +32,7 @@ func EnsureIngressClassParam(ctx context.Context, c client.Client, namespace, in
 		}
 		return nil
 	}
-	err := c.Get(ctx, client.ObjectKeyFromObject(cm), cm)
+	err := r.Get(ctx, client.ObjectKeyFromObject(cm), cm)
 	switch {
 	case apierrors.IsNotFound(err):
 		cm.Labels = map[string]string{kov1alpha1.ManagedByLabel: ControllerName}

@@ -81,7 +81,7 @@ func TestIngressClassPolicy(t *testing.T) {
 		t.Errorf("an Ingress outside the tenants' namespaces was refused: %v", err)
 	}
 
-	if err := tenant.EnsureIngressClassParam(ctx, c, "kubeopera-system", "nginx"); err != nil {
+	if err := tenant.EnsureIngressClassParam(ctx, c, c, "kubeopera-system", "nginx"); err != nil {
 		t.Fatal(err)
 	}
 	framework.Eventually(t, time.Minute, "an Ingress of the allowed class admitted", func() (bool, string) {
@@ -95,7 +95,7 @@ func TestIngressClassPolicy(t *testing.T) {
 	}
 
 	// Switching it off again: the parameter goes, and so do tenant Ingresses.
-	if err := tenant.EnsureIngressClassParam(ctx, c, "kubeopera-system", ""); err != nil {
+	if err := tenant.EnsureIngressClassParam(ctx, c, c, "kubeopera-system", ""); err != nil {
 		t.Fatal(err)
 	}
 	framework.Eventually(t, time.Minute, "tenant Ingresses refused again", func() (bool, string) {

@@ -129,8 +129,9 @@ func Run(ctx context.Context, o Options, cfgs *Configs) error {
 		LeaderElectionNamespace:       o.LeaderElectionNamespace,
 		LeaderElectionID:              o.LeaderElectionID,
 		LeaderElectionReleaseOnCancel: true,
-		// Secrets and Namespaces are read uncached so the manager never caches the whole backend.
-		Client: client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}, &corev1.Namespace{}}}},
+		// Secrets, Namespaces and ConfigMaps (claim records) are read uncached so the manager never
+		// caches the whole backend.
+		Client: client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}, &corev1.Namespace{}, &corev1.ConfigMap{}}}},
 	})
 	if err != nil {
 		return fmt.Errorf("failed to create manager: %w", err)
@@ -180,7 +181,7 @@ func Run(ctx context.Context, o Options, cfgs *Configs) error {
 		return fmt.Errorf("failed to set up the tenant controller: %w", err)
 	}
 	// The backend admits tenant Ingresses of the allowed class only (config/policies).
-	if err := tenant.EnsureIngressClassParam(ctx, backend.Client, o.ClaimsNamespace, o.VClusterIngressClass); err != nil {
+	if err := tenant.EnsureIngressClassParam(ctx, backend.Reader, backend.Client, o.ClaimsNamespace, o.VClusterIngressClass); err != nil {
 		return err
 	}
 
