@@ -15,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	eventsv1client "k8s.io/client-go/kubernetes/typed/events/v1"
 	"k8s.io/client-go/rest"
@@ -383,15 +382,15 @@ func virtualWorkspaceConfig(ctx context.Context, t *testing.T, platformCfg *rest
 	return cfg
 }
 
+// eventually waits up to a minute for f to return nil; on timeout it reports f's last error.
 func eventually(t *testing.T, what string, f func() error) {
 	t.Helper()
-	var last error
-	if err := wait.PollUntilContextTimeout(context.Background(), 250*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
-		last = f()
-		return last == nil, nil
-	}); err != nil {
-		t.Fatalf("timed out waiting for %s: %v", what, last)
-	}
+	framework.Eventually(t, time.Minute, what, func() (bool, string) {
+		if err := f(); err != nil {
+			return false, err.Error()
+		}
+		return true, ""
+	})
 }
 
 // logStatus records what kcp answered, with the HTTP code and reason.

@@ -19,7 +19,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/discovery"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -173,13 +172,15 @@ func TestPlatformWorkspaceOnRealKCP(t *testing.T) {
 			err := bc.Get(ctx, client.ObjectKey{Name: acmeNamespaces[0]}, ns)
 			return err != nil || ns.DeletionTimestamp != nil
 		}
+		// framework.Poll, not Eventually, here and in the next subtest: every check is a terminator
+		// pass, run once a second as before.
 		var lastErr error
-		err := wait.PollUntilContextTimeout(ctx, time.Second, time.Minute, true, func(ctx context.Context) (bool, error) {
+		err := framework.Poll(ctx, time.Second, time.Minute, func(ctx context.Context) (bool, error) {
 			lastErr = term.Once(ctx)
 			return (lastErr != nil && strings.Contains(lastErr.Error(), acme)) || cleaned(), nil
 		})
 		if err != nil {
-			t.Fatalf("the terminator never saw the terminating workspace: %v", lastErr)
+			t.Fatalf("the terminator never saw the terminating workspace (%v); last pass: %v", err, lastErr)
 		}
 		if cleaned() {
 			t.Fatal("the terminator deleted the backend namespaces of a workspace whose CRs it could not read")
@@ -213,15 +214,18 @@ func TestPlatformWorkspaceOnRealKCP(t *testing.T) {
 		// backend namespaces stay meanwhile.
 		held := &unstructured.Unstructured{}
 		held.SetGroupVersionKind(tenant.GroupVersionKind())
-		err := wait.PollUntilContextTimeout(ctx, time.Second, time.Minute, true, func(ctx context.Context) (bool, error) {
-			_ = term.Once(ctx)
+		var lastSeen string
+		err := framework.Poll(ctx, time.Second, time.Minute, func(ctx context.Context) (bool, error) {
+			passErr := term.Once(ctx)
 			if err := kc(shardAdmin, acme).Get(ctx, client.ObjectKeyFromObject(tenant), held); err != nil {
+				lastSeen = fmt.Sprintf("get Tenant: %v; terminator pass: %v", err, passErr)
 				return false, nil
 			}
+			lastSeen = fmt.Sprintf("Tenant without deletionTimestamp, finalizers %v; terminator pass: %v", held.GetFinalizers(), passErr)
 			return held.GetDeletionTimestamp() != nil, nil
 		})
 		if err != nil {
-			t.Fatalf("the Tenant was never deleted: %v", err)
+			t.Fatalf("the Tenant was never deleted (%v); last seen: %s", err, lastSeen)
 		}
 		for range 2 {
 			_ = term.Once(ctx)
@@ -238,13 +242,19 @@ func TestPlatformWorkspaceOnRealKCP(t *testing.T) {
 			t.Fatal(err)
 		}
 		var lastErr error
-		err = wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		var lastLC string
+		err = framework.Poll(ctx, time.Second, 2*time.Minute, func(ctx context.Context) (bool, error) {
 			lastErr = term.Once(ctx)
-			_, err := logicalCluster(acme)
+			lc, err := logicalCluster(acme)
+			if err != nil {
+				lastLC = err.Error()
+			} else {
+				lastLC = fmt.Sprintf("still there, terminators %v", lc.Status.Terminators)
+			}
 			return apierrors.IsNotFound(err), nil
 		})
 		if err != nil {
-			t.Fatalf("the workspace never finished terminating: %v", lastErr)
+			t.Fatalf("the workspace never finished terminating (%v); last terminator pass: %v; LogicalCluster: %s", err, lastErr, lastLC)
 		}
 		for _, name := range acmeNamespaces {
 			ns := &corev1.Namespace{}
@@ -252,11 +262,13 @@ func TestPlatformWorkspaceOnRealKCP(t *testing.T) {
 				t.Fatalf("backend namespace %s survived the workspace", name)
 			}
 			// The backend's namespace controller finishes the deletion.
-			if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-				return apierrors.IsNotFound(bc.Get(ctx, client.ObjectKey{Name: name}, ns)), nil
-			}); err != nil {
-				t.Fatalf("backend namespace %s never went away", name)
-			}
+			framework.Eventually(t, time.Minute, "backend namespace "+name+" to go away", func() (bool, string) {
+				err := bc.Get(ctx, client.ObjectKey{Name: name}, ns)
+				if err != nil {
+					return apierrors.IsNotFound(err), err.Error()
+				}
+				return false, fmt.Sprintf("phase %s, deletionTimestamp %v, finalizers %v", ns.Status.Phase, ns.DeletionTimestamp, ns.Spec.Finalizers)
+			})
 		}
 	})
 
@@ -366,23 +378,26 @@ func waitForBindings(ctx context.Context, t *testing.T, c client.Client, ws stri
 	t.Helper()
 	for _, export := range []string{"kubeopera.io", "platform.edgeconnect.eu"} {
 		var binding *apisv1alpha2.APIBinding
-		err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		framework.Eventually(t, time.Minute, "a bound APIBinding for export "+export+" in "+ws, func() (bool, string) {
 			list := &apisv1alpha2.APIBindingList{}
 			if err := c.List(ctx, list); err != nil {
-				return false, nil
+				return false, "list APIBindings: " + err.Error()
 			}
+			var seen []string
 			for i := range list.Items {
 				b := &list.Items[i]
 				if b.Spec.Reference.Export != nil && b.Spec.Reference.Export.Name == export && b.Status.Phase == apisv1alpha2.APIBindingPhaseBound {
 					binding = b
-					return true, nil
+					return true, ""
 				}
+				ref := "<no export>"
+				if b.Spec.Reference.Export != nil {
+					ref = b.Spec.Reference.Export.Path + ":" + b.Spec.Reference.Export.Name
+				}
+				seen = append(seen, fmt.Sprintf("%s (export %s, phase %q)", b.Name, ref, b.Status.Phase))
 			}
-			return false, nil
+			return false, fmt.Sprintf("APIBindings: %v", seen)
 		})
-		if err != nil {
-			t.Fatalf("no bound APIBinding for export %s in %s", export, ws)
-		}
 		if binding.Spec.Reference.Export.Path != platform {
 			t.Errorf("%s binds %s from %q, want %q", ws, export, binding.Spec.Reference.Export.Path, platform)
 		}

@@ -17,6 +17,8 @@ import (
 
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
+
+	"github.com/kubeopera/kubeopera/test/framework"
 )
 
 // packagedChart returns the test chart packaged as a .tgz and its file name.
@@ -175,7 +177,10 @@ func TestChartPullsDoNotPileUp(t *testing.T) {
 		t.Errorf("requests in flight at once at the server = %d, want 1", n)
 	}
 	// Nobody waits any more: the pull is cancelled, the server sees the request end.
-	waitFor(t, func() bool { return srv.inFlight.Load() == 0 && pulls.inFlight() == 0 })
+	framework.Eventually(t, 10*time.Second, "the abandoned pull to end at the server", func() (bool, string) {
+		atServer, pulling := srv.inFlight.Load(), pulls.inFlight()
+		return atServer == 0 && pulling == 0, fmt.Sprintf("%d requests in flight at the server, %d pulls in flight", atServer, pulling)
+	})
 	t.Logf("%d callers, %d requests", callers, srv.requests.Load())
 
 	srv.status.Store(http.StatusOK)
@@ -224,7 +229,10 @@ func TestPuller(t *testing.T) {
 			_, results[i] = p.do(context.Background(), fmt.Sprintf("key-%d", i%4), load)
 		}()
 	}
-	waitFor(t, func() bool { return running.Load() == 2 })
+	framework.Eventually(t, 10*time.Second, "two loads running at once", func() (bool, string) {
+		n := running.Load()
+		return n == 2, fmt.Sprintf("%d loads running", n)
+	})
 	close(release)
 	wg.Wait()
 	for i, err := range results {
@@ -246,7 +254,7 @@ func TestPuller(t *testing.T) {
 		}
 		defer running.Add(-1)
 		<-ctx.Done()
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(50 * time.Millisecond) // stopping takes a while: a new load started meanwhile would show
 		return nil, ctx.Err()
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -259,7 +267,10 @@ func TestPuller(t *testing.T) {
 			}
 		}()
 	}
-	waitFor(t, func() bool { return calls.Load() == 1 })
+	framework.Eventually(t, 10*time.Second, "the abandoned callers' load to start", func() (bool, string) {
+		n := calls.Load()
+		return n == 1, fmt.Sprintf("%d loads started", n)
+	})
 	cancel()
 	wg.Wait()
 	ok := func(context.Context) ([]byte, error) {

@@ -21,6 +21,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/kubeopera/kubeopera/test/framework"
 )
 
 // binaryWait bounds how long TestMain waits for envtest binaries that are
@@ -77,25 +79,26 @@ func backend(t *testing.T) {
 	}
 }
 
-// waitForBinaries polls dir until all binaries exist, for at most timeout.
+// waitForBinaries polls dir every 10 seconds until all binaries exist, for at most timeout.
 func waitForBinaries(dir string, timeout time.Duration, names ...string) error {
-	deadline := time.Now().Add(timeout)
-	for {
-		var missing []string
+	var missing []string
+	err := framework.Poll(context.Background(), 10*time.Second, timeout, func(context.Context) (bool, error) {
+		missing = nil
 		for _, n := range names {
 			if _, err := os.Stat(filepath.Join(dir, n)); err != nil {
 				missing = append(missing, n)
 			}
 		}
 		if len(missing) == 0 {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("envtest binaries %v not found in %s (build them into _tools/bin or set KUBEBUILDER_ASSETS)", missing, dir)
+			return true, nil
 		}
 		fmt.Fprintf(os.Stderr, "waiting for envtest binaries %v in %s\n", missing, dir)
-		time.Sleep(10 * time.Second)
+		return false, nil
+	})
+	if err != nil {
+		return fmt.Errorf("envtest binaries %v not found in %s (build them into _tools/bin or set KUBEBUILDER_ASSETS): %w", missing, dir, err)
 	}
+	return nil
 }
 
 // setup returns a client for the test chart and a fresh namespace.

@@ -3,10 +3,13 @@ package helm
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/kubeopera/kubeopera/test/framework"
 )
 
 // TestKeyedLock: one holder per key at a time, keys independent, waiting ends
@@ -43,7 +46,10 @@ func TestKeyedLock(t *testing.T) {
 		}
 		acquired <- unlock
 	}()
-	waitFor(t, func() bool { return k.refs("a") == 2 })
+	framework.Eventually(t, 10*time.Second, "a holder and a waiter of key a", func() (bool, string) {
+		n := k.refs("a")
+		return n == 2, fmt.Sprintf("%d holders and waiters", n)
+	})
 	unlockA()
 	unlock := <-acquired
 	if n := k.len(); n != 1 {
@@ -96,14 +102,4 @@ func (k *keyedLock) refs(key string) int {
 		return l.refs
 	}
 	return 0
-}
-
-// waitFor polls cond for up to 10 seconds.
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met within 10s")
-		}
-	}
 }
