@@ -60,9 +60,11 @@ func (r *Reconciler) deleteSteps() []reconcile.Step[*scope] {
 }
 
 // admit checks the workspace's limits and claims the cloudSpaceID for this workspace, before
-// anything is written for the Tenant. A Tenant admitted once stays admitted.
+// anything is written for the Tenant or for a change of its spec.
 func (r *Reconciler) admit(ctx context.Context, s *scope) error {
-	if !reconcile.IsTrue(s.tenant, kov1alpha1.AdmittedCondition) {
+	// Checked until admitted, and again whenever the spec changed since (a bigger quota must fit
+	// too; nothing of the change is installed when it does not).
+	if c := reconcile.GetCondition(s.tenant, kov1alpha1.AdmittedCondition); c == nil || c.Status != metav1.ConditionTrue || c.ObservedGeneration != s.tenant.Generation {
 		if err := r.checkLimits(ctx, s); err != nil {
 			return err
 		}
@@ -109,8 +111,14 @@ func (r *Reconciler) release(ctx context.Context, s *scope) error {
 	if err != nil {
 		return r.helmError(ctx, s, err)
 	}
-	newAttempt := t.Status.Phase == kov1alpha1.TenantPhasePending && obs.Exists && obs.State != helm.StateDeployed
-	if !obs.Exists || !obs.UpToDate || obs.State == helm.StatePending || newAttempt {
+	// A new attempt reinstalls a release that is not deployed: one the user or an admin asked to
+	// retry (phase Pending), and one whose last install or upgrade failed transiently in this
+	// step (an API server or registry blip after Helm had recorded the revision as failed).
+	lastTransient := reconcile.GetCondition(t, kov1alpha1.ReleaseDeployedCondition)
+	retrying := t.Status.Phase == kov1alpha1.TenantPhasePending ||
+		(lastTransient != nil && lastTransient.Reason == kov1alpha1.TransientErrorReason)
+	newAttempt := retrying && obs.Exists && obs.State != helm.StateDeployed
+	if !obs.Exists || !obs.UpToDate || obs.State == helm.StatePending || obs.State == helm.StateUninstalling || newAttempt {
 		t.Status.Phase = kov1alpha1.TenantPhaseProvisioning
 		if obs, err = r.Helm.InstallOrUpgrade(ctx, s.hostNamespace, s.releaseName, s.values); err != nil {
 			return r.helmError(ctx, s, err)

@@ -9,8 +9,9 @@ import (
 // NetworkPolicy, ResourceQuota and LimitRange policies on, so one tenant's workloads cannot reach
 // or starve another's on the shared backend. Ingress sync to the shared backend is off unless the
 // platform admin allows one ingress class (ingressClass); then the vCluster syncs Ingresses and
-// shows the backend's IngressClasses, and config/policies/ingress-class.yaml refuses Ingresses
-// of any other class in the backend's kcp-* namespaces.
+// config/policies/ingress-class.yaml refuses Ingresses of any other class in the backend's
+// tenant namespaces. (The chart's sync.fromHost.ingressClasses would need a ClusterRole, which the
+// manager's backend identity may not create.)
 func vclusterValues(t *kov1alpha1.Tenant, release, namespace, environment, ingressClass string) map[string]any {
 	res := map[string]any{
 		"cpu":    t.Spec.Quota.CPU.String(),
@@ -67,9 +68,6 @@ func syncValues(ingressClass string) map[string]any {
 			"ingresses":       map[string]any{"enabled": ingressClass != ""},
 			"serviceAccounts": map[string]any{"enabled": true},
 		},
-	}
-	if ingressClass != "" {
-		sync["fromHost"] = map[string]any{"ingressClasses": map[string]any{"enabled": true}}
 	}
 	return sync
 }

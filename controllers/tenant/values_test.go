@@ -39,7 +39,7 @@ func TestVClusterValues(t *testing.T) {
 		"memory limit is the quota":                {v, []string{"controlPlane", "statefulSet", "resources", "limits", "memory"}, "4Gi"},
 		"ingresses not synced by default":          {v, []string{"sync", "toHost", "ingresses", "enabled"}, false},
 		"ingresses synced when a class is allowed": {withIngress, []string{"sync", "toHost", "ingresses", "enabled"}, true},
-		"ingress classes shown when allowed":       {withIngress, []string{"sync", "fromHost", "ingressClasses", "enabled"}, true},
+		"no cluster-wide sync when allowed":        {withIngress, []string{"sync", "fromHost"}, nil},
 		"service accounts synced":                  {v, []string{"sync", "toHost", "serviceAccounts", "enabled"}, true},
 		"in-cluster server":                        {v, []string{"exportKubeConfig", "server"}, "https://vc-alice-default.kcp-0123456789ab-vc-alice-default:443"},
 		"network policy on":                        {v, []string{"policies", "networkPolicy", "enabled"}, true},

@@ -52,8 +52,8 @@ type WorkspaceClients struct {
 }
 
 type engaged struct {
-	cluster cluster.Cluster
-	client  client.Client
+	token  *byte
+	client client.Client
 }
 
 // Engage implements multicluster.Aware: it builds name's client and forgets it when ctx ends.
@@ -67,13 +67,14 @@ func (w *WorkspaceClients) Engage(ctx context.Context, name multicluster.Cluster
 	if w.clients == nil {
 		w.clients = map[multicluster.ClusterName]engaged{}
 	}
-	w.clients[name] = engaged{cluster: cl, client: c}
+	token := new(byte) // identifies this engagement
+	w.clients[name] = engaged{token: token, client: c}
 	w.mu.Unlock()
 	context.AfterFunc(ctx, func() {
 		w.mu.Lock()
 		defer w.mu.Unlock()
-		// A workspace engaged anew (another cluster instance) keeps its new client.
-		if e, ok := w.clients[name]; ok && e.cluster == cl {
+		// A workspace engaged anew keeps the client of its new engagement.
+		if e, ok := w.clients[name]; ok && e.token == token {
 			delete(w.clients, name)
 		}
 	})

@@ -76,11 +76,13 @@ func (p Pass[S]) Run(ctx context.Context) (res ctrl.Result, retErr error) {
 		}
 		switch err := patcher.Patch(ctx, obj, retErr); {
 		case err == nil, apierrors.IsNotFound(err):
-		case apierrors.IsConflict(err) && retErr == nil:
+		case apierrors.IsConflict(err):
 			// This pass worked from a stale copy; do it again from the current one.
-			res = ctrl.Result{RequeueAfter: ConflictRequeue}
+			res, retErr = ctrl.Result{RequeueAfter: ConflictRequeue}, nil
 		default:
-			retErr = errors.Join(retErr, err)
+			// The status does not say how the pass ended: retry with backoff, even after a
+			// terminal outcome (which would otherwise never be written).
+			retErr = err
 		}
 		if retErr != nil {
 			res = ctrl.Result{} // never an error together with RequeueAfter

@@ -55,9 +55,9 @@ type ProviderConfigSpec struct {
 
 // ProviderConfigStatus is the platform's word on the ProviderConfig.
 type ProviderConfigStatus struct {
-	// phase is Pending, Ready or Failed.
+	// phase is Pending, Ready, Failed or Deleting.
 	// +optional
-	// +kubebuilder:validation:Enum=Pending;Ready;Failed
+	// +kubebuilder:validation:Enum=Pending;Ready;Failed;Deleting
 	Phase string `json:"phase,omitempty"`
 
 	// message says in a sentence what happened last.
