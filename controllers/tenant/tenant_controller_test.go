@@ -432,7 +432,28 @@ func TestTenantPhaseTransitions(t *testing.T) {
 		}
 		// A refused Tenant holds nothing: a small one still fits.
 		newTenant(t, acme, "carol", "ca201", "1")
-		waitFor(t, acme, "carol", "Provisioning", func(tn *kov1alpha1.Tenant) bool { return tn.Status.Phase == kov1alpha1.TenantPhaseProvisioning })
+		waitFor(t, acme, "carol", "deployed", func(tn *kov1alpha1.Tenant) bool {
+			return cond(tn, kov1alpha1.ReleaseDeployedCondition) == "True/Succeeded"
+		})
+		// An admitted Tenant cannot grow past the limits either: the bigger quota is refused and
+		// its release is not upgraded.
+		patch := client.RawPatch("application/merge-patch+json", []byte(`{"spec":{"quota":{"cpu":"10"}}}`))
+		if err := acme.Patch(t.Context(), &kov1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "carol"}}, patch); err != nil {
+			t.Fatal(err)
+		}
+		tn = waitFor(t, acme, "carol", "refused for its new quota", func(tn *kov1alpha1.Tenant) bool {
+			return cond(tn, kov1alpha1.AdmittedCondition) == "False/"+kov1alpha1.QuotaExceededReason
+		})
+		if tn.Status.Phase != kov1alpha1.TenantPhaseFailed || !strings.Contains(tn.Status.Message, "limit of 5") {
+			t.Errorf("want Failed naming the limit, got %s", describe(tn))
+		}
+		revisions := &corev1.SecretList{}
+		if err := s.backend.List(t.Context(), revisions, client.InNamespace(workspaces.VClusterNamespace(s.lc["acme"], "carol")), client.MatchingLabels{"owner": "helm", "name": "vc-carol"}); err != nil {
+			t.Fatal(err)
+		}
+		if len(revisions.Items) != 1 {
+			t.Errorf("the release was upgraded to a quota over the limit: %d revisions", len(revisions.Items))
+		}
 	})
 
 	t.Run("Tenants of several workspaces are reconciled at once", func(t *testing.T) {
