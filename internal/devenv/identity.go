@@ -181,8 +181,12 @@ func waitConfined(ctx context.Context, cfg *rest.Config) error {
 	if err != nil {
 		return err
 	}
+	// Namespaces as the manager makes them (labelled with a workspace fingerprint); the policy
+	// refuses the manager any other.
 	probe := func(name string) error {
-		return c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, client.DryRunAll)
+		return c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
+			Name: name, Labels: map[string]string{"kubeopera.io/workspace-fingerprint": "identityprobe"},
+		}}, client.DryRunAll)
 	}
 	var last string
 	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {

@@ -48,6 +48,8 @@ func TestManagerBackendIdentity(t *testing.T) {
 	// Objects of others the manager must not touch, made by the admin.
 	for _, obj := range []client.Object{
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "someone-else"}},
+		// A kcp-* namespace on a shared backend that is not KubeOpera's (no fingerprint label).
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "kcp-system-components"}},
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "cloud-credentials"}, StringData: map[string]string{"key": "v"}},
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "db-password"}, StringData: map[string]string{"key": "v"}},
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "kubeopera-system", Name: "kubeopera-manager"}, StringData: map[string]string{"key": "v"}},
@@ -189,6 +191,9 @@ func TestManagerBackendIdentity(t *testing.T) {
 		}{
 			{"creating namespace not-kcp-x", mgr.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "not-kcp-x"}})},
 			{"deleting namespace someone-else", mgr.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "someone-else"}})},
+			{"deleting an unlabelled kcp-* namespace", mgr.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "kcp-system-components"}})},
+			{"creating an unlabelled kcp-* namespace", mgr.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "kcp-unlabelled"}})},
+			{"binding its tenant-namespace role in an unlabelled kcp-* namespace", mgr.Create(ctx, selfBinding("kcp-system-components", "system:serviceaccount:kubeopera-system:kubeopera-manager"))},
 			{"reading a Secret in kube-system", mgr.Get(ctx, client.ObjectKey{Namespace: "kube-system", Name: "cloud-credentials"}, &corev1.Secret{})},
 			{"reading a Secret in default", mgr.Get(ctx, client.ObjectKey{Namespace: "default", Name: "db-password"}, &corev1.Secret{})},
 			{"reading a Secret in kubeopera-system", mgr.Get(ctx, client.ObjectKey{Namespace: "kubeopera-system", Name: "kubeopera-manager"}, &corev1.Secret{})},
@@ -214,9 +219,11 @@ func TestManagerBackendIdentity(t *testing.T) {
 		if err := admin.Get(ctx, client.ObjectKey{Name: "not-kcp-x"}, &corev1.Namespace{}); !apierrors.IsNotFound(err) {
 			t.Errorf("namespace not-kcp-x: %v", err)
 		}
-		ns := &corev1.Namespace{}
-		if err := admin.Get(ctx, client.ObjectKey{Name: "someone-else"}, ns); err != nil || ns.DeletionTimestamp != nil {
-			t.Errorf("namespace someone-else was touched: %v %v", err, ns.DeletionTimestamp)
+		for _, name := range []string{"someone-else", "kcp-system-components"} {
+			ns := &corev1.Namespace{}
+			if err := admin.Get(ctx, client.ObjectKey{Name: name}, ns); err != nil || ns.DeletionTimestamp != nil {
+				t.Errorf("namespace %s was touched: %v %v", name, err, ns.DeletionTimestamp)
+			}
 		}
 	})
 
