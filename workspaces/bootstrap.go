@@ -2,9 +2,7 @@ package workspaces
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"path"
 	"sort"
@@ -13,11 +11,11 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubeopera/kubeopera/apiexports"
+	"github.com/kubeopera/kubeopera/internal/manifests"
 )
 
 const (
@@ -120,18 +118,11 @@ func platformObjects(platformWorkspace string) ([]*unstructured.Unstructured, er
 		if err != nil {
 			return err
 		}
-		dec := yaml.NewYAMLOrJSONDecoder(strings.NewReader(string(raw)), 4096)
-		for {
-			u := &unstructured.Unstructured{}
-			if err := dec.Decode(&u.Object); err != nil {
-				if errors.Is(err, io.EOF) {
-					break
-				}
-				return fmt.Errorf("failed to decode %s: %w", p, err)
-			}
-			if len(u.Object) == 0 {
-				continue
-			}
+		decoded, err := manifests.Decode(raw)
+		if err != nil {
+			return fmt.Errorf("%s: %w", p, err)
+		}
+		for _, u := range decoded {
 			unstructured.RemoveNestedField(u.Object, "status")
 			unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
 			if err := pointAtPlatformWorkspace(u, platformWorkspace); err != nil {

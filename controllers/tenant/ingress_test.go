@@ -12,13 +12,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubeopera/kubeopera/controllers/tenant"
 	imanager "github.com/kubeopera/kubeopera/internal/manager"
+	"github.com/kubeopera/kubeopera/internal/manifests"
 	"github.com/kubeopera/kubeopera/test/framework"
 	"github.com/kubeopera/kubeopera/workspaces"
 )
@@ -37,12 +36,11 @@ func TestIngressClassPolicy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dec := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(string(raw)), 4096)
-	for {
-		u := &unstructured.Unstructured{}
-		if err := dec.Decode(&u.Object); err != nil {
-			break
-		}
+	objs, err := manifests.Decode(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range objs {
 		if err := c.Create(ctx, u); err != nil {
 			t.Fatal(err)
 		}

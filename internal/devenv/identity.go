@@ -2,9 +2,7 @@ package devenv
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -18,10 +16,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kubeopera/kubeopera/internal/manifests"
 )
 
 const (
@@ -102,19 +101,11 @@ func readManifests(dir string) ([]*unstructured.Unstructured, error) {
 		if err != nil {
 			return nil, err
 		}
-		dec := yaml.NewYAMLOrJSONDecoder(strings.NewReader(string(raw)), 4096)
-		for {
-			u := &unstructured.Unstructured{}
-			if err := dec.Decode(&u.Object); err != nil {
-				if errors.Is(err, io.EOF) {
-					break
-				}
-				return nil, fmt.Errorf("failed to decode %s: %w", f, err)
-			}
-			if len(u.Object) > 0 {
-				objs = append(objs, u)
-			}
+		decoded, err := manifests.Decode(raw)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", f, err)
 		}
+		objs = append(objs, decoded...)
 	}
 	if len(objs) == 0 {
 		return nil, fmt.Errorf("no manifests in %s", dir)
