@@ -6,16 +6,12 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"helm.sh/helm/v3/pkg/chart/loader"
-	"helm.sh/helm/v3/pkg/chartutil"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -48,39 +44,6 @@ import (
 // shipped backend identity (config/rbac), and two "workspaces" (each its own kube-apiserver with
 // the CRDs) served under kubeopera.io#<name> like the apiexport provider serves kcp workspaces.
 // The e2e suite does the same on a real kcp; this one is the faster table of phase transitions.
-
-// chartServer serves the packaged test chart over HTTP, or answers 503 while down, like a chart
-// registry that is unreachable for a while.
-type chartServer struct {
-	*httptest.Server
-	down atomic.Bool
-}
-
-func newChartServer(t *testing.T) *chartServer {
-	t.Helper()
-	ch, err := loader.Load(filepath.Join(framework.RepoRoot(), "test", "charts", "vcluster"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	path, err := chartutil.Save(ch, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	archive, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &chartServer{}
-	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if s.down.Load() {
-			http.Error(w, "registry unavailable", http.StatusServiceUnavailable)
-			return
-		}
-		_, _ = w.Write(archive)
-	}))
-	t.Cleanup(s.Close)
-	return s
-}
 
 // cloudSpaceCalls records kubeopera-api's CloudSpace PATCH callbacks (seed 003).
 type cloudSpaceCalls struct {
@@ -138,7 +101,7 @@ type suite struct {
 	admin     *rest.Config
 	ws        map[string]client.Client
 	lc        map[string]string
-	chart     *chartServer
+	chart     *framework.ChartServer
 	api       *cloudSpaceCalls
 	helm      *helmRecorder
 }
@@ -162,8 +125,8 @@ func setup(t *testing.T) *suite {
 		t.Fatal(err)
 	}
 
-	s.chart = newChartServer(t)
-	s.chart.down.Store(true)
+	// A chart repository that is unreachable (503) until a test brings it up.
+	s.chart = framework.NewChartServer(t, filepath.Join(framework.RepoRoot(), "test", "charts", "vcluster"), http.StatusServiceUnavailable)
 	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id, _ := strings.CutPrefix(r.URL.Path, "/api/v1/cloudspaces/")
 		s.api.mu.Lock()
@@ -198,7 +161,7 @@ func setup(t *testing.T) *suite {
 		s.lc[name] = lc
 	}
 
-	real, err := helm.New(s.backendAs, helm.Options{ChartRef: s.chart.URL + "/vcluster-0.21.2.tgz", CacheDir: t.TempDir()})
+	real, err := helm.New(s.backendAs, helm.Options{ChartRef: s.chart.ChartURL(), CacheDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -317,7 +280,7 @@ func TestTenantPhaseTransitions(t *testing.T) {
 			t.Errorf("ReleaseDeployed = %s, want False/TransientError", cond(tn, kov1alpha1.ReleaseDeployedCondition))
 		}
 		// The registry comes back: the Tenant proceeds by itself.
-		s.chart.down.Store(false)
+		s.chart.Status.Store(http.StatusOK)
 		tn = waitFor(t, acme, "alice", "deployed and waiting for the vCluster", func(tn *kov1alpha1.Tenant) bool {
 			return cond(tn, kov1alpha1.ReleaseDeployedCondition) == "True/Succeeded" && cond(tn, kov1alpha1.KubeconfigDeliveredCondition) == "False/Waiting"
 		})
@@ -336,7 +299,7 @@ func TestTenantPhaseTransitions(t *testing.T) {
 		// an overloaded or misbehaving admission chain would): Helm records the revision as
 		// failed and reports the refusal (403, transient). Once the API accepts it again, the
 		// Tenant proceeds by itself.
-		s.chart.down.Store(false) // the chart registry is up
+		s.chart.Status.Store(http.StatusOK) // the chart registry is up
 		refuse := admissionRefusal(t, s.admin, "vc-erin")
 		newTenant(t, acme, "erin", "e7177", "1")
 		tn := waitFor(t, acme, "erin", "Reconciling with a transient error after Helm recorded a failed revision", func(tn *kov1alpha1.Tenant) bool {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io/fs"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,74 +14,14 @@ import (
 	"testing"
 	"time"
 
-	"helm.sh/helm/v3/pkg/chart/loader"
-	"helm.sh/helm/v3/pkg/chartutil"
-
 	"github.com/kubeopera/kubeopera/test/framework"
 )
-
-// packagedChart returns the test chart packaged as a .tgz and its file name.
-func packagedChart(t *testing.T) ([]byte, string) {
-	t.Helper()
-	ch, err := loader.Load(chartDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	file, err := chartutil.Save(ch, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	archive, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return archive, filepath.Base(file)
-}
-
-// chartServer is an http(s) chart server whose behaviour a test switches.
-type chartServer struct {
-	*httptest.Server
-	archive []byte
-
-	status   atomic.Int32 // 0: hang until the request is cancelled; 200: serve the chart; else: that status
-	inFlight atomic.Int32 // requests being answered
-	maxIn    atomic.Int32 // most requests answered at once
-	requests atomic.Int32 // requests received
-}
-
-func newChartServer(t *testing.T, archive []byte, status int) *chartServer {
-	t.Helper()
-	s := &chartServer{archive: archive}
-	s.status.Store(int32(status))
-	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s.requests.Add(1)
-		n := s.inFlight.Add(1)
-		defer s.inFlight.Add(-1)
-		for {
-			if m := s.maxIn.Load(); n <= m || s.maxIn.CompareAndSwap(m, n) {
-				break
-			}
-		}
-		switch status := int(s.status.Load()); status {
-		case 0:
-			<-r.Context().Done() // the client gave up: the pull was cancelled
-		case http.StatusOK:
-			w.Header().Set("Content-Type", "application/gzip")
-			_, _ = w.Write(s.archive)
-		default:
-			http.Error(w, http.StatusText(status), status)
-		}
-	}))
-	t.Cleanup(s.Close)
-	return s
-}
 
 // TestRemoteChartErrors: the chart server's answers end to end through
 // InstallOrUpgrade: 503 and a hanging server are transient, 404 is terminal,
 // and a caller's deadline ends its wait with a transient error.
 func TestRemoteChartErrors(t *testing.T) {
 	_, ns := setup(t)
-	archive, file := packagedChart(t)
 
 	for name, tc := range map[string]struct {
 		status   int
@@ -95,8 +34,8 @@ func TestRemoteChartErrors(t *testing.T) {
 		"hangs":       {status: 0, timeout: 300 * time.Millisecond, want: context.DeadlineExceeded.Error()},
 	} {
 		t.Run(name, func(t *testing.T) {
-			srv := newChartServer(t, archive, tc.status)
-			c, err := New(restConfig, Options{ChartRef: srv.URL + "/charts/" + file, CacheDir: t.TempDir()})
+			srv := framework.NewChartServer(t, chartDir, tc.status)
+			c, err := New(restConfig, Options{ChartRef: srv.ChartURL(), CacheDir: t.TempDir()})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -142,9 +81,8 @@ func TestRemoteChartErrors(t *testing.T) {
 // server recovered succeeds.
 func TestChartPullsDoNotPileUp(t *testing.T) {
 	_, ns := setup(t)
-	archive, file := packagedChart(t)
-	srv := newChartServer(t, archive, 0)
-	c, err := New(restConfig, Options{ChartRef: srv.URL + "/charts/" + file, CacheDir: t.TempDir()})
+	srv := framework.NewChartServer(t, chartDir, 0)
+	c, err := New(restConfig, Options{ChartRef: srv.ChartURL(), CacheDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,24 +111,24 @@ func TestChartPullsDoNotPileUp(t *testing.T) {
 			t.Errorf("caller %d returned after %v, want about %v", i, took[i], timeout)
 		}
 	}
-	if n := srv.maxIn.Load(); n != 1 {
+	if n := srv.MaxIn.Load(); n != 1 {
 		t.Errorf("requests in flight at once at the server = %d, want 1", n)
 	}
 	// Nobody waits any more: the pull is cancelled, the server sees the request end.
 	framework.Eventually(t, 10*time.Second, "the abandoned pull to end at the server", func() (bool, string) {
-		atServer, pulling := srv.inFlight.Load(), pulls.inFlight()
+		atServer, pulling := srv.InFlight.Load(), pulls.inFlight()
 		return atServer == 0 && pulling == 0, fmt.Sprintf("%d requests in flight at the server, %d pulls in flight", atServer, pulling)
 	})
-	t.Logf("%d callers, %d requests", callers, srv.requests.Load())
+	t.Logf("%d callers, %d requests", callers, srv.Requests.Load())
 
-	srv.status.Store(http.StatusOK)
+	srv.Status.Store(http.StatusOK)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	obs, err := c.InstallOrUpgrade(ctx, ns, "pile", nil)
 	if err != nil || obs.State != StateDeployed {
 		t.Fatalf("InstallOrUpgrade after the server recovered = %+v, %v; want deployed", obs, err)
 	}
-	if n := srv.maxIn.Load(); n != 1 {
+	if n := srv.MaxIn.Load(); n != 1 {
 		t.Errorf("requests in flight at once at the server = %d, want 1", n)
 	}
 }
@@ -295,8 +233,7 @@ func TestPuller(t *testing.T) {
 // it afterwards.
 func TestNoWritesOutsideCacheDir(t *testing.T) {
 	_, ns := setup(t)
-	archive, file := packagedChart(t)
-	srv := newChartServer(t, archive, http.StatusOK)
+	srv := framework.NewChartServer(t, chartDir, http.StatusOK)
 	localCache, remoteCache := t.TempDir(), t.TempDir()
 
 	readOnly := t.TempDir()
@@ -338,7 +275,7 @@ func TestNoWritesOutsideCacheDir(t *testing.T) {
 	created := watchCreations(t, append(dirs, readOnly))
 
 	ctx := context.Background()
-	for ref, cache := range map[string]string{chartDir: localCache, srv.URL + "/charts/" + file: remoteCache} {
+	for ref, cache := range map[string]string{chartDir: localCache, srv.ChartURL(): remoteCache} {
 		c, err := New(restConfig, Options{ChartRef: ref, CacheDir: cache})
 		if err != nil {
 			t.Fatal(err)
@@ -357,7 +294,7 @@ func TestNoWritesOutsideCacheDir(t *testing.T) {
 			t.Fatalf("Uninstall(%s): %v", ref, err)
 		}
 	}
-	if srv.requests.Load() == 0 {
+	if srv.Requests.Load() == 0 {
 		t.Fatal("the remote chart was never pulled")
 	}
 
@@ -380,7 +317,7 @@ func TestNoWritesOutsideCacheDir(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(filepath.Join(remoteCache, repositoryCacheDir, file)); err != nil {
+	if _, err := os.Stat(filepath.Join(remoteCache, repositoryCacheDir, srv.File)); err != nil {
 		t.Errorf("the pulled chart is not in the cache directory: %v", err)
 	}
 	if entries, err := os.ReadDir(filepath.Join(localCache, scratchDir)); err != nil || len(entries) != 0 {
