@@ -18,15 +18,14 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/discovery"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kov1alpha1 "github.com/kubeopera/kubeopera/apis/kubeopera/v1alpha1"
 	platformv1alpha1 "github.com/kubeopera/kubeopera/apis/platform/v1alpha1"
+	"github.com/kubeopera/kubeopera/internal/manager"
 	"github.com/kubeopera/kubeopera/test/framework"
 	"github.com/kubeopera/kubeopera/workspaces"
 )
@@ -34,18 +33,6 @@ import (
 // platform is deliberately not the default platform workspace: every helper must use the
 // workspace it is given.
 const platform = "root:kubeopera-alt"
-
-func testScheme() *runtime.Scheme {
-	s := runtime.NewScheme()
-	_ = clientgoscheme.AddToScheme(s)
-	_ = apisv1alpha1.AddToScheme(s)
-	_ = apisv1alpha2.AddToScheme(s)
-	_ = corev1alpha1.AddToScheme(s)
-	_ = tenancyv1alpha1.AddToScheme(s)
-	_ = kov1alpha1.AddToScheme(s)
-	_ = platformv1alpha1.AddToScheme(s)
-	return s
-}
 
 // TestPlatformWorkspaceOnRealKCP runs on a real kcp server and a real backend:
 //   - the bootstrap into a non-default platform workspace (twice): exports, endpoint slices and the
@@ -69,7 +56,7 @@ func TestPlatformWorkspaceOnRealKCP(t *testing.T) {
 		t.Fatal(err)
 	}
 	backend := workspaces.Backend{Client: bc, Reader: bc}
-	scheme := testScheme()
+	scheme := manager.Scheme()
 	shardAdmin, err := kcp.ContextConfig("system:admin")
 	if err != nil {
 		t.Fatal(err)
