@@ -39,7 +39,9 @@ const (
 	// only when it exists.
 	repositoryConfigFile = "repositories.yaml"
 	// registryConfigFile holds OCI registry credentials (like
-	// $HELM_REGISTRY_CONFIG); it is only read, and only when it exists.
+	// $HELM_REGISTRY_CONFIG); it is only read, and only when it exists. Helm's
+	// registry client also falls back to reading Docker's credential store
+	// ($HOME/.docker/config.json) when that exists; it never writes there.
 	registryConfigFile = "registry/config.json"
 	// scratchDir holds temporary files, e.g. a local chart directory while it is packaged.
 	scratchDir = "tmp"
