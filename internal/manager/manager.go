@@ -97,7 +97,10 @@ func (o Options) Configs() (*Configs, error) {
 	if err != nil {
 		return nil, fmt.Errorf("failed to load backend config: %w", err)
 	}
-	return &Configs{KCP: workspaces.ClusterConfig(kcp, o.PlatformWorkspace), Sweep: sweep, Backend: backend}, nil
+	kcp = countWatches(workspaces.ClusterConfig(kcp, o.PlatformWorkspace))
+	kcp.QPS, kcp.Burst = o.KCPQPS, o.KCPBurst
+	backend.QPS, backend.Burst = o.BackendQPS, o.BackendBurst
+	return &Configs{KCP: kcp, Sweep: sweep, Backend: backend}, nil
 }
 
 // Run builds the manager and runs it until ctx is done.
@@ -127,6 +130,7 @@ func Run(ctx context.Context, o Options, cfgs *Configs) error {
 		Scheme:                        scheme,
 		Metrics:                       o.MetricsServerOptions(),
 		HealthProbeBindAddress:        o.ProbeAddr,
+		PprofBindAddress:              o.PprofAddr,
 		LeaderElection:                o.LeaderElect,
 		LeaderElectionNamespace:       o.LeaderElectionNamespace,
 		LeaderElectionID:              o.LeaderElectionID,

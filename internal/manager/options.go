@@ -70,6 +70,15 @@ type Options struct {
 	// MetricsCertDir holds tls.crt and tls.key for /metrics; empty (or missing files): a
 	// self-signed certificate made at start.
 	MetricsCertDir string
+	// PprofAddr serves net/http/pprof (heap, goroutine profiles) on this address; empty or "0":
+	// off. Bind it to localhost: the profiles are not authenticated.
+	PprofAddr string
+	// KCPQPS/KCPBurst and BackendQPS/BackendBurst bound the manager's request rate to kcp (one
+	// limiter per export and shard, shared by every workspace) and to the backend.
+	KCPQPS       float32
+	KCPBurst     int
+	BackendQPS   float32
+	BackendBurst int
 
 	// TenantRequeueInterval is the poll interval of a Provisioning Tenant.
 	TenantRequeueInterval time.Duration
@@ -117,6 +126,10 @@ func DefaultOptions() Options {
 		Environment:                 envOr("ENVIRONMENT", "development"),
 		MetricsAddr:                 ":8080",
 		MetricsSecure:               true,
+		KCPQPS:                      100,
+		KCPBurst:                    200,
+		BackendQPS:                  100,
+		BackendBurst:                200,
 		ProbeAddr:                   ":8081",
 		LeaderElect:                 true,
 		LeaderElectionNamespace:     "kubeopera-system",
@@ -153,6 +166,11 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", o.MetricsAddr, "address of the Prometheus metrics endpoint; 0 disables it")
 	fs.BoolVar(&o.MetricsSecure, "metrics-secure", o.MetricsSecure, "serve /metrics over HTTPS to authenticated, authorized callers only (get on /metrics, e.g. ClusterRole kubeopera-metrics-reader); false: plain HTTP to anyone")
 	fs.StringVar(&o.MetricsCertDir, "metrics-cert-dir", o.MetricsCertDir, "directory with tls.crt and tls.key for /metrics; empty: a self-signed certificate")
+	fs.StringVar(&o.PprofAddr, "pprof-bind-address", o.PprofAddr, "address of net/http/pprof (e.g. 127.0.0.1:6060); empty: off")
+	fs.Float32Var(&o.KCPQPS, "kcp-qps", o.KCPQPS, "requests per second to kcp, per export and shard, shared by every workspace")
+	fs.IntVar(&o.KCPBurst, "kcp-burst", o.KCPBurst, "burst of --kcp-qps")
+	fs.Float32Var(&o.BackendQPS, "backend-qps", o.BackendQPS, "requests per second to the backend cluster")
+	fs.IntVar(&o.BackendBurst, "backend-burst", o.BackendBurst, "burst of --backend-qps")
 	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", o.ProbeAddr, "address of /healthz and /readyz")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "elect a leader on the backend cluster so several replicas are safe")
 	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", o.LeaderElectionNamespace, "backend namespace of the leader election lease")
