@@ -11,13 +11,12 @@ import (
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	mcbuilder "sigs.k8s.io/multicluster-runtime/pkg/builder"
 	mccontroller "sigs.k8s.io/multicluster-runtime/pkg/controller"
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
-	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
 
 	kov1alpha1 "github.com/kubeopera/kubeopera/apis/kubeopera/v1alpha1"
+	"github.com/kubeopera/kubeopera/internal/fleet"
 	"github.com/kubeopera/kubeopera/internal/helm"
 	"github.com/kubeopera/kubeopera/internal/kubeoperaapi"
 	"github.com/kubeopera/kubeopera/internal/reconcile"
@@ -45,10 +44,9 @@ type Limits struct {
 
 // Reconciler drives Tenants through Pending -> Provisioning -> Ready (or Failed).
 type Reconciler struct {
-	// Manager gives access to the engaged workspaces.
-	Manager mcmanager.Manager
-	// Clients holds the uncached client of every engaged workspace (Secrets are never cached).
-	Clients *reconcile.WorkspaceClients
+	// Workspaces serves every workspace bound to the kubeopera.io export: their cached and
+	// uncached (Secrets are never cached) clients and event recorders, shared by all.
+	Workspaces *fleet.Provider
 	// Backend reads (uncached) and writes backend namespaces and Secrets.
 	Backend workspaces.Backend
 	// Helm installs vCluster releases on the backend.
@@ -71,15 +69,13 @@ type Reconciler struct {
 	ReadyRecheckInterval time.Duration
 	// Concurrency is how many Tenants are reconciled at once; DefaultConcurrency when zero.
 	Concurrency int
-	// ClusterFilter selects the engaged clusters that serve Tenants (those of the kubeopera.io export).
-	ClusterFilter mcbuilder.ClusterFilterFunc
 }
 
-// SetupWithManager registers the controller.
+// SetupWithManager registers the controller with the workspaces' provider (fleet.NewController:
+// one handler per informer for all workspaces).
 func (r *Reconciler) SetupWithManager(mgr mcmanager.Manager) error {
-	r.Manager = mgr
-	if r.Clients == nil {
-		return errors.New("tenant controller needs the workspace clients")
+	if r.Workspaces == nil {
+		return errors.New("tenant controller needs the workspaces of the kubeopera.io export")
 	}
 	if r.RequeueInterval == 0 {
 		r.RequeueInterval = DefaultRequeueInterval
@@ -90,15 +86,8 @@ func (r *Reconciler) SetupWithManager(mgr mcmanager.Manager) error {
 	if r.Concurrency == 0 {
 		r.Concurrency = DefaultConcurrency
 	}
-	opts := []mcbuilder.ForOption{}
-	if r.ClusterFilter != nil {
-		opts = append(opts, mcbuilder.WithClusterFilter(r.ClusterFilter))
-	}
-	return mcbuilder.ControllerManagedBy(mgr).
-		Named("tenant").
-		For(&kov1alpha1.Tenant{}, opts...).
-		WithOptions(mccontroller.Options{MaxConcurrentReconciles: r.Concurrency}).
-		Complete(r)
+	return fleet.NewController(mgr, "tenant", r.Workspaces, &kov1alpha1.Tenant{},
+		mccontroller.Options{Reconciler: r, MaxConcurrentReconciles: r.Concurrency})
 }
 
 // scope carries what one reconcile pass knows; comments say which step sets each field.
@@ -128,33 +117,26 @@ type scope struct {
 // Reconcile implements mcreconcile.Reconciler.
 func (r *Reconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (ctrl.Result, error) {
 	ctx, log := reconcile.RequestLogger(ctx, req, "Tenant")
-	cl, err := r.Manager.GetCluster(ctx, req.ClusterName)
-	if err != nil {
-		if errors.Is(err, multicluster.ErrClusterNotFound) {
-			// The workspace was disengaged (unbound or deleted) since the request was queued;
-			// its backend state is the terminator's and the orphan sweep's business.
-			log.V(1).Info("Workspace no longer engaged; dropping the request")
-			return ctrl.Result{}, nil
-		}
-		return ctrl.Result{}, fmt.Errorf("failed to get cluster %s: %w", req.ClusterName, err)
+	ws, ok := r.Workspaces.Workspace(req.ClusterName)
+	if !ok {
+		// The workspace was disengaged (unbound or deleted) since the request was queued; its
+		// backend state is the terminator's and the orphan sweep's business.
+		log.V(1).Info("Workspace no longer engaged; dropping the request")
+		return ctrl.Result{}, nil
 	}
 	t := &kov1alpha1.Tenant{}
-	if err := cl.GetClient().Get(ctx, req.NamespacedName, t); err != nil {
+	if err := ws.Client().Get(ctx, req.NamespacedName, t); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	direct, ok := r.Clients.Get(req.ClusterName)
-	if !ok {
-		return ctrl.Result{}, fmt.Errorf("workspace %s is not engaged yet", workspaces.LogicalCluster(req.ClusterName))
-	}
-	lc := workspaces.LogicalCluster(req.ClusterName)
+	lc := ws.LogicalCluster
 	release := "vc-" + t.Spec.TenantName
 	hostNamespace := workspaces.VClusterNamespace(lc, t.Spec.TenantName)
 	s := &scope{
 		tenant:           t,
 		logicalCluster:   lc,
-		ws:               cl.GetClient(),
-		wsDirect:         direct,
-		recorder:         cl.GetEventRecorder(ControllerName),
+		ws:               ws.Client(),
+		wsDirect:         ws.Direct(),
+		recorder:         ws.Recorder(ControllerName),
 		releaseName:      release,
 		hostNamespace:    hostNamespace,
 		storeNamespace:   workspaces.Namespace(lc),

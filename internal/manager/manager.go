@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/go-logr/logr"
 	apisv1alpha1 "github.com/kcp-dev/sdk/apis/apis/v1alpha1"
 	apisv1alpha2 "github.com/kcp-dev/sdk/apis/apis/v1alpha2"
 	corev1alpha1 "github.com/kcp-dev/sdk/apis/core/v1alpha1"
@@ -22,16 +21,12 @@ import (
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
 	"sigs.k8s.io/multicluster-runtime/providers/multi"
 
-	"github.com/kcp-dev/multicluster-provider/apiexport"
-	"github.com/kcp-dev/multicluster-provider/pkg/handlers"
-
 	kov1alpha1 "github.com/kubeopera/kubeopera/apis/kubeopera/v1alpha1"
 	platformv1alpha1 "github.com/kubeopera/kubeopera/apis/platform/v1alpha1"
 	"github.com/kubeopera/kubeopera/controllers/tenant"
+	"github.com/kubeopera/kubeopera/internal/fleet"
 	"github.com/kubeopera/kubeopera/internal/helm"
 	"github.com/kubeopera/kubeopera/internal/kubeoperaapi"
-	"github.com/kubeopera/kubeopera/internal/reconcile"
-	"github.com/kubeopera/kubeopera/syncer"
 	"github.com/kubeopera/kubeopera/workspaces"
 )
 
@@ -110,20 +105,33 @@ func Run(ctx context.Context, o Options, cfgs *Configs) error {
 	scheme := Scheme()
 
 	endpointSlices := map[string]string{KubeoperaProvider: o.KubeoperaEndpointSlice, PlatformProvider: o.PlatformEndpointSlice}
+	// One event sink for every workspace of both exports.
+	sink := &fleet.EventSink{Scheme: scheme, Log: log.WithName("events")}
+	fleets := map[string]*fleet.Provider{}
 	providers := multi.New(multi.Options{})
 	for name, slice := range endpointSlices {
 		plog := log.WithName("provider").WithValues("export", name)
-		p, err := apiexport.New(kcpCfg, slice, apiexport.Options{
-			Scheme:   scheme,
-			Log:      &plog,
-			Handlers: handlers.Handlers{bindingLogger{log: plog}},
+		p, err := fleet.New(fleet.Options{
+			Name:          name,
+			Config:        kcpCfg,
+			EndpointSlice: slice,
+			Scheme:        scheme,
+			Events:        sink,
+			Log:           plog,
+			OnEngage: func(lc string, b client.Object) {
+				plog.V(1).Info("Workspace bound", "cluster", lc, "binding", b.GetName())
+			},
+			OnDisengage: func(lc string, b client.Object) {
+				plog.Info("Workspace unbound; its backend namespaces are kept until the workspace is deleted or the orphan sweep finds it gone", "cluster", lc, "binding", b.GetName())
+			},
 		})
 		if err != nil {
-			return fmt.Errorf("failed to create apiexport provider for %s: %w", name, err)
+			return fmt.Errorf("failed to create the workspace provider for %s: %w", name, err)
 		}
 		if err := providers.AddProvider(name, p); err != nil {
 			return fmt.Errorf("failed to add provider %s: %w", name, err)
 		}
+		fleets[name] = p
 	}
 
 	mgr, err := mcmanager.New(backendCfg, providers, manager.Options{
@@ -161,18 +169,15 @@ func Run(ctx context.Context, o Options, cfgs *Configs) error {
 	if err != nil {
 		return fmt.Errorf("failed to create Helm client: %w", err)
 	}
-	// One uncached client per engaged workspace, built on engagement and dropped on
-	// disengagement, shared by every reconciler.
-	wsClients := &reconcile.WorkspaceClients{New: syncer.DirectClient}
-	if err := mgr.Add(wsClients); err != nil {
-		return fmt.Errorf("failed to add the workspace clients: %w", err)
+	if err := local.Add(sink); err != nil {
+		return fmt.Errorf("failed to add the event sink: %w", err)
 	}
 	limits, err := o.TenantLimits()
 	if err != nil {
 		return err
 	}
 	if err := (&tenant.Reconciler{
-		Clients:         wsClients,
+		Workspaces:      fleets[KubeoperaProvider],
 		Backend:         backend,
 		Helm:            helmClient,
 		API:             &kubeoperaapi.Client{BaseURL: o.KubeoperaAPIBaseURL, Token: o.InternalServiceToken},
@@ -182,7 +187,6 @@ func Run(ctx context.Context, o Options, cfgs *Configs) error {
 		Limits:          limits,
 		RequeueInterval: o.TenantRequeueInterval,
 		Concurrency:     o.TenantConcurrency,
-		ClusterFilter:   workspaces.ClustersOf(KubeoperaProvider),
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("failed to set up the tenant controller: %w", err)
 	}
@@ -219,20 +223,6 @@ func Run(ctx context.Context, o Options, cfgs *Configs) error {
 	log.Info("Starting manager", "platformWorkspace", o.PlatformWorkspace, "vclusterChart", o.VClusterChart, "vclusterChartVersion", o.VClusterChartVersion)
 	return mgr.Start(ctx)
 }
-
-// bindingLogger logs workspace binding lifecycle; unbinding never deletes backend state (the
-// terminator and the orphan sweep do, once the workspace is really gone).
-type bindingLogger struct{ log logr.Logger }
-
-func (h bindingLogger) OnAdd(obj client.Object) {
-	h.log.V(1).Info("Workspace bound", "cluster", clusterOf(obj), "binding", obj.GetName())
-}
-func (h bindingLogger) OnUpdate(_, _ client.Object) {}
-func (h bindingLogger) OnDelete(obj client.Object) {
-	h.log.Info("Workspace unbound; its backend namespaces are kept until the workspace is deleted or the orphan sweep finds it gone", "cluster", clusterOf(obj), "binding", obj.GetName())
-}
-
-func clusterOf(obj client.Object) string { return obj.GetAnnotations()["kcp.io/cluster"] }
 
 // workspaceObjects returns the terminator's view of a workspace's CRs (workspaces.WorkspaceCRs):
 // read uncached through the exports' virtual workspaces with the manager's identity, never taken

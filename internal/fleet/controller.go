@@ -1,0 +1,149 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/kcp-dev/logicalcluster/v3"
+	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
+	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
+)
+
+// MapFunc maps an object of a watched kind to the objects (in the same workspace) to reconcile.
+type MapFunc func(client.Object) []types.NamespacedName
+
+// route is one controller's watch of one kind: one handler on that kind's informer in each shard.
+type route struct {
+	obj   client.Object
+	mapFn MapFunc
+	queue workqueue.TypedRateLimitingInterface[mcreconcile.Request]
+}
+
+func requestFor(key types.NamespacedName) reconcile.Request { return reconcile.Request{NamespacedName: key} }
+
+// Watch describes one kind a controller watches in every workspace, and how its objects map to
+// requests (nil Map: the object itself).
+type Watch struct {
+	Object client.Object
+	Map    MapFunc
+}
+
+// NewController registers a controller for For (and the extra watches) in every workspace of
+// the provider: one workqueue and, per shard, one handler per watched informer that routes each
+// event by its logical cluster, never a handler, client or recorder per workspace. Requests carry
+// the cluster name "<provider>#<logical cluster>"; the reconciler gets the workspace with
+// Provider.Workspace. It is added to mgr's local manager, so it runs only on the leader.
+func NewController(mgr mcmanager.Manager, name string, p *Provider, For client.Object, opts controller.TypedOptions[mcreconcile.Request], watches ...Watch) error {
+	if opts.Reconciler == nil {
+		return errors.New("fleet: a controller needs a Reconciler")
+	}
+	c, err := controller.NewTypedUnmanaged(name, opts)
+	if err != nil {
+		return err
+	}
+	for _, w := range append([]Watch{{Object: For}}, watches...) {
+		if err := c.Watch(&source{provider: p, watch: w}); err != nil {
+			return err
+		}
+	}
+	p.mu.Lock()
+	p.controllers++
+	p.mu.Unlock()
+	return mgr.GetLocalManager().Add(c)
+}
+
+// source feeds a controller's queue from the provider; it registers a route when the controller
+// starts.
+type source struct {
+	provider *Provider
+	watch    Watch
+}
+
+func (s *source) Start(ctx context.Context, q workqueue.TypedRateLimitingInterface[mcreconcile.Request]) error {
+	return s.provider.addRoute(ctx, &route{obj: s.watch.Object, mapFn: s.watch.Map, queue: q})
+}
+
+func (s *source) String() string { return fmt.Sprintf("fleet source %T", s.watch.Object) }
+
+// addRoute serves r on every shard, now and later.
+func (p *Provider) addRoute(ctx context.Context, r *route) error {
+	p.mu.Lock()
+	p.routes = append(p.routes, r)
+	shards := make([]*shard, 0, len(p.shards))
+	for _, s := range p.shards {
+		shards = append(shards, s)
+	}
+	p.mu.Unlock()
+	for _, s := range shards {
+		if err := p.watch(ctx, s, r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// watch adds r's one handler to its kind's informer in shard s.
+func (p *Provider) watch(ctx context.Context, s *shard, r *route) error {
+	inf, err := s.cache.GetInformer(ctx, r.obj, cache.BlockUntilSynced(false))
+	if err != nil {
+		return fmt.Errorf("failed to watch %T at %s: %w", r.obj, s.url, err)
+	}
+	handle := func(obj any) {
+		if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+			obj = t.Obj
+		}
+		o, ok := obj.(client.Object)
+		if !ok {
+			return
+		}
+		p.route(r, logicalcluster.From(o).String(), o)
+	}
+	_, err = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    handle,
+		UpdateFunc: func(_, obj any) { handle(obj) },
+		DeleteFunc: handle,
+	})
+	return err
+}
+
+// route queues the requests obj maps to, or parks them until lc is engaged.
+func (p *Provider) route(r *route, lc string, obj client.Object) {
+	keys := []types.NamespacedName{{Namespace: obj.GetNamespace(), Name: obj.GetName()}}
+	if r.mapFn != nil {
+		keys = r.mapFn(obj)
+	}
+	if len(keys) == 0 {
+		return
+	}
+	p.mu.Lock()
+	_, engaged := p.engaged[lc]
+	if !engaged {
+		byRoute := p.pending[lc]
+		if byRoute == nil {
+			byRoute = map[*route]map[types.NamespacedName]struct{}{}
+			p.pending[lc] = byRoute
+		}
+		set := byRoute[r]
+		if set == nil {
+			set = map[types.NamespacedName]struct{}{}
+			byRoute[r] = set
+		}
+		for _, k := range keys {
+			set[k] = struct{}{}
+		}
+		p.mu.Unlock()
+		return
+	}
+	p.mu.Unlock()
+	for _, k := range keys {
+		r.queue.Add(mcreconcile.Request{ClusterName: p.ClusterName(lc), Request: requestFor(k)})
+	}
+}

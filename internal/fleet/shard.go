@@ -1,0 +1,125 @@
+package fleet
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+
+	kcpcache "github.com/kcp-dev/apimachinery/v2/pkg/cache"
+	"github.com/kcp-dev/logicalcluster/v3"
+	apisv1alpha1 "github.com/kcp-dev/sdk/apis/apis/v1alpha1"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/flowcontrol"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+
+	"github.com/kcp-dev/multicluster-provider/apiexport"
+	wildcard "github.com/kcp-dev/multicluster-provider/pkg/cache"
+)
+
+// shard is one endpoint URL of the export (one kcp shard's virtual workspace): one wildcard cache,
+// one writer client and one handler per informer for every workspace it serves.
+type shard struct {
+	url    string
+	cache  wildcard.WildcardCache
+	writer client.Client
+	// plain is the shard's HTTP client without routing, for callers that build their own client
+	// from a workspace's config.
+	plain  *http.Client
+	config *rest.Config
+	cancel context.CancelFunc
+}
+
+// newShard builds the shard of virtual workspace URL vw. Nothing runs until start.
+func (p *Provider) newShard(vw string) (*shard, error) {
+	u, err := url.Parse(vw)
+	if err != nil {
+		return nil, fmt.Errorf("invalid endpoint URL %q: %w", vw, err)
+	}
+	cfg := rest.CopyConfig(p.opts.Config)
+	cfg.Host = strings.TrimSuffix(vw, "/")
+	// One limiter for every workspace of the shard (rest clients made without one each get their
+	// own, per kind).
+	cfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(cfg.QPS, cfg.Burst)
+	plain, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, err
+	}
+	all := rest.CopyConfig(cfg)
+	all.Host = cfg.Host + "/clusters/*"
+	mapper, err := apiutil.NewDynamicRESTMapper(all, plain)
+	if err != nil {
+		return nil, err
+	}
+	wc, err := wildcard.NewWildcardCache(cfg, cache.Options{
+		Scheme:           p.opts.Scheme,
+		HTTPClient:       plain,
+		Mapper:           mapper,
+		DefaultTransform: cache.TransformStripManagedFields(),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("failed to create the wildcard cache of %s: %w", vw, err)
+	}
+	routed := &http.Client{Transport: router{base: strings.TrimSuffix(u.Path, "/"), next: plain.Transport}, Timeout: plain.Timeout}
+	writer, err := client.New(cfg, client.Options{Scheme: p.opts.Scheme, HTTPClient: routed, Mapper: mapper})
+	if err != nil {
+		return nil, err
+	}
+	return &shard{url: vw, cache: wc, writer: writer, plain: plain, config: cfg}, nil
+}
+
+// start watches the shard's bindings and every routed kind, and runs its cache until ctx ends.
+func (p *Provider) start(ctx context.Context, s *shard) error {
+	inf, err := s.cache.GetInformer(ctx, &apisv1alpha1.APIBinding{}, cache.BlockUntilSynced(false))
+	if err != nil {
+		return fmt.Errorf("failed to watch APIBindings at %s: %w", s.url, err)
+	}
+	shInf, _, _, err := s.cache.GetSharedInformer(&apisv1alpha1.APIBinding{})
+	if err != nil {
+		return err
+	}
+	ready := apiexport.ConditionReadyFunc("Ready")
+	bound := func(obj any) {
+		b, ok := obj.(client.Object)
+		if !ok {
+			return
+		}
+		if ok, err := ready(b); err != nil || !ok {
+			return
+		}
+		p.engage(logicalcluster.From(b).String(), s, b)
+	}
+	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    bound,
+		UpdateFunc: func(_, obj any) { bound(obj) },
+		DeleteFunc: func(obj any) {
+			if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+				obj = t.Obj
+			}
+			b, ok := obj.(client.Object)
+			if !ok {
+				return
+			}
+			lc := logicalcluster.From(b)
+			// Disengaged once the workspace has no binding to the export left on this shard.
+			if keys, err := shInf.GetIndexer().IndexKeys(kcpcache.ClusterIndexName, wildcard.ClusterIndexKey(lc)); err == nil && len(keys) == 0 {
+				p.disengage(lc.String(), s, b)
+			}
+		},
+	}); err != nil {
+		return err
+	}
+	p.mu.Lock()
+	routes := append([]*route(nil), p.routes...)
+	p.mu.Unlock()
+	for _, r := range routes {
+		if err := p.watch(ctx, s, r); err != nil {
+			return err
+		}
+	}
+	return s.cache.Start(ctx)
+}
