@@ -1,0 +1,688 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+
+	kov1alpha1 "github.com/kubeopera/kubeopera/apis/kubeopera/v1alpha1"
+	"github.com/kubeopera/kubeopera/test/framework"
+	"github.com/kubeopera/kubeopera/test/framework/actors"
+	"github.com/kubeopera/kubeopera/workspaces"
+)
+
+// settings are the bench's knobs, from the environment.
+type settings struct {
+	// steps are the cumulative numbers of tenant workspaces measured (BENCH_WORKSPACES).
+	steps []int
+	// rate is how many Tenants per second are created, for the manager and the floor alike
+	// (BENCH_RATE): both see the same arrival pattern, so their latencies compare.
+	rate float64
+	// warmup workspaces (BENCH_WARMUP) are provisioned first and not counted.
+	warmup int
+	// floorMax caps the Tenants the floor is timed on per step (BENCH_FLOOR_MAX).
+	floorMax int
+	// parallel is how many workspaces are created at once.
+	parallel int
+	// managerBin is a prebuilt manager (BENCH_MANAGER_BIN); empty: build ./cmd/manager.
+	managerBin string
+	// resultsDir receives latest.json, latest.png and the heap profiles (BENCH_RESULTS_DIR).
+	resultsDir string
+}
+
+func settingsFromEnv() (settings, error) {
+	s := settings{rate: 10, warmup: 5, floorMax: 100, parallel: 16,
+		managerBin: os.Getenv("BENCH_MANAGER_BIN"),
+		resultsDir: filepath.Join(framework.RepoRoot(), "bench", "results")}
+	if d := os.Getenv("BENCH_RESULTS_DIR"); d != "" {
+		s.resultsDir = d
+	}
+	steps := "10,100,500"
+	if v := os.Getenv("BENCH_WORKSPACES"); v != "" {
+		steps = v
+	}
+	for _, f := range strings.Split(steps, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n <= 0 || (len(s.steps) > 0 && n <= s.steps[len(s.steps)-1]) {
+			return s, fmt.Errorf("BENCH_WORKSPACES=%q: want increasing positive totals, e.g. 10,100,500", steps)
+		}
+		s.steps = append(s.steps, n)
+	}
+	for _, v := range []struct {
+		env  string
+		into *int
+	}{{"BENCH_WARMUP", &s.warmup}, {"BENCH_FLOOR_MAX", &s.floorMax}} {
+		if raw := os.Getenv(v.env); raw != "" {
+			n, err := strconv.Atoi(raw)
+			if err != nil || n < 0 {
+				return s, fmt.Errorf("%s=%q is not a count", v.env, raw)
+			}
+			*v.into = n
+		}
+	}
+	if raw := os.Getenv("BENCH_RATE"); raw != "" {
+		r, err := strconv.ParseFloat(raw, 64)
+		if err != nil || r <= 0 {
+			return s, fmt.Errorf("BENCH_RATE=%q is not a positive rate", raw)
+		}
+		s.rate = r
+	}
+	return s, nil
+}
+
+// benchRan guards the scenario: it builds servers and hundreds of workspaces, so it runs once
+// per process whatever -benchtime says. (Its figures are reported by sub-benchmarks, which
+// already makes the testing package call BenchmarkFanIn once.)
+var benchRan bool
+
+// BenchmarkFanIn measures the manager against the number of tenant workspaces it serves, each
+// with one Tenant: see the package doc and README. Run it with `make bench`.
+func BenchmarkFanIn(b *testing.B) {
+	framework.SkipWithoutServers(b)
+	if benchRan {
+		b.Skip("the scenario already ran in this process")
+	}
+	benchRan = true
+	s, err := settingsFromEnv()
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+
+	progress("starting kcp and the backend")
+	e, err := startEnv(ctx, s)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() { e.teardown(b.Failed() || os.Getenv("BENCH_KEEP") != "") }()
+	r := &run{s: s, e: e, started: time.Now(), kcpCfg: fastConfig(e.kcp.Config), backendCfg: fastConfig(e.backend.Config)}
+	if r.backendW, err = watchBackend(ctx, r.backendCfg); err != nil {
+		b.Fatal(err)
+	}
+	if r.mgr, err = e.startManager(); err != nil {
+		b.Fatal(err)
+	}
+	if err := r.warmUp(ctx); err != nil {
+		r.fail(b, err)
+	}
+	for _, n := range s.steps {
+		row, err := r.step(ctx, n)
+		if err != nil {
+			r.fail(b, err)
+		}
+		r.rows = append(r.rows, row)
+		if err := writeReport(s.resultsDir, r.report()); err != nil {
+			b.Fatal(err)
+		}
+	}
+	fmt.Println()
+	printTable(os.Stdout, r.rows)
+	if lines, _ := e.errorLogLines(); len(lines) > 0 {
+		fmt.Printf("\nthe manager logged %d error lines; the first ones:\n", len(lines))
+		for _, l := range lines[:min(len(lines), 10)] {
+			fmt.Println(l)
+		}
+	}
+	fmt.Printf("\nwrote %s and %s\n", filepath.Join(s.resultsDir, "latest.json"), filepath.Join(s.resultsDir, "latest.png"))
+
+	// One sub-benchmark per step reports its figures in the benchmark format (benchstat reads
+	// them); the work was done above.
+	for _, row := range r.rows {
+		b.Run(fmt.Sprintf("workspaces=%d", row.Workspaces), func(b *testing.B) {
+			for _, m := range []struct {
+				v    float64
+				unit string
+			}{
+				{row.HeapBytesPerWorkspace, "heap-B/workspace"},
+				{row.GoroutinesPerWorkspace, "goroutines/workspace"},
+				{row.CRToBackendNamespaceP50Ms, "cr-ns-p50-ms"},
+				{row.CRToBackendNamespaceP99Ms, "cr-ns-p99-ms"},
+				{row.CRToReleaseP99Ms, "cr-release-p99-ms"},
+				{row.BackendToStatusP99Ms, "backend-ready-p99-ms"},
+				{row.FloorP99Ms, "floor-p99-ms"},
+				{row.RatioP99, "ratio-p99"},
+				{float64(row.KCPWatchConnections), "kcp-watches"},
+				{row.IdleWritesPerMinute, "idle-writes/min"},
+				{row.ColdStartSeconds, "cold-start-s"},
+				{float64(row.ManagerErrorLogLines), "error-log-lines"},
+			} {
+				b.ReportMetric(m.v, m.unit)
+			}
+		})
+	}
+}
+
+// progress prints a timestamped line at once: the run takes long and go test streams a
+// benchmark's output.
+func progress(format string, args ...any) {
+	fmt.Printf("%s %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
+}
+
+// fastConfig is cfg without client-go's default client-side limit (5 requests/s), which would
+// pace the bench's own requests instead of BENCH_RATE.
+func fastConfig(cfg *rest.Config) *rest.Config {
+	c := rest.CopyConfig(cfg)
+	c.QPS, c.Burst = 1000, 2000
+	return c
+}
+
+// run is the state of one bench run.
+type run struct {
+	s                  settings
+	e                  *env
+	started            time.Time
+	kcpCfg, backendCfg *rest.Config
+	mgr                *managerProc
+	vwURLs             []string
+	backendW           *backendWatch
+	tenantW            *tenantWatch
+	// workspaces are the counted tenant workspaces, in creation order.
+	workspaces []*workspace
+	// tenants are every Tenant the manager serves (the warm-up's and the steps').
+	tenants []*tenant
+	// base is the settled manager at baseN workspaces that the next step's slopes start from.
+	baseN          int
+	baseHeap       uint64
+	baseGoroutines int
+	rows           []row
+}
+
+// workspace is a tenant workspace (type kubeopera-tenant, so both exports are bound).
+type workspace struct {
+	name    string
+	cluster string
+	// tenants is the Tenant resource of its namespace "default", as the workspace's admin.
+	tenants dynamic.ResourceInterface
+}
+
+// tenant is one Tenant the bench created, with the instants its latencies start from.
+type tenant struct {
+	ws         *workspace
+	name       string
+	tenantName string
+	// created is when the create request was sent.
+	created time.Time
+	// kubeconfigWritten is when the vCluster actor started writing its kubeconfig Secret.
+	kubeconfigWritten time.Time
+}
+
+func (t *tenant) key() string { return tenantKey(t.ws.cluster, "default", t.name) }
+func (t *tenant) hostNamespace() string {
+	return workspaces.VClusterNamespace(t.ws.cluster, t.tenantName)
+}
+func (t *tenant) release() string { return "vc-" + t.tenantName }
+
+// object is the Tenant as a tenant would apply it: the seed's shape, a 1 CPU / 1Gi quota.
+func (t *tenant) object(cloudSpaceID string) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": kov1alpha1.GroupVersion.String(),
+		"kind":       "Tenant",
+		"metadata":   map[string]any{"namespace": "default", "name": t.name},
+		"spec": map[string]any{
+			"userID":       "7e9d3a1b-0000-4000-8000-00000000b0b0",
+			"tenantName":   t.tenantName,
+			"cloudSpaceID": cloudSpaceID,
+			"quota":        map[string]any{"cpu": "1", "memory": "1Gi"},
+		},
+	}}
+}
+
+// fail ends the bench with err, the manager's recent error lines and where its logs are.
+func (r *run) fail(b *testing.B, err error) {
+	b.Helper()
+	if lines, _ := r.e.errorLogLines(); len(lines) > 0 {
+		b.Logf("manager error lines (last %d):\n%s", min(len(lines), 20), strings.Join(lines[max(0, len(lines)-20):], "\n"))
+	}
+	b.Fatalf("%v (manager logs in %s)", err, r.e.dir)
+}
+
+// warmUp provisions the warm-up workspaces (loading the chart, filling caches, opening the
+// watches) and takes the baseline the first step's slopes start from.
+func (r *run) warmUp(ctx context.Context) error {
+	names := make([]string, r.s.warmup)
+	for i := range names {
+		names[i] = fmt.Sprintf("warmup-%d", i+1)
+	}
+	progress("warm-up: %d workspaces", len(names))
+	wss, err := r.addWorkspaces(ctx, names)
+	if err != nil {
+		return err
+	}
+	// kcp lists the export's virtual workspace URL once a workspace binds it.
+	if r.vwURLs, err = r.e.exportURLs(ctx); err != nil {
+		return err
+	}
+	if r.tenantW, err = watchTenants(ctx, r.kcpCfg, r.vwURLs); err != nil {
+		return err
+	}
+	ts := make([]*tenant, len(wss))
+	for i, ws := range wss {
+		ts[i] = &tenant{ws: ws, name: "t", tenantName: ws.name}
+	}
+	if err := r.provision(ctx, ts); err != nil {
+		return fmt.Errorf("warm-up: %w", err)
+	}
+	r.baseHeap, err = r.settle(ctx)
+	if err != nil {
+		return err
+	}
+	if r.baseGoroutines, err = r.mgr.probe.goroutines(ctx); err != nil {
+		return err
+	}
+	progress("warm-up done: heap %d B, %d goroutines", r.baseHeap, r.baseGoroutines)
+	return nil
+}
+
+// step grows the workspaces to n, each new one with one Tenant, and measures.
+func (r *run) step(ctx context.Context, n int) (row, error) {
+	out := row{Workspaces: n}
+	prev := len(r.workspaces)
+	names := make([]string, 0, n-prev)
+	for i := prev + 1; i <= n; i++ {
+		names = append(names, fmt.Sprintf("bench-%d", i))
+	}
+	progress("N=%d: creating %d workspaces", n, len(names))
+	wss, err := r.addWorkspaces(ctx, names)
+	if err != nil {
+		return out, err
+	}
+	r.workspaces = append(r.workspaces, wss...)
+	// The manager engages the new workspaces before their Tenants arrive, so the latencies are
+	// those of a Tenant in a workspace the manager serves already, not of engaging one.
+	if _, err := r.settle(ctx); err != nil {
+		return out, err
+	}
+
+	ts := make([]*tenant, len(wss))
+	for i, ws := range wss {
+		ts[i] = &tenant{ws: ws, name: "t", tenantName: ws.name}
+	}
+	progress("N=%d: creating %d Tenants at %g/s", n, len(ts), r.s.rate)
+	if err := r.provision(ctx, ts); err != nil {
+		return out, fmt.Errorf("N=%d: %w", n, err)
+	}
+	out.Tenants = len(ts)
+	var toNS, toRelease, toReady []time.Duration
+	for _, t := range ts {
+		nsAt, _ := r.backendW.namespaces.get(t.hostNamespace())
+		relAt, _ := r.backendW.releases.get(t.hostNamespace() + "/" + t.release())
+		readyAt, _ := r.tenantW.ready.get(t.key())
+		toNS = append(toNS, nsAt.Sub(t.created))
+		toRelease = append(toRelease, relAt.Sub(t.created))
+		toReady = append(toReady, readyAt.Sub(t.kubeconfigWritten))
+	}
+	out.CRToBackendNamespaceP50Ms, out.CRToBackendNamespaceP99Ms = ms(percentile(toNS, 50)), ms(percentile(toNS, 99))
+	out.CRToReleaseP50Ms, out.CRToReleaseP99Ms = ms(percentile(toRelease, 50)), ms(percentile(toRelease, 99))
+	out.BackendToStatusP50Ms, out.BackendToStatusP99Ms = ms(percentile(toReady, 50)), ms(percentile(toReady, 99))
+
+	heap, err := r.settle(ctx)
+	if err != nil {
+		return out, err
+	}
+	goroutines, err := r.mgr.probe.goroutines(ctx)
+	if err != nil {
+		return out, err
+	}
+	out.HeapBytes, out.Goroutines = heap, goroutines
+	out.HeapBytesPerWorkspace = slope(float64(r.baseHeap), float64(heap), r.baseN, n)
+	out.GoroutinesPerWorkspace = slope(float64(r.baseGoroutines), float64(goroutines), r.baseN, n)
+	if err := r.mgr.probe.saveHeapProfile(ctx, filepath.Join(r.s.resultsDir, fmt.Sprintf("heap-%d.pb.gz", n))); err != nil {
+		return out, err
+	}
+	progress("N=%d: heap %d B (%.0f B/workspace), %d goroutines (%.2f/workspace)", n, heap, out.HeapBytesPerWorkspace, goroutines, out.GoroutinesPerWorkspace)
+
+	if out.KCPWatchConnections, out.IdleWritesPerMinute, err = r.idle(ctx); err != nil {
+		return out, err
+	}
+	progress("N=%d: %d kcp watches, %.0f writes/min idle", n, out.KCPWatchConnections, out.IdleWritesPerMinute)
+
+	floor, err := r.floor(ctx, n)
+	if err != nil {
+		return out, fmt.Errorf("N=%d floor: %w", n, err)
+	}
+	out.FloorSamples = len(floor)
+	out.FloorP50Ms, out.FloorP99Ms = ms(percentile(floor, 50)), ms(percentile(floor, 99))
+	out.RatioP99 = ratio(out.CRToBackendNamespaceP99Ms, out.FloorP99Ms)
+	progress("N=%d: floor p50 %.1f ms, p99 %.1f ms; manager p99 %.1f ms", n, out.FloorP50Ms, out.FloorP99Ms, out.CRToBackendNamespaceP99Ms)
+
+	cold, err := r.coldStart(ctx)
+	if err != nil {
+		return out, fmt.Errorf("N=%d cold start: %w", n, err)
+	}
+	out.ColdStartSeconds = cold.Seconds()
+	progress("N=%d: cold start %.2fs", n, out.ColdStartSeconds)
+
+	// The next step's slopes start from the restarted manager, so both ends of a slope are
+	// readings of the same process.
+	if r.baseHeap, err = r.settle(ctx); err != nil {
+		return out, err
+	}
+	if r.baseGoroutines, err = r.mgr.probe.goroutines(ctx); err != nil {
+		return out, err
+	}
+	r.baseN = n
+	lines, err := r.e.errorLogLines()
+	if err != nil {
+		return out, err
+	}
+	out.ManagerErrorLogLines = len(lines)
+	return out, nil
+}
+
+func (r *run) report() report {
+	rep := report{Started: r.started, WarmupWorkspaces: r.s.warmup, TenantsPerSecond: r.s.rate,
+		TenantRequeueInterval: "15s (the manager's default)", Steps: r.rows}
+	if len(r.rows) > 0 {
+		rep.ManagerErrorLogLines = r.rows[len(r.rows)-1].ManagerErrorLogLines
+	}
+	return rep
+}
+
+// addWorkspaces creates the named tenant workspaces, r.s.parallel at a time, and returns once
+// each serves the Tenant API (its default APIBindings are bound).
+func (r *run) addWorkspaces(ctx context.Context, names []string) ([]*workspace, error) {
+	out := make([]*workspace, len(names))
+	errs := make([]error, len(names))
+	sem := make(chan struct{}, r.s.parallel)
+	var wg sync.WaitGroup
+	var done sync.Mutex
+	ready := 0
+	for i, name := range names {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			out[i], errs[i] = r.addWorkspace(ctx, name)
+			done.Lock()
+			ready++
+			if ready%50 == 0 {
+				progress("  %d/%d workspaces ready", ready, len(names))
+			}
+			done.Unlock()
+		})
+	}
+	wg.Wait()
+	return out, errors.Join(errs...)
+}
+
+func (r *run) addWorkspace(ctx context.Context, name string) (*workspace, error) {
+	lc, err := workspaces.EnsureWorkspace(ctx, r.kcpCfg, "root:orgs", name, workspaces.TenantWorkspaceTypeIn(workspaces.PlatformWorkspace))
+	if err != nil {
+		return nil, err
+	}
+	dc, err := dynamic.NewForConfig(workspaces.ClusterConfig(r.kcpCfg, "root:orgs:"+name))
+	if err != nil {
+		return nil, err
+	}
+	ws := &workspace{name: name, cluster: lc, tenants: dc.Resource(tenantsGVR).Namespace("default")}
+	err = framework.Poll(ctx, 250*time.Millisecond, 2*time.Minute, func(ctx context.Context) (bool, error) {
+		_, err := ws.tenants.List(ctx, metav1.ListOptions{Limit: 1})
+		return err == nil, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("workspace %s does not serve Tenants: %w", name, err)
+	}
+	return ws, nil
+}
+
+// provision creates ts at BENCH_RATE, plays each one's vCluster once its release is deployed,
+// and returns when every one is Ready.
+func (r *run) provision(ctx context.Context, ts []*tenant) error {
+	r.tenants = append(r.tenants, ts...)
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute+time.Duration(len(ts))*2*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	actorErrs := make([]error, len(ts))
+	for i, t := range ts {
+		wg.Go(func() { actorErrs[i] = r.playVCluster(ctx, t) })
+	}
+	if err := r.createPaced(ctx, ts, func(t *tenant) string { return t.ws.name }); err != nil {
+		cancel()
+		wg.Wait()
+		return err
+	}
+	wg.Wait()
+	if err := errors.Join(actorErrs...); err != nil {
+		return r.notReady(ts, err)
+	}
+	for _, t := range ts {
+		if _, err := r.tenantW.ready.wait(ctx, t.key()); err != nil {
+			return r.notReady(ts, err)
+		}
+	}
+	return nil
+}
+
+// notReady wraps err with how many of ts are Ready and what the first others show.
+func (r *run) notReady(ts []*tenant, err error) error {
+	var ready int
+	var others []string
+	for _, t := range ts {
+		if _, ok := r.tenantW.ready.get(t.key()); ok {
+			ready++
+		} else if len(others) < 10 {
+			others = append(others, fmt.Sprintf("%s (%s): %s", t.ws.name, t.ws.cluster, r.tenantW.stateOf(t.key())))
+		}
+	}
+	if e := r.e.managerExited(); e != nil {
+		err = errors.Join(err, e)
+	}
+	return fmt.Errorf("%d of %d Tenants Ready: %w; not Ready:\n  %s", ready, len(ts), err, strings.Join(others, "\n  "))
+}
+
+// createPaced creates ts at BENCH_RATE on a fixed schedule (a slow create does not delay the
+// next), recording when each request was sent.
+func (r *run) createPaced(ctx context.Context, ts []*tenant, cloudSpaceID func(*tenant) string) error {
+	interval := time.Duration(float64(time.Second) / r.s.rate)
+	next := time.Now()
+	var wg sync.WaitGroup
+	errs := make([]error, len(ts))
+	for i, t := range ts {
+		select {
+		case <-time.After(time.Until(next)):
+		case <-ctx.Done():
+			wg.Wait()
+			return ctx.Err()
+		}
+		next = next.Add(interval)
+		wg.Go(func() {
+			t.created = time.Now()
+			if _, err := t.ws.tenants.Create(ctx, t.object(cloudSpaceID(t)), metav1.CreateOptions{}); err != nil {
+				errs[i] = fmt.Errorf("failed to create Tenant %s in %s: %w", t.name, t.ws.name, err)
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// playVCluster plays t's vCluster (actors.VClusterWritesKubeconfig) as soon as the backend watch
+// saw its release deployed: the moment a real vCluster's Pod would start and write its
+// kubeconfig Secret. kubeconfigWritten is taken just before the actor runs.
+func (r *run) playVCluster(ctx context.Context, t *tenant) error {
+	if _, err := r.backendW.deployed.wait(ctx, t.hostNamespace()+"/"+t.release()); err != nil {
+		return fmt.Errorf("release of %s not deployed: %w", t.ws.name, err)
+	}
+	var last error
+	for range 5 {
+		t.kubeconfigWritten = time.Now()
+		if _, last = actors.VClusterWritesKubeconfig(ctx, r.backendCfg, t.hostNamespace(), t.release()); last == nil {
+			return nil
+		}
+		select {
+		case <-time.After(time.Second):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return fmt.Errorf("vCluster of %s did not write its kubeconfig: %w", t.ws.name, last)
+}
+
+// settle waits until the manager's heap after GC holds still (two readings 5 s apart within 2%)
+// and returns it. A manager that keeps moving for 3 minutes is read as it is, with a note.
+func (r *run) settle(ctx context.Context) (uint64, error) {
+	deadline := time.Now().Add(3 * time.Minute)
+	var prev uint64
+	for {
+		if err := r.e.managerExited(); err != nil {
+			return 0, err
+		}
+		h, err := r.mgr.probe.heap(ctx)
+		if err != nil {
+			return 0, err
+		}
+		diff := int64(h) - int64(prev)
+		if prev != 0 && max(diff, -diff) < int64(prev)/50 {
+			return h, nil
+		}
+		if time.Now().After(deadline) {
+			progress("  the manager's heap did not settle within 3m (%d B, then %d B); using the last reading", prev, h)
+			return h, nil
+		}
+		prev = h
+		select {
+		case <-time.After(5 * time.Second):
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		}
+	}
+}
+
+// idle reads the manager's open kcp watches and counts its writes (kcp and backend) over 60 s
+// in which nothing changes: every Tenant is Ready and the bench writes nothing.
+func (r *run) idle(ctx context.Context) (watches int, writesPerMinute float64, err error) {
+	before, err := r.mgr.probe.metrics(ctx)
+	if err != nil {
+		return 0, 0, err
+	}
+	select {
+	case <-time.After(time.Minute):
+	case <-ctx.Done():
+		return 0, 0, ctx.Err()
+	}
+	after, err := r.mgr.probe.metrics(ctx)
+	if err != nil {
+		return 0, 0, err
+	}
+	return after.kcpWatches(), after.writes() - before.writes(), nil
+}
+
+// floor measures the floor (see floorClient) with the manager stopped: one more Tenant in up to
+// BENCH_FLOOR_MAX of the n workspaces (spread over them), created at BENCH_RATE like the
+// manager's, each timed from its create to its namespace in the same backend namespace watch.
+// The floor Tenants and namespaces are removed again before the manager restarts; the Tenants
+// carry no finalizer, no manager having seen them.
+func (r *run) floor(ctx context.Context, n int) ([]time.Duration, error) {
+	r.e.stopManager()
+	r.mgr = nil
+	prefix := fmt.Sprintf("floor-n%d-", n)
+	fctx, stopFloor := context.WithCancel(ctx)
+	defer stopFloor()
+	fc, err := startFloorClient(fctx, r.kcpCfg, r.backendCfg, r.vwURLs, prefix)
+	if err != nil {
+		return nil, err
+	}
+	k := min(len(r.workspaces), r.s.floorMax)
+	ts := make([]*tenant, k)
+	for i := range ts {
+		ws := r.workspaces[i*len(r.workspaces)/k]
+		ts[i] = &tenant{ws: ws, name: fmt.Sprintf("floor-n%d", n), tenantName: fmt.Sprintf("%s%d", prefix, i+1)}
+	}
+	progress("N=%d: floor: manager stopped, %d Tenants at %g/s", n, k, r.s.rate)
+	if err := r.createPaced(ctx, ts, func(t *tenant) string { return t.tenantName }); err != nil {
+		return nil, err
+	}
+	wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	var lat []time.Duration
+	for _, t := range ts {
+		at, err := r.backendW.namespaces.wait(wctx, t.hostNamespace())
+		if err != nil {
+			return nil, errors.Join(append([]error{err}, fc.wait()...)...)
+		}
+		lat = append(lat, at.Sub(t.created))
+	}
+	stopFloor()
+	if errs := fc.wait(); len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return lat, r.removeFloor(ctx, ts)
+}
+
+// removeFloor deletes the floor Tenants and namespaces and waits until the namespaces are gone
+// (kube-controller-manager's namespace controller empties and removes them).
+func (r *run) removeFloor(ctx context.Context, ts []*tenant) error {
+	names := map[string]bool{}
+	for _, t := range ts {
+		if err := t.ws.tenants.Delete(ctx, t.name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+		if err := r.e.backendCS.CoreV1().Namespaces().Delete(ctx, t.hostNamespace(), metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+		names[t.hostNamespace()] = true
+	}
+	return framework.Poll(ctx, time.Second, 3*time.Minute, func(ctx context.Context) (bool, error) {
+		list, err := r.e.backendCS.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, nil //nolint:nilerr // retried until the timeout.
+		}
+		for _, ns := range list.Items {
+			if names[ns.Name] {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+}
+
+// coldStart starts the manager with every workspace bound and every Tenant Ready and returns
+// the time from the process's start until each Tenant was reconciled once. That is read from
+// the manager's own metrics, polled every 200 ms (only the latencies need watch timing): the
+// Tenant controller finished at least as many reconciles as there are Tenants and its workqueue
+// is empty. Counting "Reconciling Tenant" log lines would be exact per Tenant but needs V(1)
+// logging, far too much output at hundreds of workspaces.
+func (r *run) coldStart(ctx context.Context) (time.Duration, error) {
+	m, err := r.e.startManager()
+	if err != nil {
+		return 0, err
+	}
+	r.mgr = m
+	want := float64(len(r.tenants))
+	var took time.Duration
+	var last string
+	err = framework.Poll(ctx, 200*time.Millisecond, 10*time.Minute, func(ctx context.Context) (bool, error) {
+		if err := r.e.managerExited(); err != nil {
+			return false, err
+		}
+		f, err := m.probe.metrics(ctx)
+		if err != nil {
+			last = err.Error()
+			return false, nil // not serving yet
+		}
+		done, depth := f.tenantReconciles(), f.tenantQueueDepth()
+		last = fmt.Sprintf("%.0f of %.0f reconciles, queue depth %.0f", done, want, depth)
+		if done >= want && depth == 0 {
+			took = time.Since(m.started)
+			return true, nil
+		}
+		return false, nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("%w (last: %s)", err, last)
+	}
+	return took, nil
+}
