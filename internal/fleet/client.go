@@ -112,7 +112,7 @@ func (c scopedClient) SubResource(subResource string) client.SubResourceClient {
 	return scopedSubResource{lc: c.lc, c: c.w.SubResource(subResource)}
 }
 
-func (c scopedClient) Scheme() *runtime.Scheme         { return c.w.Scheme() }
+func (c scopedClient) Scheme() *runtime.Scheme        { return c.w.Scheme() }
 func (c scopedClient) RESTMapper() apimeta.RESTMapper { return c.w.RESTMapper() }
 func (c scopedClient) GroupVersionKindFor(obj runtime.Object) (schema.GroupVersionKind, error) {
 	return c.w.GroupVersionKindFor(obj)

@@ -27,7 +27,9 @@ type route struct {
 	queue workqueue.TypedRateLimitingInterface[mcreconcile.Request]
 }
 
-func requestFor(key types.NamespacedName) reconcile.Request { return reconcile.Request{NamespacedName: key} }
+func requestFor(key types.NamespacedName) reconcile.Request {
+	return reconcile.Request{NamespacedName: key}
+}
 
 // Watch describes one kind a controller watches in every workspace, and how its objects map to
 // requests (nil Map: the object itself).

@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/go-logr/logr"
 	apisv1alpha1 "github.com/kcp-dev/sdk/apis/apis/v1alpha1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -54,11 +56,18 @@ type Provider struct {
 	shards  map[string]*shard // by endpoint URL
 	engaged map[string]*shard // by logical cluster
 	routes  []*route
+	indexes []index
 	// controllers counts the controllers registered with NewController.
 	controllers int
 	// pending holds requests for workspaces whose objects were seen before their binding was:
 	// they are queued when the workspace is engaged and dropped when it goes.
 	pending map[string]map[*route]map[types.NamespacedName]struct{}
+}
+
+type index struct {
+	obj     client.Object
+	field   string
+	extract client.IndexerFunc
 }
 
 var (
@@ -129,7 +138,7 @@ func (p *Provider) Start(ctx context.Context, _ multicluster.Aware) error {
 		return err
 	}
 	err = c.Start(ctx)
-	p.syncShards(ctx, nil)
+	// Stopping: the shards end with ctx; nothing is disengaged or logged as removed.
 	return err
 }
 
@@ -161,23 +170,58 @@ func (p *Provider) syncShards(ctx context.Context, urls []string) {
 	for _, s := range stale {
 		p.opts.Log.Info("Endpoint removed from the export's endpoint slice; its workspaces are disengaged", "url", s.url)
 		s.cancel()
-		p.mu.Lock()
-		for lc, at := range p.engaged {
-			if at == s {
-				delete(p.engaged, lc)
-			}
-		}
-		p.mu.Unlock()
+		p.forget(s)
 	}
 	for _, s := range fresh {
 		sctx, cancel := context.WithCancel(ctx)
 		s.cancel = cancel
+		go p.serve(sctx, s)
+	}
+}
+
+// serve runs shard s until ctx ends; a shard that fails (kcp unreachable, discovery failing) is
+// rebuilt after a backoff, its workspaces engaged again from its bindings.
+func (p *Provider) serve(ctx context.Context, s *shard) {
+	backoff := wait.Backoff{Duration: time.Second, Factor: 2, Jitter: 0.2, Steps: 8, Cap: time.Minute}
+	for {
 		p.opts.Log.Info("Serving an endpoint of the export", "url", s.url)
-		go func() {
-			if err := p.start(sctx, s); err != nil && sctx.Err() == nil {
-				p.opts.Log.Error(err, "Endpoint of the export stopped", "url", s.url)
-			}
-		}()
+		err := p.start(ctx, s)
+		if ctx.Err() != nil {
+			return
+		}
+		delay := backoff.Step()
+		p.opts.Log.Error(err, "Endpoint of the export failed; retrying", "url", s.url, "after", delay.String())
+		p.forget(s)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(delay):
+		}
+		next, err := p.newShard(s.url)
+		if err != nil {
+			continue
+		}
+		next.cancel = s.cancel
+		p.mu.Lock()
+		if p.shards[s.url] != s {
+			p.mu.Unlock()
+			return // removed from the slice meanwhile
+		}
+		p.shards[s.url] = next
+		p.mu.Unlock()
+		s = next
+	}
+}
+
+// forget disengages the workspaces of shard s without telling OnDisengage: they are not
+// unbound, only no longer watched; a rebuilt shard engages them again.
+func (p *Provider) forget(s *shard) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for lc, at := range p.engaged {
+		if at == s {
+			delete(p.engaged, lc)
+		}
 	}
 }
 
@@ -245,14 +289,16 @@ func (p *Provider) Get(_ context.Context, name multicluster.ClusterName) (cluste
 	return workspaceCluster{ws}, nil
 }
 
-// IndexField implements multicluster.Provider: the index is added to every shard's cache.
+// IndexField implements multicluster.Provider: the index is added to every shard's cache, now and
+// later.
 func (p *Provider) IndexField(ctx context.Context, obj client.Object, field string, extract client.IndexerFunc) error {
-	p.mu.RLock()
+	p.mu.Lock()
+	p.indexes = append(p.indexes, index{obj: obj, field: field, extract: extract})
 	shards := make([]*shard, 0, len(p.shards))
 	for _, s := range p.shards {
 		shards = append(shards, s)
 	}
-	p.mu.RUnlock()
+	p.mu.Unlock()
 	for _, s := range shards {
 		if err := s.cache.IndexField(ctx, obj, field, extract); err != nil {
 			return err

@@ -21,6 +21,12 @@ import (
 	wildcard "github.com/kcp-dev/multicluster-provider/pkg/cache"
 )
 
+// DefaultQPS and DefaultBurst bound a shard's requests when the config sets no QPS.
+const (
+	DefaultQPS   = 50
+	DefaultBurst = 100
+)
+
 // shard is one endpoint URL of the export (one kcp shard's virtual workspace): one wildcard cache,
 // one writer client and one handler per informer for every workspace it serves.
 type shard struct {
@@ -42,6 +48,12 @@ func (p *Provider) newShard(vw string) (*shard, error) {
 	}
 	cfg := rest.CopyConfig(p.opts.Config)
 	cfg.Host = strings.TrimSuffix(vw, "/")
+	if cfg.QPS <= 0 {
+		cfg.QPS, cfg.Burst = DefaultQPS, DefaultBurst
+	}
+	if cfg.Burst <= 0 {
+		cfg.Burst = int(cfg.QPS)
+	}
 	// One limiter for every workspace of the shard (rest clients made without one each get their
 	// own, per kind).
 	cfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(cfg.QPS, cfg.Burst)
@@ -115,7 +127,13 @@ func (p *Provider) start(ctx context.Context, s *shard) error {
 	}
 	p.mu.Lock()
 	routes := append([]*route(nil), p.routes...)
+	indexes := append([]index(nil), p.indexes...)
 	p.mu.Unlock()
+	for _, i := range indexes {
+		if err := s.cache.IndexField(ctx, i.obj, i.field, i.extract); err != nil {
+			return err
+		}
+	}
 	for _, r := range routes {
 		if err := p.watch(ctx, s, r); err != nil {
 			return err

@@ -93,7 +93,7 @@ func (c scopedCache) GetInformerForKind(context.Context, schema.GroupVersionKind
 	return nil, errNoInformers
 }
 func (c scopedCache) RemoveInformer(context.Context, client.Object) error { return errNoInformers }
-func (c scopedCache) Start(context.Context) error                      { return errNoInformers }
+func (c scopedCache) Start(context.Context) error                         { return errNoInformers }
 func (c scopedCache) WaitForCacheSync(ctx context.Context) bool {
 	return c.ws.shard.cache.WaitForCacheSync(ctx)
 }
@@ -113,4 +113,3 @@ func (l legacyRecorder) Eventf(obj runtime.Object, eventtype, reason, format str
 func (l legacyRecorder) AnnotatedEventf(obj runtime.Object, _ map[string]string, eventtype, reason, format string, args ...any) {
 	l.r.Eventf(obj, nil, eventtype, reason, reason, format, args...)
 }
-
