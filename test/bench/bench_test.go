@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -103,13 +104,20 @@ func BenchmarkFanIn(b *testing.B) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 
+	started := time.Now()
 	progress("starting kcp and the backend")
 	e, err := startEnv(ctx, s)
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer func() { e.teardown(b.Failed() || os.Getenv("BENCH_KEEP") != "") }()
-	r := &run{s: s, e: e, started: time.Now(), kcpCfg: fastConfig(e.kcp.Config), backendCfg: fastConfig(e.backend.Config)}
+	defer func() {
+		cancel() // the watches first, so they do not report the servers going away
+		e.teardown(b.Failed() || os.Getenv("BENCH_KEEP") != "")
+	}()
+	if err := os.MkdirAll(s.resultsDir, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	r := &run{s: s, e: e, started: started, kcpCfg: fastConfig(e.kcp.Config), backendCfg: fastConfig(e.backend.Config)}
 	if r.backendW, err = watchBackend(ctx, r.backendCfg); err != nil {
 		b.Fatal(err)
 	}
@@ -140,13 +148,14 @@ func BenchmarkFanIn(b *testing.B) {
 	fmt.Printf("\nwrote %s and %s\n", filepath.Join(s.resultsDir, "latest.json"), filepath.Join(s.resultsDir, "latest.png"))
 
 	// One sub-benchmark per step reports its figures in the benchmark format (benchstat reads
-	// them); the work was done above.
+	// them); the work was done above, so its ns/op would mean nothing and is left out (0).
 	for _, row := range r.rows {
 		b.Run(fmt.Sprintf("workspaces=%d", row.Workspaces), func(b *testing.B) {
 			for _, m := range []struct {
 				v    float64
 				unit string
 			}{
+				{0, "ns/op"},
 				{row.HeapBytesPerWorkspace, "heap-B/workspace"},
 				{row.GoroutinesPerWorkspace, "goroutines/workspace"},
 				{row.CRToBackendNamespaceP50Ms, "cr-ns-p50-ms"},
@@ -194,7 +203,8 @@ type run struct {
 	workspaces []*workspace
 	// tenants are every Tenant the manager serves (the warm-up's and the steps').
 	tenants []*tenant
-	// base is the settled manager at baseN workspaces that the next step's slopes start from.
+	// base is the settled manager at baseN workspaces that the next step's slopes start from:
+	// after the warm-up, then the previous step's reading.
 	baseN          int
 	baseHeap       uint64
 	baseGoroutines int
@@ -338,8 +348,9 @@ func (r *run) step(ctx context.Context, n int) (row, error) {
 		return out, err
 	}
 	out.HeapBytes, out.Goroutines = heap, goroutines
-	out.HeapBytesPerWorkspace = slope(float64(r.baseHeap), float64(heap), r.baseN, n)
-	out.GoroutinesPerWorkspace = slope(float64(r.baseGoroutines), float64(goroutines), r.baseN, n)
+	out.HeapBytesPerWorkspace = math.Round(slope(float64(r.baseHeap), float64(heap), r.baseN, n))
+	out.GoroutinesPerWorkspace = math.Round(slope(float64(r.baseGoroutines), float64(goroutines), r.baseN, n)*1000) / 1000
+	r.baseN, r.baseHeap, r.baseGoroutines = n, heap, goroutines
 	if err := r.mgr.probe.saveHeapProfile(ctx, filepath.Join(r.s.resultsDir, fmt.Sprintf("heap-%d.pb.gz", n))); err != nil {
 		return out, err
 	}
@@ -363,18 +374,15 @@ func (r *run) step(ctx context.Context, n int) (row, error) {
 	if err != nil {
 		return out, fmt.Errorf("N=%d cold start: %w", n, err)
 	}
-	out.ColdStartSeconds = cold.Seconds()
-	progress("N=%d: cold start %.2fs", n, out.ColdStartSeconds)
-
-	// The next step's slopes start from the restarted manager, so both ends of a slope are
-	// readings of the same process.
-	if r.baseHeap, err = r.settle(ctx); err != nil {
+	out.ColdStartSeconds = math.Round(cold.Seconds()*1000) / 1000
+	// The next step's slopes start from this step's reading, not from the restarted manager's:
+	// a manager that has installed nothing since its start has not loaded the chart nor filled
+	// Helm's and the clients' caches, and the next step's first installs would count all of
+	// that as the new workspaces' cost. The restarted heap is recorded for comparison.
+	if out.HeapBytesAfterColdStart, err = r.settle(ctx); err != nil {
 		return out, err
 	}
-	if r.baseGoroutines, err = r.mgr.probe.goroutines(ctx); err != nil {
-		return out, err
-	}
-	r.baseN = n
+	progress("N=%d: cold start %.2fs; restarted manager's heap %d B", n, out.ColdStartSeconds, out.HeapBytesAfterColdStart)
 	lines, err := r.e.errorLogLines()
 	if err != nil {
 		return out, err

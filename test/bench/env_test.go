@@ -16,11 +16,11 @@ import (
 	apisv1alpha1 "github.com/kcp-dev/sdk/apis/apis/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubeopera/kubeopera/internal/devenv"
-	"github.com/kubeopera/kubeopera/internal/manager"
 	"github.com/kubeopera/kubeopera/test/framework"
 	"github.com/kubeopera/kubeopera/workspaces"
 )
@@ -229,10 +229,17 @@ func (e *env) errorLogLines() ([]string, error) {
 	return lines, nil
 }
 
+// The bench uses the manager only as the binary it runs: it imports none of its packages, so it
+// measures whatever cmd/manager is while those change.
+
 // exportURLs returns the virtual workspace URLs of the kubeopera.io export, once its endpoint
 // slice lists at least one (kcp lists a shard only while a workspace on it binds the export).
 func (e *env) exportURLs(ctx context.Context) ([]string, error) {
-	c, err := client.New(workspaces.ClusterConfig(e.kcp.Config, workspaces.PlatformWorkspace), client.Options{Scheme: manager.Scheme()})
+	scheme := runtime.NewScheme()
+	if err := apisv1alpha1.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	c, err := client.New(workspaces.ClusterConfig(e.kcp.Config, workspaces.PlatformWorkspace), client.Options{Scheme: scheme})
 	if err != nil {
 		return nil, err
 	}

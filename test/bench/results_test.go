@@ -29,8 +29,8 @@ type row struct {
 	// HeapBytes and Goroutines are the settled manager's, after GC, at N.
 	HeapBytes  uint64 `json:"heapBytes"`
 	Goroutines int    `json:"goroutines"`
-	// HeapBytesPerWorkspace and GoroutinesPerWorkspace are the slopes from the previous step (the
-	// post-warm-up baseline for the first).
+	// HeapBytesPerWorkspace and GoroutinesPerWorkspace are the slopes from the previous step's
+	// reading (the post-warm-up baseline for the first).
 	HeapBytesPerWorkspace  float64 `json:"heapBytesPerWorkspace"`
 	GoroutinesPerWorkspace float64 `json:"goroutinesPerWorkspace"`
 
@@ -50,6 +50,9 @@ type row struct {
 	KCPWatchConnections int     `json:"kcpWatchConnections"`
 	IdleWritesPerMinute float64 `json:"idleWritesPerMinute"`
 	ColdStartSeconds    float64 `json:"coldStartSeconds"`
+	// HeapBytesAfterColdStart is the restarted manager's settled heap at N, before it installed
+	// anything.
+	HeapBytesAfterColdStart uint64 `json:"heapBytesAfterColdStart"`
 	// ManagerErrorLogLines counts the manager's error-level log lines so far (all its runs).
 	ManagerErrorLogLines int `json:"managerErrorLogLines"`
 }
