@@ -21,7 +21,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/cluster"
 )
 
 const (
@@ -38,16 +37,6 @@ const (
 	// SourceClusterAnnotation records the logical cluster a copied-in Secret came from.
 	SourceClusterAnnotation = "kubeopera.io/source-cluster"
 )
-
-// DirectClient returns an uncached client for a workspace cluster. Secrets are read and written
-// through it so the manager never caches every Secret of every bound workspace.
-func DirectClient(cl cluster.Cluster) (client.Client, error) {
-	return client.New(cl.GetConfig(), client.Options{
-		HTTPClient: cl.GetHTTPClient(),
-		Scheme:     cl.GetScheme(),
-		Mapper:     cl.GetRESTMapper(),
-	})
-}
 
 // MissingSecretError says a referenced Secret or key cannot be read in the CR's namespace. Through
 // the export's virtual workspace a Secret without AccessLabel is indistinguishable from a missing

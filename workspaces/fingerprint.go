@@ -9,7 +9,6 @@ import (
 	"encoding/hex"
 	"strings"
 
-	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 )
 
@@ -85,13 +84,4 @@ func ShortName(s string, max int) string {
 	h := hex.EncodeToString(sum[:])[:10]
 	prefix := strings.TrimRight(s[:max-len(h)-1], "-.")
 	return prefix + "-" + h
-}
-
-// ClustersOf returns a cluster filter selecting the clusters the named provider contributes to a
-// multi provider ("<provider>#<logical cluster>"), so a controller only engages workspaces bound
-// to the export that serves its kind.
-func ClustersOf(provider string) func(multicluster.ClusterName, cluster.Cluster) bool {
-	return func(name multicluster.ClusterName, _ cluster.Cluster) bool {
-		return strings.HasPrefix(string(name), provider+providerSeparator)
-	}
 }
