@@ -8,6 +8,7 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -39,6 +40,16 @@ func newRESTClientGetter(cfg *rest.Config) (*restClientGetter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("failed to create transport: %w", err)
 	}
+	// One rate limiter for every Helm operation: clients built from a config without one each
+	// get their own, so concurrent installs would multiply the set QPS.
+	limiter := cfg.RateLimiter
+	if limiter == nil && cfg.QPS > 0 {
+		burst := cfg.Burst
+		if burst <= 0 {
+			burst = int(cfg.QPS)
+		}
+		limiter = flowcontrol.NewTokenBucketRateLimiter(cfg.QPS, burst)
+	}
 	shared := &rest.Config{
 		Host:           cfg.Host,
 		APIPath:        cfg.APIPath,
@@ -46,7 +57,7 @@ func newRESTClientGetter(cfg *rest.Config) (*restClientGetter, error) {
 		UserAgent:      cfg.UserAgent,
 		QPS:            cfg.QPS,
 		Burst:          cfg.Burst,
-		RateLimiter:    cfg.RateLimiter,
+		RateLimiter:    limiter,
 		Timeout:        cfg.Timeout,
 		WarningHandler: cfg.WarningHandler,
 		Transport:      transport,
