@@ -7,11 +7,14 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
+	"go.uber.org/zap/zapcore"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -20,30 +23,33 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
-	"sigs.k8s.io/multicluster-runtime/providers/clusters"
+	"sigs.k8s.io/multicluster-runtime/providers/multi"
 
 	kov1alpha1 "github.com/kubeopera/kubeopera/apis/kubeopera/v1alpha1"
 	"github.com/kubeopera/kubeopera/controllers/tenant"
+	"github.com/kubeopera/kubeopera/internal/fleet"
 	"github.com/kubeopera/kubeopera/internal/helm"
 	"github.com/kubeopera/kubeopera/internal/kubeoperaapi"
 	imanager "github.com/kubeopera/kubeopera/internal/manager"
 	"github.com/kubeopera/kubeopera/internal/reconcile"
-	"github.com/kubeopera/kubeopera/syncer"
 	"github.com/kubeopera/kubeopera/test/framework"
 	"github.com/kubeopera/kubeopera/test/framework/actors"
 	"github.com/kubeopera/kubeopera/workspaces"
 )
 
-// This suite runs the Tenant reconciler in a real multicluster manager on real apiservers: a
+// This suite runs the Tenant reconciler in a real multicluster manager on real servers: a
 // backend (kube-apiserver, etcd, kube-controller-manager) where it works with the manager's
-// shipped backend identity (config/rbac), and two "workspaces" (each its own kube-apiserver with
-// the CRDs) served under kubeopera.io#<name> like the apiexport provider serves kcp workspaces.
-// The e2e suite does the same on a real kcp; this one is the faster table of phase transitions.
+// shipped backend identity (config/rbac), and a real kcp with three tenant workspaces (acme,
+// globex, initech, each bound to both exports) that the manager serves as kcp's unprivileged
+// "user" with the platform workspace role the product ships, through the kubeopera.io export's
+// virtual workspace and the project's fleet provider, as the manager binary does. The e2e suite
+// runs the binary itself; this one is the faster table of phase transitions, in process.
 
 // cloudSpaceCalls records kubeopera-api's CloudSpace PATCH callbacks (seed 003).
 type cloudSpaceCalls struct {
@@ -135,9 +141,51 @@ func setup(t *testing.T) *suite {
 	}))
 	t.Cleanup(api.Close)
 
-	provider := clusters.New()
-	mgr, err := mcmanager.New(s.backendAs, provider, manager.Options{
-		Scheme:                 imanager.Scheme(),
+	// One real kcp: the platform workspace (both exports and the manager's role), root:orgs,
+	// and the tenant workspaces below it.
+	kcp := framework.StartKCP(t)
+	if err := workspaces.Bootstrap(ctx, kcp.Config, workspaces.PlatformWorkspace); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := workspaces.EnsureWorkspace(ctx, kcp.Config, "root", "orgs", workspaces.WorkspaceType{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := workspaces.BindManagerRole(ctx, kcp.Config, workspaces.PlatformWorkspace, "user"); err != nil {
+		t.Fatal(err)
+	}
+	userCfg, err := kcp.ContextConfig("user")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Pointed at the platform workspace with the manager's default request rate, as
+	// internal/manager.Configs makes it.
+	kcpCfg := workspaces.ClusterConfig(userCfg, workspaces.PlatformWorkspace)
+	defaults := imanager.DefaultOptions()
+	kcpCfg.QPS, kcpCfg.Burst = defaults.KCPQPS, defaults.KCPBurst
+
+	// The manager's kcp side as internal/manager.Run wires it: a fleet provider for the
+	// kubeopera.io export in a multi provider, its events written by a sink on the local manager.
+	scheme := imanager.Scheme()
+	log := managerLog(t).WithName("manager")
+	ctrl.SetLogger(log)
+	sink := &fleet.EventSink{Scheme: scheme, Log: log.WithName("events")}
+	fl, err := fleet.New(fleet.Options{
+		Name:          imanager.KubeoperaProvider,
+		Config:        kcpCfg,
+		EndpointSlice: "kubeopera.io",
+		Scheme:        scheme,
+		Events:        sink,
+		Log:           log.WithName("provider"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	providers := multi.New(multi.Options{})
+	if err := providers.AddProvider(imanager.KubeoperaProvider, fl); err != nil {
+		t.Fatal(err)
+	}
+	mgr, err := mcmanager.New(s.backendAs, providers, manager.Options{
+		Scheme:                 scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		Client:                 client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}, &corev1.Namespace{}, &corev1.ConfigMap{}}}},
@@ -145,20 +193,28 @@ func setup(t *testing.T) *suite {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := mgr.GetLocalManager().Add(sink); err != nil {
+		t.Fatal(err)
+	}
+
+	// The tenant workspaces, named with a suffix unique to the run, each with the Tenant API
+	// served (by the workspace type's default bindings) before a test uses it.
+	suffix := strconv.FormatInt(time.Now().UnixNano()%(1<<20), 36)
 	for _, name := range []string{"acme", "globex", "initech"} {
-		ws := framework.StartCluster(t, framework.ClusterOptions{CRDDirectoryPaths: []string{filepath.Join(framework.RepoRoot(), "config", "crd", "bases")}})
-		cl, err := cluster.New(ws.Config, func(o *cluster.Options) { o.Scheme = imanager.Scheme() })
+		wsName := name + "-" + suffix
+		lc, err := workspaces.EnsureWorkspace(ctx, kcp.Config, "root:orgs", wsName, workspaces.TenantWorkspaceTypeIn(workspaces.PlatformWorkspace))
 		if err != nil {
 			t.Fatal(err)
 		}
-		lc := "lc-" + name
-		if err := provider.Add(ctx, workspaces.ClusterName(imanager.KubeoperaProvider, lc), cl); err != nil {
+		c, err := client.New(workspaces.ClusterConfig(kcp.Config, "root:orgs:"+wsName), client.Options{Scheme: scheme})
+		if err != nil {
 			t.Fatal(err)
 		}
-		if s.ws[name], err = client.New(ws.Config, client.Options{Scheme: imanager.Scheme()}); err != nil {
-			t.Fatal(err)
-		}
-		s.lc[name] = lc
+		framework.Eventually(t, 2*time.Minute, "Tenant API served in root:orgs:"+wsName, func() (bool, string) {
+			err := c.List(ctx, &kov1alpha1.TenantList{})
+			return err == nil, fmt.Sprint(err)
+		})
+		s.ws[name], s.lc[name] = c, lc
 	}
 
 	real, err := helm.New(s.backendAs, helm.Options{ChartRef: s.chart.ChartURL(), CacheDir: t.TempDir()})
@@ -166,12 +222,8 @@ func setup(t *testing.T) *suite {
 		t.Fatal(err)
 	}
 	s.helm = &helmRecorder{Client: real}
-	wsClients := &reconcile.WorkspaceClients{New: syncer.DirectClient}
-	if err := mgr.Add(wsClients); err != nil {
-		t.Fatal(err)
-	}
 	if err := (&tenant.Reconciler{
-		Clients:         wsClients,
+		Workspaces:      fl,
 		Backend:         workspaces.Backend{Client: mgr.GetLocalManager().GetClient(), Reader: mgr.GetLocalManager().GetAPIReader()},
 		Helm:            s.helm,
 		API:             &kubeoperaapi.Client{BaseURL: api.URL, Token: "t"},
@@ -179,7 +231,6 @@ func setup(t *testing.T) *suite {
 		Limits:          tenant.Limits{MaxTenants: 4, MaxCPU: resource.MustParse("5")},
 		RequeueInterval: 500 * time.Millisecond,
 		Concurrency:     8,
-		ClusterFilter:   workspaces.ClustersOf(imanager.KubeoperaProvider),
 	}).SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}
@@ -193,6 +244,43 @@ func setup(t *testing.T) *suite {
 		}
 	})
 	return s
+}
+
+// logBuffer keeps what the manager logs; it is written until every goroutine of the manager
+// has stopped, which may be after the test ended.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// managerLog returns a logger (V(1) included) that keeps what it is told; when the test fails,
+// the last lines are logged after the manager stopped.
+func managerLog(t *testing.T) logr.Logger {
+	t.Helper()
+	out := &logBuffer{}
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+		if len(lines) > 300 {
+			lines = lines[len(lines)-300:]
+		}
+		t.Logf("manager log (last %d lines):\n%s", len(lines), strings.Join(lines, "\n"))
+	})
+	return zap.New(zap.WriteTo(out), zap.Level(zapcore.Level(-1)))
 }
 
 func newTenant(t *testing.T, c client.Client, name, cloudSpaceID, cpu string) {
