@@ -47,6 +47,13 @@ func NewController(mgr mcmanager.Manager, name string, p *Provider, For client.O
 	if opts.Reconciler == nil {
 		return errors.New("fleet: a controller needs a Reconciler")
 	}
+	// As controller-runtime's builder does: the manager's controller defaults and its logger (the
+	// reconcilers' loggers derive from it).
+	local := mgr.GetLocalManager()
+	opts.DefaultFromConfig(local.GetControllerOptions())
+	if opts.Logger.GetSink() == nil {
+		opts.Logger = local.GetLogger()
+	}
 	c, err := controller.NewTypedUnmanaged(name, opts)
 	if err != nil {
 		return err
@@ -59,7 +66,7 @@ func NewController(mgr mcmanager.Manager, name string, p *Provider, For client.O
 	p.mu.Lock()
 	p.controllers++
 	p.mu.Unlock()
-	return mgr.GetLocalManager().Add(c)
+	return local.Add(c)
 }
 
 // source feeds a controller's queue from the provider; it registers a route when the controller
