@@ -27,8 +27,9 @@ func init() { metrics.Registry.MustRegister(eventsDropped) }
 // EventSink writes the events of every workspace through the shards' shared writers: one bounded
 // queue and a fixed set of workers for all, instead of a broadcaster (and its goroutines) per
 // workspace. An event equal to one written in the last DedupWindow for the same object is
-// dropped; the export's claim on events allows create only, so repeats cannot be counted up on
-// the first. Events are best effort: a full queue drops them, as client-go's broadcaster does.
+// dropped rather than counted up on the first (which the claim's patch verb would allow), so a
+// reconcile that keeps waiting on something writes nothing to kcp until the window has passed.
+// Events are best effort: a full queue drops them, as client-go's broadcaster does.
 type EventSink struct {
 	// Scheme resolves the kinds of the objects events are about.
 	Scheme *runtime.Scheme
