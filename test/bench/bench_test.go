@@ -392,7 +392,7 @@ func (r *run) step(ctx context.Context, n int) (row, error) {
 }
 
 func (r *run) report() report {
-	rep := report{Started: r.started, WarmupWorkspaces: r.s.warmup, TenantsPerSecond: r.s.rate,
+	rep := report{Started: r.started, Manager: r.e.managerBuild, WarmupWorkspaces: r.s.warmup, TenantsPerSecond: r.s.rate,
 		TenantRequeueInterval: "15s (the manager's default)", Steps: r.rows}
 	if len(r.rows) > 0 {
 		rep.ManagerErrorLogLines = r.rows[len(r.rows)-1].ManagerErrorLogLines
@@ -623,10 +623,12 @@ func (r *run) floor(ctx context.Context, n int) ([]time.Duration, error) {
 		}
 		lat = append(lat, at.Sub(t.created))
 	}
-	stopFloor()
+	// The watch may deliver a namespace before its create call has read the answer: wait for
+	// the calls before stopping the floor client, or stopping it would cancel them.
 	if errs := fc.wait(); len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
+	stopFloor()
 	return lat, r.removeFloor(ctx, ts)
 }
 

@@ -35,6 +35,8 @@ type env struct {
 	backendID  *framework.Identity
 	backendCS  kubernetes.Interface
 	managerBin string
+	// managerBuild says which manager runs, for the report.
+	managerBuild string
 	// stops stop what startEnv started, in reverse order.
 	stops []func()
 
@@ -59,7 +61,7 @@ func startEnv(ctx context.Context, s settings) (e *env, err error) {
 	if err != nil {
 		return nil, err
 	}
-	e = &env{dir: dir, managerBin: s.managerBin}
+	e = &env{dir: dir, managerBin: s.managerBin, managerBuild: "prebuilt binary (BENCH_MANAGER_BIN)"}
 	defer func() {
 		if err != nil {
 			e.teardown(true)
@@ -73,6 +75,7 @@ func startEnv(ctx context.Context, s settings) (e *env, err error) {
 		if out, err := build.CombinedOutput(); err != nil {
 			return e, fmt.Errorf("failed to build the manager: %v\n%s", err, out)
 		}
+		e.managerBuild = "cmd/manager at " + revision(ctx)
 	}
 	kcpDir, backendDir := filepath.Join(dir, "kcp"), filepath.Join(dir, "backend")
 	for _, d := range []string{kcpDir, backendDir} {
@@ -111,6 +114,24 @@ func startEnv(ctx context.Context, s settings) (e *env, err error) {
 		return e, err
 	}
 	return e, nil
+}
+
+// revision is the repository's commit, marked when the work tree has changes.
+func revision(ctx context.Context) string {
+	git := func(args ...string) string {
+		cmd := exec.CommandContext(ctx, "git", args...)
+		cmd.Dir = framework.RepoRoot()
+		out, _ := cmd.Output()
+		return strings.TrimSpace(string(out))
+	}
+	rev := git("rev-parse", "--short=12", "HEAD")
+	if rev == "" {
+		return "an unknown revision"
+	}
+	if git("status", "--porcelain", "--untracked-files=no") != "" {
+		rev += " with uncommitted changes"
+	}
+	return rev
 }
 
 // teardown stops the manager and the servers; the directory (servers' and manager's logs) is

@@ -61,6 +61,8 @@ type row struct {
 type report struct {
 	// Started is when the run began.
 	Started time.Time `json:"started"`
+	// Manager says which manager ran: cmd/manager at a revision, or a prebuilt binary.
+	Manager string `json:"manager"`
 	// Settings are the run's knobs, so two reports can be compared.
 	WarmupWorkspaces      int     `json:"warmupWorkspaces"`
 	TenantsPerSecond      float64 `json:"tenantsPerSecond"`
