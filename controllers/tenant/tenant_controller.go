@@ -32,6 +32,8 @@ const (
 	DefaultReadyRecheckInterval = 10 * time.Minute
 	// DefaultConcurrency is how many Tenants are reconciled at once, across all workspaces.
 	DefaultConcurrency = 8
+	// DefaultInstallConcurrency is how many Helm installs and upgrades run at once.
+	DefaultInstallConcurrency = 4
 )
 
 // Limits are the platform admin's per-workspace limits on Tenants. Zero values mean no limit.
@@ -69,6 +71,13 @@ type Reconciler struct {
 	ReadyRecheckInterval time.Duration
 	// Concurrency is how many Tenants are reconciled at once; DefaultConcurrency when zero.
 	Concurrency int
+	// InstallConcurrency is how many Helm installs and upgrades run at once, outside the
+	// reconcile workers; DefaultInstallConcurrency when zero.
+	InstallConcurrency int
+
+	// installs run Helm installs and upgrades; each one's end requeues its Tenant (trigger).
+	installs *reconcile.Operations[mcreconcile.Request, helm.Observation]
+	trigger  *fleet.Trigger
 }
 
 // SetupWithManager registers the controller with the workspaces' provider (fleet.NewController:
@@ -86,12 +95,24 @@ func (r *Reconciler) SetupWithManager(mgr mcmanager.Manager) error {
 	if r.Concurrency == 0 {
 		r.Concurrency = DefaultConcurrency
 	}
+	if r.InstallConcurrency == 0 {
+		r.InstallConcurrency = DefaultInstallConcurrency
+	}
+	// A Helm install takes about a second even with Wait=false; run in the reconcile workers it
+	// would hold them from every other Tenant's quick pass.
+	r.trigger = &fleet.Trigger{}
+	r.installs = &reconcile.Operations[mcreconcile.Request, helm.Observation]{Limit: r.InstallConcurrency, Done: r.trigger.Enqueue}
+	if err := mgr.GetLocalManager().Add(r.installs); err != nil {
+		return err
+	}
 	return fleet.NewController(mgr, "tenant", r.Workspaces, &kov1alpha1.Tenant{},
-		mccontroller.Options{Reconciler: r, MaxConcurrentReconciles: r.Concurrency})
+		mccontroller.Options{Reconciler: r, MaxConcurrentReconciles: r.Concurrency}, fleet.Watch{Trigger: r.trigger})
 }
 
 // scope carries what one reconcile pass knows; comments say which step sets each field.
 type scope struct {
+	// req is the request being reconciled (Reconcile).
+	req mcreconcile.Request
 	// tenant is the object being reconciled (Reconcile).
 	tenant *kov1alpha1.Tenant
 	// logicalCluster is the tenant's workspace (Reconcile).
@@ -132,6 +153,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (ct
 	release := "vc-" + t.Spec.TenantName
 	hostNamespace := workspaces.VClusterNamespace(lc, t.Spec.TenantName)
 	s := &scope{
+		req:              req,
 		tenant:           t,
 		logicalCluster:   lc,
 		ws:               ws.Client(),

@@ -107,24 +107,37 @@ func (r *Reconciler) backendNamespaces(ctx context.Context, s *scope) error {
 // It waits until the release is deployed.
 func (r *Reconciler) release(ctx context.Context, s *scope) error {
 	t := s.tenant
-	obs, err := r.Helm.Observe(ctx, s.hostNamespace, s.releaseName, s.values)
-	if err != nil {
-		return r.helmError(ctx, s, err)
-	}
-	// A new attempt reinstalls a release that is not deployed: one the user or an admin asked to
-	// retry (phase Pending), and one whose last install or upgrade failed transiently in this
-	// step (an API server or registry blip after Helm had recorded the revision as failed).
-	lastTransient := reconcile.GetCondition(t, kov1alpha1.ReleaseDeployedCondition)
-	retrying := t.Status.Phase == kov1alpha1.TenantPhasePending ||
-		(lastTransient != nil && lastTransient.Reason == kov1alpha1.TransientErrorReason)
-	newAttempt := retrying && obs.Exists && obs.State != helm.StateDeployed
-	if !obs.Exists || !obs.UpToDate || obs.State == helm.StatePending || obs.State == helm.StateUninstalling || newAttempt {
-		t.Status.Phase = kov1alpha1.TenantPhaseProvisioning
-		if obs, err = r.Helm.InstallOrUpgrade(ctx, s.hostNamespace, s.releaseName, s.values); err != nil {
-			return r.helmError(ctx, s, err)
+	key := s.hostNamespace + "/" + s.releaseName
+	var obs helm.Observation
+	if res, ok := r.installs.Take(key); ok {
+		// The install or upgrade this Tenant started has ended.
+		if res.Err != nil {
+			return r.helmError(ctx, s, res.Err)
 		}
+		obs = res.Value
 		reconcile.Event(s.recorder, t, corev1.EventTypeNormal, kov1alpha1.ProgressingReason,
 			fmt.Sprintf("Installed vCluster release %s revision %d", s.releaseName, obs.Revision))
+	} else if r.installs.Running(key) {
+		return r.installing(s)
+	} else {
+		var err error
+		if obs, err = r.Helm.Observe(ctx, s.hostNamespace, s.releaseName, s.values); err != nil {
+			return r.helmError(ctx, s, err)
+		}
+		// A new attempt reinstalls a release that is not deployed: one the user or an admin asked
+		// to retry (phase Pending), and one whose last install or upgrade failed transiently in
+		// this step (an API server or registry blip after Helm had recorded the revision as failed).
+		lastTransient := reconcile.GetCondition(t, kov1alpha1.ReleaseDeployedCondition)
+		retrying := t.Status.Phase == kov1alpha1.TenantPhasePending ||
+			(lastTransient != nil && lastTransient.Reason == kov1alpha1.TransientErrorReason)
+		newAttempt := retrying && obs.Exists && obs.State != helm.StateDeployed
+		if !obs.Exists || !obs.UpToDate || obs.State == helm.StatePending || obs.State == helm.StateUninstalling || newAttempt {
+			ns, name, values := s.hostNamespace, s.releaseName, s.values
+			r.installs.Run(key, s.req, func(ctx context.Context) (helm.Observation, error) {
+				return r.Helm.InstallOrUpgrade(ctx, ns, name, values)
+			})
+			return r.installing(s)
+		}
 	}
 	if t.Status.Phase != kov1alpha1.TenantPhaseReady {
 		t.Status.Phase = kov1alpha1.TenantPhaseProvisioning
@@ -139,6 +152,12 @@ func (r *Reconciler) release(ctx context.Context, s *scope) error {
 	default:
 		return reconcile.Waiting(kov1alpha1.WaitingReason, fmt.Sprintf("Release %s revision %d is %s", s.releaseName, obs.Revision, obs.State), r.RequeueInterval)
 	}
+}
+
+// installing says the Tenant waits for its install or upgrade, which requeues it when it ends.
+func (r *Reconciler) installing(s *scope) error {
+	s.tenant.Status.Phase = kov1alpha1.TenantPhaseProvisioning
+	return reconcile.Waiting(kov1alpha1.WaitingReason, "Installing vCluster release "+s.releaseName, r.RequeueInterval)
 }
 
 // helmError maps a Helm client error: terminal ones (chart not found, values refused by the chart)
@@ -269,6 +288,12 @@ func (r *Reconciler) callback(ctx context.Context, s *scope) error {
 // claimed by another Tenant or another workspace (a Tenant that failed on a conflict) is left
 // alone, release included.
 func (r *Reconciler) uninstall(ctx context.Context, s *scope) error {
+	// An install still running would write the release again after the uninstall.
+	key := s.hostNamespace + "/" + s.releaseName
+	if r.installs.Running(key) {
+		return reconcile.Waiting(kov1alpha1.DeletingReason, "Waiting for the running install of "+s.releaseName+" to end", r.RequeueInterval)
+	}
+	r.installs.Take(key)
 	owns, err := r.Backend.Owns(ctx, s.logicalCluster, s.hostNamespace, s.owner)
 	if err != nil || !owns {
 		return err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/kcp-dev/logicalcluster/v3"
 	"k8s.io/apimachinery/pkg/types"
@@ -32,11 +33,39 @@ func requestFor(key types.NamespacedName) reconcile.Request {
 }
 
 // Watch describes one kind a controller watches in every workspace, and how its objects map to
-// requests (nil Map: the object itself).
+// requests (nil Map: the object itself); or, with Trigger set, a trigger of the controller.
 type Watch struct {
-	Object client.Object
-	Map    MapFunc
+	Object  client.Object
+	Map     MapFunc
+	Trigger *Trigger
 }
+
+// Trigger queues requests of its controller from outside any watch: e.g. when a long operation
+// the controller started has ended (reconcile.Operations' Done).
+type Trigger struct {
+	mu    sync.Mutex
+	queue workqueue.TypedRateLimitingInterface[mcreconcile.Request]
+}
+
+// Enqueue queues req; before the controller started, requests are dropped (nothing ran yet).
+func (t *Trigger) Enqueue(req mcreconcile.Request) {
+	t.mu.Lock()
+	q := t.queue
+	t.mu.Unlock()
+	if q != nil {
+		q.Add(req)
+	}
+}
+
+// Start implements the controller source.
+func (t *Trigger) Start(_ context.Context, q workqueue.TypedRateLimitingInterface[mcreconcile.Request]) error {
+	t.mu.Lock()
+	t.queue = q
+	t.mu.Unlock()
+	return nil
+}
+
+func (t *Trigger) String() string { return "fleet trigger" }
 
 // NewController registers a controller for For (and the extra watches) in every workspace of
 // the provider: one workqueue and, per shard, one handler per watched informer that routes each
@@ -59,6 +88,12 @@ func NewController(mgr mcmanager.Manager, name string, p *Provider, For client.O
 		return err
 	}
 	for _, w := range append([]Watch{{Object: For}}, watches...) {
+		if w.Trigger != nil {
+			if err := c.Watch(w.Trigger); err != nil {
+				return err
+			}
+			continue
+		}
 		if err := c.Watch(&source{provider: p, watch: w}); err != nil {
 			return err
 		}

@@ -177,16 +177,17 @@ func Run(ctx context.Context, o Options, cfgs *Configs) error {
 		return err
 	}
 	if err := (&tenant.Reconciler{
-		Workspaces:      fleets[KubeoperaProvider],
-		Backend:         backend,
-		Helm:            helmClient,
-		API:             &kubeoperaapi.Client{BaseURL: o.KubeoperaAPIBaseURL, Token: o.InternalServiceToken},
-		Environment:     o.Environment,
-		IngressClass:    o.VClusterIngressClass,
-		ClaimsNamespace: o.ClaimsNamespace,
-		Limits:          limits,
-		RequeueInterval: o.TenantRequeueInterval,
-		Concurrency:     o.TenantConcurrency,
+		Workspaces:         fleets[KubeoperaProvider],
+		Backend:            backend,
+		Helm:               helmClient,
+		API:                &kubeoperaapi.Client{BaseURL: o.KubeoperaAPIBaseURL, Token: o.InternalServiceToken},
+		Environment:        o.Environment,
+		IngressClass:       o.VClusterIngressClass,
+		ClaimsNamespace:    o.ClaimsNamespace,
+		Limits:             limits,
+		RequeueInterval:    o.TenantRequeueInterval,
+		Concurrency:        o.TenantConcurrency,
+		InstallConcurrency: o.TenantInstallConcurrency,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("failed to set up the tenant controller: %w", err)
 	}

@@ -84,6 +84,9 @@ type Options struct {
 	TenantRequeueInterval time.Duration
 	// TenantConcurrency is how many Tenants are reconciled at once, across all workspaces.
 	TenantConcurrency int
+	// TenantInstallConcurrency is how many vCluster Helm installs and upgrades run at once,
+	// outside the reconcile workers.
+	TenantInstallConcurrency int
 	// MaxTenantsPerWorkspace, MaxTenantCPUPerWorkspace and MaxTenantMemoryPerWorkspace are the
 	// per-workspace limits on Tenants (count, sum of CPU quotas, sum of memory quotas); 0 or ""
 	// means no limit.
@@ -136,6 +139,7 @@ func DefaultOptions() Options {
 		LeaderElectionID:            "kubeopera-manager",
 		TenantRequeueInterval:       15 * time.Second,
 		TenantConcurrency:           8,
+		TenantInstallConcurrency:    4,
 		MaxTenantsPerWorkspace:      10,
 		MaxTenantCPUPerWorkspace:    "16",
 		MaxTenantMemoryPerWorkspace: "64Gi",
@@ -177,6 +181,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.LeaderElectionID, "leader-election-id", o.LeaderElectionID, "name of the leader election lease")
 	fs.DurationVar(&o.TenantRequeueInterval, "tenant-requeue-interval", o.TenantRequeueInterval, "poll interval of a Provisioning Tenant")
 	fs.IntVar(&o.TenantConcurrency, "tenant-concurrency", o.TenantConcurrency, "how many Tenants are reconciled at once, across all workspaces")
+	fs.IntVar(&o.TenantInstallConcurrency, "tenant-install-concurrency", o.TenantInstallConcurrency, "how many vCluster Helm installs and upgrades run at once, outside the reconcile workers")
 	fs.IntVar(&o.MaxTenantsPerWorkspace, "max-tenants-per-workspace", o.MaxTenantsPerWorkspace, "how many Tenants one workspace may have; 0: no limit")
 	fs.StringVar(&o.MaxTenantCPUPerWorkspace, "max-tenant-cpu-per-workspace", o.MaxTenantCPUPerWorkspace, "the most CPU the quotas of one workspace's Tenants may add up to (a quantity); empty or 0: no limit")
 	fs.StringVar(&o.MaxTenantMemoryPerWorkspace, "max-tenant-memory-per-workspace", o.MaxTenantMemoryPerWorkspace, "the most memory the quotas of one workspace's Tenants may add up to (a quantity); empty or 0: no limit")
