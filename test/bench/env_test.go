@@ -29,12 +29,14 @@ import (
 // (test/e2e/env_test.go), and the manager binary run as a process with the product's identities,
 // so what is measured is the manager as it ships, not an in-process copy sharing the bench's heap.
 type env struct {
-	dir        string
-	kcp        *devenv.KCP
-	backend    *devenv.Backend
-	backendID  *framework.Identity
-	backendCS  kubernetes.Interface
-	managerBin string
+	dir     string
+	kcp     *devenv.KCP
+	backend *backend
+	// managerKubeconfig is the manager's backend identity (ServiceAccount kubeopera-manager with
+	// config/rbac's rights), as a kubeconfig.
+	managerKubeconfig string
+	backendCS         kubernetes.Interface
+	managerBin        string
 	// managerBuild says which manager runs, for the report.
 	managerBuild string
 	// stops stop what startEnv started, in reverse order.
@@ -88,10 +90,10 @@ func startEnv(ctx context.Context, s settings) (e *env, err error) {
 		return e, err
 	}
 	e.stops = append(e.stops, stop)
-	if e.backend, stop, err = framework.StartBackendIn(backendDir); err != nil {
+	if e.backend, err = startBackend(backendDir); err != nil {
 		return e, err
 	}
-	e.stops = append(e.stops, stop)
+	e.stops = append(e.stops, e.backend.stop)
 	if e.backendCS, err = kubernetes.NewForConfig(e.backend.Config); err != nil {
 		return e, err
 	}
@@ -110,7 +112,9 @@ func startEnv(ctx context.Context, s settings) (e *env, err error) {
 	if _, err := e.backendCS.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "kubeopera-system"}}, metav1.CreateOptions{}); err != nil {
 		return e, err
 	}
-	if e.backendID, err = framework.ManagerIdentity(ctx, e.backend, backendDir); err != nil {
+	// The token outlives the bench's 120m timeout.
+	e.managerKubeconfig = filepath.Join(backendDir, "manager-backend.kubeconfig")
+	if _, err := devenv.ManagerIdentity(ctx, e.backend.Config, framework.RBACDir(), e.managerKubeconfig, 3*time.Hour); err != nil {
 		return e, err
 	}
 	return e, nil
@@ -169,7 +173,7 @@ func (e *env) startManager() (*managerProc, error) {
 		"--kcp-kubeconfig", e.kcp.KubeconfigPath,
 		"--kcp-context", "user",
 		"--orphan-sweep-kcp-context", "system:admin",
-		"--backend-kubeconfig", e.backendID.KubeconfigPath,
+		"--backend-kubeconfig", e.managerKubeconfig,
 		"--vcluster-chart", filepath.Join(framework.RepoRoot(), "test", "charts", "vcluster"),
 		"--helm-cache-dir", filepath.Join(e.dir, "helm-cache"),
 		"--kubeopera-api-base-url=",
