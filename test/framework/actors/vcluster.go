@@ -16,11 +16,13 @@ import (
 	"time"
 
 	"helm.sh/helm/v3/pkg/chartutil"
+	helmrelease "helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/storage"
 	"helm.sh/helm/v3/pkg/storage/driver"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -38,6 +40,9 @@ const (
 	VClusterCertificateKeyKey = "client-key"
 	VClusterTokenKey          = "token"
 )
+
+// releaseWait bounds how long VClusterWritesKubeconfig waits for the release to be deployed.
+const releaseWait = 2 * time.Minute
 
 // VClusterKubeconfig is what VClusterWritesKubeconfig wrote.
 type VClusterKubeconfig struct {
@@ -92,9 +97,16 @@ func VClusterWritesKubeconfig(ctx context.Context, backend *rest.Config, namespa
 	if err != nil {
 		return nil, err
 	}
-	rel, err := storage.Init(driver.NewSecrets(cs.CoreV1().Secrets(namespace))).Last(release)
-	if err != nil {
-		return nil, fmt.Errorf("vCluster %s has no Helm release in %s (its Pod only runs once the chart is installed): %w", release, namespace, err)
+	// vCluster's Pod only runs once the chart is installed: wait for the release (Helm's own
+	// record, deployed) up to releaseWait, as a Pod scheduled after the install would.
+	store := storage.Init(driver.NewSecrets(cs.CoreV1().Secrets(namespace)))
+	var rel *helmrelease.Release
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, releaseWait, true, func(context.Context) (bool, error) {
+		rel, err = store.Last(release)
+		return err == nil && rel.Info != nil && rel.Info.Status == helmrelease.StatusDeployed, nil
+	})
+	if err != nil || rel == nil {
+		return nil, fmt.Errorf("vCluster %s has no deployed Helm release in %s after %s (its Pod only runs once the chart is installed)", release, namespace, releaseWait)
 	}
 	values, err := chartutil.CoalesceValues(rel.Chart, rel.Config)
 	if err != nil {
