@@ -16,7 +16,9 @@ import (
 //	else { ops.Start(key, req, fn); return Waiting(...) }
 //
 // Results live in memory: after a restart the step observes the external system again, which it
-// must do anyway.
+// must do anyway. On shutdown, operations that have started run to their end (an install cut in
+// half leaves a release its next pass must repair) within the manager's graceful shutdown
+// timeout; those still waiting for a slot are dropped.
 type Operations[R comparable, T any] struct {
 	// Limit bounds the operations running at once (default 4).
 	Limit int
@@ -29,6 +31,7 @@ type Operations[R comparable, T any] struct {
 	mu      sync.Mutex
 	running map[string]struct{}
 	results map[string]Result[T]
+	wg      sync.WaitGroup
 }
 
 // Result is what an operation returned.
@@ -48,13 +51,15 @@ func (o *Operations[R, T]) init() {
 	})
 }
 
-// Start runs the operations until ctx ends (manager.Runnable): they are cancelled with it.
+// Start serves operations until ctx ends, then waits for those that have started
+// (manager.Runnable).
 func (o *Operations[R, T]) Start(ctx context.Context) error {
 	o.init()
 	o.mu.Lock()
 	o.ctx = ctx
 	o.mu.Unlock()
 	<-ctx.Done()
+	o.wg.Wait()
 	return nil
 }
 
@@ -77,11 +82,16 @@ func (o *Operations[R, T]) Run(key string, req R, fn func(context.Context) (T, e
 	if ctx == nil {
 		ctx = context.Background()
 	}
+	o.wg.Add(1)
 	go func() {
+		defer o.wg.Done()
 		var res Result[T]
 		select {
 		case o.sem <- struct{}{}:
-			res.Value, res.Err = fn(ctx)
+			if res.Err = ctx.Err(); res.Err == nil {
+				// Not cancelled by shutdown: Start waits for it.
+				res.Value, res.Err = fn(context.WithoutCancel(ctx))
+			}
 			<-o.sem
 		case <-ctx.Done():
 			res.Err = ctx.Err()

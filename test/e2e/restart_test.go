@@ -36,7 +36,7 @@ func TestManagerRestartMidProvisioningResumesWithoutASecondRelease(t *testing.T)
 		t.Fatal(err)
 	}
 	for _, ns := range []string{acmeNS, globexNS} {
-		waitPhase(t, clients[ns], "default", "alice-default", kov1alpha1.TenantPhaseProvisioning)
+		waitReleaseDeployed(t, clients[ns], "default", "alice-default")
 		framework.Eventually(t, time.Minute, "Helm release vc-alice-default in "+ns, func() (bool, string) {
 			revs := helmRevisions(t, e.backendC, ns, "vc-alice-default")
 			return len(revs) == 1, fmt.Sprint(revs)

@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	kov1alpha1 "github.com/kubeopera/kubeopera/apis/kubeopera/v1alpha1"
+	"github.com/kubeopera/kubeopera/internal/reconcile"
 	"github.com/kubeopera/kubeopera/test/framework"
 	"github.com/kubeopera/kubeopera/test/framework/actors"
 	"github.com/kubeopera/kubeopera/workspaces"
@@ -72,6 +73,21 @@ func waitPhase(t *testing.T, c client.Client, namespace, name string, phase kov1
 			return false, err.Error()
 		}
 		return tn.Status.Phase == phase, fmt.Sprintf("phase %q message %q", tn.Status.Phase, tn.Status.Message)
+	})
+	return tn
+}
+
+// waitReleaseDeployed waits until the Tenant says its release is deployed (condition
+// ReleaseDeployed): installs run in the background after the Tenant shows Provisioning.
+func waitReleaseDeployed(t *testing.T, c client.Client, namespace, name string) *kov1alpha1.Tenant {
+	t.Helper()
+	var tn *kov1alpha1.Tenant
+	framework.Eventually(t, 2*time.Minute, fmt.Sprintf("Tenant %s/%s release deployed", namespace, name), func() (bool, string) {
+		var err error
+		if tn, err = getTenant(context.Background(), c, namespace, name); err != nil {
+			return false, err.Error()
+		}
+		return reconcile.IsTrue(tn, kov1alpha1.ReleaseDeployedCondition), fmt.Sprintf("phase %q message %q", tn.Status.Phase, tn.Status.Message)
 	})
 	return tn
 }
@@ -196,7 +212,7 @@ func TestSameNamedTenantsInTwoWorkspacesGetIsolatedVClusters(t *testing.T) {
 	}
 	for _, tc := range tenants {
 		ns := tc.ns
-		tn := waitPhase(t, tc.c, "default", "alice-default", kov1alpha1.TenantPhaseProvisioning)
+		tn := waitReleaseDeployed(t, tc.c, "default", "alice-default")
 		if tn.Status.Namespace != ns || tn.Status.VClusterName != "vc-alice-default" {
 			t.Errorf("status names %s/%s, want %s/vc-alice-default", tn.Status.Namespace, tn.Status.VClusterName, ns)
 		}
