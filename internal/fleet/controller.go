@@ -117,13 +117,15 @@ func (s *source) Start(ctx context.Context, q workqueue.TypedRateLimitingInterfa
 
 func (s *source) String() string { return fmt.Sprintf("fleet source %T", s.watch.Object) }
 
-// addRoute serves r on every shard, now and later.
+// addRoute serves r on every shard, now and later (routeShard).
 func (p *Provider) addRoute(ctx context.Context, r *route) error {
 	p.mu.Lock()
 	p.routes = append(p.routes, r)
 	shards := make([]*shard, 0, len(p.shards))
 	for _, s := range p.shards {
-		shards = append(shards, s)
+		if s.routed {
+			shards = append(shards, s)
+		}
 	}
 	p.mu.Unlock()
 	for _, s := range shards {

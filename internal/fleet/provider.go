@@ -236,6 +236,7 @@ func (p *Provider) engage(lc string, s *shard, binding client.Object) {
 	waiting := p.pending[lc]
 	delete(p.pending, lc)
 	p.mu.Unlock()
+	p.routeShard(s)
 	for r, keys := range waiting {
 		for key := range keys {
 			r.queue.Add(mcreconcile.Request{ClusterName: p.ClusterName(lc), Request: requestFor(key)})

@@ -38,6 +38,12 @@ type shard struct {
 	plain  *http.Client
 	config *rest.Config
 	cancel context.CancelFunc
+	// ctx is the shard's life (set by start); routed says the controllers' kinds are watched
+	// (guarded by Provider.mu). The kinds are watched from the first engaged workspace on: before
+	// any workspace binds the export, the virtual workspace does not serve them, and a watch
+	// would only log errors.
+	ctx    context.Context
+	routed bool
 }
 
 // newShard builds the shard of virtual workspace URL vw. Nothing runs until start.
@@ -86,6 +92,9 @@ func (p *Provider) newShard(vw string) (*shard, error) {
 
 // start watches the shard's bindings and every routed kind, and runs its cache until ctx ends.
 func (p *Provider) start(ctx context.Context, s *shard) error {
+	p.mu.Lock()
+	s.ctx = ctx
+	p.mu.Unlock()
 	inf, err := s.cache.GetInformer(ctx, &apisv1alpha1.APIBinding{}, cache.BlockUntilSynced(false))
 	if err != nil {
 		return fmt.Errorf("failed to watch APIBindings at %s: %w", s.url, err)
@@ -126,7 +135,6 @@ func (p *Provider) start(ctx context.Context, s *shard) error {
 		return err
 	}
 	p.mu.Lock()
-	routes := append([]*route(nil), p.routes...)
 	indexes := append([]index(nil), p.indexes...)
 	p.mu.Unlock()
 	for _, i := range indexes {
@@ -134,10 +142,23 @@ func (p *Provider) start(ctx context.Context, s *shard) error {
 			return err
 		}
 	}
+	return s.cache.Start(ctx)
+}
+
+// routeShard watches the controllers' kinds in shard s, once, when its first workspace is engaged.
+func (p *Provider) routeShard(s *shard) {
+	p.mu.Lock()
+	if s.routed || s.ctx == nil {
+		p.mu.Unlock()
+		return
+	}
+	s.routed = true
+	routes := append([]*route(nil), p.routes...)
+	ctx := s.ctx
+	p.mu.Unlock()
 	for _, r := range routes {
 		if err := p.watch(ctx, s, r); err != nil {
-			return err
+			p.opts.Log.Error(err, "Cannot watch a kind of the export", "url", s.url)
 		}
 	}
-	return s.cache.Start(ctx)
 }
