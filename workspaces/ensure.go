@@ -16,38 +16,65 @@ type NamespaceClaim struct {
 	Owner string
 }
 
-// EnsureNamespaces makes every claimed namespace exist for logicalCluster, in order. It checks
-// every existing one first and creates none unless all agree, so a collision on any of them
-// (CollisionError, ClaimedError) leaves the backend exactly as it was.
+// EnsureNamespaces makes every claimed namespace exist for logicalCluster. It checks every
+// existing one first and creates none unless all agree, so a collision on any of them
+// (CollisionError, ClaimedError) leaves the backend exactly as it was. It creates the missing
+// namespaces before binding the manager's access in each (ensureAccess), so the last namespace
+// exists a few requests after the check rather than after every earlier one's binding.
 func (b Backend) EnsureNamespaces(ctx context.Context, logicalCluster string, claims ...NamespaceClaim) error {
-	for _, c := range claims {
-		if err := b.checkNamespace(ctx, logicalCluster, c); err != nil {
+	existing := make([]*corev1.Namespace, len(claims))
+	for i, c := range claims {
+		ns, err := b.checkNamespace(ctx, logicalCluster, c)
+		if err != nil {
 			return err
 		}
+		existing[i] = ns
 	}
-	for _, c := range claims {
-		if err := b.EnsureNamespace(ctx, logicalCluster, c.Name, c.Owner); err != nil {
+	created := make([]bool, len(claims))
+	for i, c := range claims {
+		if ns := existing[i]; ns != nil {
+			if ns.DeletionTimestamp != nil {
+				return fmt.Errorf("backend namespace %s is being deleted; waiting for it to go", c.Name)
+			}
+			continue
+		}
+		err := b.Client.Create(ctx, newNamespace(logicalCluster, c.Name, c.Owner))
+		switch {
+		case apierrors.IsAlreadyExists(err):
+			// Lost a race; look again so a foreign namespace is still refused.
+			if err := b.EnsureNamespace(ctx, logicalCluster, c.Name, c.Owner); err != nil {
+				return err
+			}
+		case err != nil:
+			return fmt.Errorf("failed to create backend namespace %s: %w", c.Name, err)
+		default:
+			created[i] = true
+		}
+	}
+	for i, c := range claims {
+		if err := b.ensureAccess(ctx, c.Name, created[i]); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// checkNamespace returns nil when c's namespace is missing or may be reused as claimed.
-func (b Backend) checkNamespace(ctx context.Context, logicalCluster string, c NamespaceClaim) error {
+// checkNamespace returns c's namespace, nil when it is missing, or an error when it may not be
+// reused as claimed.
+func (b Backend) checkNamespace(ctx context.Context, logicalCluster string, c NamespaceClaim) (*corev1.Namespace, error) {
 	ns := &corev1.Namespace{}
 	err := b.Reader.Get(ctx, client.ObjectKey{Name: c.Name}, ns)
 	switch {
 	case apierrors.IsNotFound(err):
-		return nil
+		return nil, nil
 	case err != nil:
-		return fmt.Errorf("failed to get backend namespace %s: %w", c.Name, err)
+		return nil, fmt.Errorf("failed to get backend namespace %s: %w", c.Name, err)
 	}
 	if lc := ns.Annotations[LogicalClusterAnnotation]; lc != logicalCluster {
-		return &CollisionError{Namespace: c.Name, LogicalCluster: logicalCluster, Owner: lc}
+		return nil, &CollisionError{Namespace: c.Name, LogicalCluster: logicalCluster, Owner: lc}
 	}
 	if current := ns.Annotations[OwnerAnnotation]; current != c.Owner {
-		return &ClaimedError{Namespace: c.Name, Owner: current}
+		return nil, &ClaimedError{Namespace: c.Name, Owner: current}
 	}
-	return nil
+	return ns, nil
 }

@@ -28,16 +28,19 @@ const (
 // name: it binds it to the identity the backend reports for the client (SelfSubjectReview) when
 // the binding is missing, and waits until the binding is in effect (the identity can read it).
 // Kubernetes RBAC cannot grant rights in "every kcp-* namespace", so this binding is what confines
-// the manager's reads and writes of Secrets and workloads to its own namespaces.
-func (b Backend) ensureAccess(ctx context.Context, name string) error {
+// the manager's reads and writes of Secrets and workloads to its own namespaces. In a namespace
+// it has just created (fresh) there is no binding to look for.
+func (b Backend) ensureAccess(ctx context.Context, name string, fresh bool) error {
 	key := client.ObjectKey{Namespace: name, Name: NamespaceRoleBinding}
-	err := b.Reader.Get(ctx, key, &rbacv1.RoleBinding{})
-	switch {
-	case err == nil:
-		return nil
-	case !apierrors.IsNotFound(err) && !apierrors.IsForbidden(err):
-		// Forbidden is expected: without the binding the identity cannot read bindings there.
-		return fmt.Errorf("failed to get RoleBinding %s/%s: %w", name, NamespaceRoleBinding, err)
+	if !fresh {
+		err := b.Reader.Get(ctx, key, &rbacv1.RoleBinding{})
+		switch {
+		case err == nil:
+			return nil
+		case !apierrors.IsNotFound(err) && !apierrors.IsForbidden(err):
+			// Forbidden is expected: without the binding the identity cannot read bindings there.
+			return fmt.Errorf("failed to get RoleBinding %s/%s: %w", name, NamespaceRoleBinding, err)
+		}
 	}
 	review := &authenticationv1.SelfSubjectReview{}
 	if err := b.Client.Create(ctx, review); err != nil {
@@ -51,7 +54,7 @@ func (b Backend) ensureAccess(ctx context.Context, name string) error {
 	if err := b.Client.Create(ctx, rb); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("failed to bind %s in backend namespace %s: %w", NamespaceRole, name, err)
 	}
-	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, accessTimeout, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, accessTimeout, true, func(ctx context.Context) (bool, error) {
 		return b.Reader.Get(ctx, key, &rbacv1.RoleBinding{}) == nil, nil
 	})
 	if err != nil {

@@ -71,22 +71,14 @@ func (b Backend) EnsureNamespace(ctx context.Context, logicalCluster, name, owne
 	err := b.Reader.Get(ctx, client.ObjectKey{Name: name}, ns)
 	switch {
 	case apierrors.IsNotFound(err):
-		ns = &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
-			Name:        name,
-			Labels:      map[string]string{FingerprintLabel: Fingerprint(logicalCluster)},
-			Annotations: map[string]string{LogicalClusterAnnotation: logicalCluster},
-		}}
-		if owner != "" {
-			ns.Annotations[OwnerAnnotation] = owner
-		}
-		if err := b.Client.Create(ctx, ns); err != nil {
+		if err := b.Client.Create(ctx, newNamespace(logicalCluster, name, owner)); err != nil {
 			if apierrors.IsAlreadyExists(err) {
 				// Lost a race; look again so a foreign namespace is still refused.
 				return b.EnsureNamespace(ctx, logicalCluster, name, owner)
 			}
 			return fmt.Errorf("failed to create backend namespace %s: %w", name, err)
 		}
-		return b.ensureAccess(ctx, name)
+		return b.ensureAccess(ctx, name, true)
 	case err != nil:
 		return fmt.Errorf("failed to get backend namespace %s: %w", name, err)
 	}
@@ -99,7 +91,20 @@ func (b Backend) EnsureNamespace(ctx context.Context, logicalCluster, name, owne
 	if ns.DeletionTimestamp != nil {
 		return fmt.Errorf("backend namespace %s is being deleted; waiting for it to go", name)
 	}
-	return b.ensureAccess(ctx, name)
+	return b.ensureAccess(ctx, name, false)
+}
+
+// newNamespace is backend namespace name of logicalCluster, claimed by owner ("": shared).
+func newNamespace(logicalCluster, name, owner string) *corev1.Namespace {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
+		Name:        name,
+		Labels:      map[string]string{FingerprintLabel: Fingerprint(logicalCluster)},
+		Annotations: map[string]string{LogicalClusterAnnotation: logicalCluster},
+	}}
+	if owner != "" {
+		ns.Annotations[OwnerAnnotation] = owner
+	}
+	return ns
 }
 
 // OwnedBy reports whether a backend object (namespace, stored Secret) was made for logicalCluster
