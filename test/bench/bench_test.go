@@ -90,7 +90,7 @@ func settingsFromEnv() (settings, error) {
 var benchRan bool
 
 // BenchmarkFanIn measures the manager against the number of tenant workspaces it serves, each
-// with one Tenant: see the package doc and README. Run it with `make bench`.
+// with one Tenant: see the package doc. Run it with `make bench`.
 func BenchmarkFanIn(b *testing.B) {
 	framework.SkipWithoutServers(b)
 	if benchRan {

@@ -1,9 +1,33 @@
-// Package bench holds `make bench`: BenchmarkFanIn runs the manager as a process against a real
-// kcp and a real backend, grows the number of bound tenant workspaces (BENCH_WORKSPACES, default
-// 10,100,500, cumulative) and records, per step, what the manager costs per workspace (heap,
-// goroutines), how fast a Tenant reaches the backend and comes back Ready (timed by watches, not
-// polling), the same latency of a plain client without the manager (the floor), the manager's
-// open kcp watches, its writes while nothing changes and its cold start. It writes
-// bench/results/latest.json and latest.png. It is never part of `make test`: the package has no
-// test that needs a server.
+// Package bench holds `make bench`: BenchmarkFanIn runs the manager binary (cmd/manager, with
+// the product's kcp and backend identities) against a real kcp and a real backend and measures
+// it as the number of bound tenant workspaces grows. It is never part of `make test`: the
+// package's tests are pure functions, and the benchmark skips under -short.
+//
+// The scenario, once per run: a warm-up of BENCH_WARMUP workspaces (default 5), not counted;
+// then for each N of BENCH_WORKSPACES (default 10,100,500; cumulative totals) it creates the
+// missing workspaces of type kubeopera-tenant, each with one Tenant, the Tenants at BENCH_RATE
+// per second (default 10), plays each one's vCluster (test/framework/actors) once its release is
+// deployed, waits until all are Ready and the manager's heap holds still, and records:
+//
+//   - heapBytesPerWorkspace, goroutinesPerWorkspace: the slope of the manager's heap after GC and
+//     of its goroutines from the previous step's reading (the post-warm-up one for the first N);
+//   - crToBackendNamespace, crToRelease: Tenant create request sent -> its host namespace, and
+//     Helm's first release record, seen by the bench's backend watches (p50, p99, nearest rank,
+//     over the Tenants created at that step);
+//   - backendToStatus: the vCluster actor starts writing its kubeconfig Secret -> the Tenant seen
+//     Ready=True by the bench's wildcard Tenant watch (the export's virtual workspace, as the
+//     manager watches);
+//   - floor: the same create -> namespace time of a plain client instead of the manager (manager
+//     stopped; see floorClient), on up to BENCH_FLOOR_MAX (default 100) workspaces at the same
+//     rate, and ratioP99 = crToBackendNamespace p99 / floor p99;
+//   - kcpWatchConnections (the manager's kubeopera_kcp_open_watches) and idleWritesPerMinute
+//     (its POST, PUT, PATCH and DELETE requests to kcp and the backend over 60 s without change);
+//   - coldStartSeconds: the manager restarted with everything bound -> every Tenant reconciled
+//     once (see coldStart);
+//   - managerErrorLogLines: error-level lines the manager logged so far.
+//
+// It prints a table and writes bench/results/latest.json, latest.png and the manager's heap
+// profile per step (heap-<N>.pb.gz, not committed). BENCH_RESULTS_DIR writes elsewhere,
+// BENCH_MANAGER_BIN runs a prebuilt manager instead of building ./cmd/manager, and BENCH_KEEP=1
+// keeps the servers' and the manager's logs. Try it small first: BENCH_WORKSPACES=3,6 make bench.
 package bench

@@ -125,8 +125,8 @@ type listWatch struct{ *cache.ListWatch }
 
 func (listWatch) IsWatchListSemanticsUnSupported() bool { return true }
 
-// reflect runs a reflector of lw into store until ctx ends and returns once it listed.
-func reflect(ctx context.Context, name string, lw *cache.ListWatch, expected runtime.Object, store *eventStore) error {
+// runReflector runs a reflector of lw into store until ctx ends and returns once it listed.
+func runReflector(ctx context.Context, name string, lw *cache.ListWatch, expected runtime.Object, store *eventStore) error {
 	r := cache.NewReflectorWithOptions(listWatch{lw}, expected, store, cache.ReflectorOptions{Name: name})
 	go r.RunWithContext(ctx)
 	select {
@@ -178,7 +178,7 @@ func watchBackend(ctx context.Context, admin *rest.Config) (*backendWatch, error
 			w.namespaces.mark(m.GetName(), at)
 		}
 	})
-	if err := reflect(ctx, "backend namespaces", metadataListWatch(mc, namespacesGVR, ""), &metav1.PartialObjectMetadata{}, nsStore); err != nil {
+	if err := runReflector(ctx, "backend namespaces", metadataListWatch(mc, namespacesGVR, ""), &metav1.PartialObjectMetadata{}, nsStore); err != nil {
 		return nil, err
 	}
 	// Helm's Secret storage driver labels every release record owner=helm, name=<release>,
@@ -194,7 +194,7 @@ func watchBackend(ctx context.Context, admin *rest.Config) (*backendWatch, error
 			w.deployed.mark(key, at)
 		}
 	})
-	if err := reflect(ctx, "Helm release Secrets", metadataListWatch(mc, secretsGVR, "owner=helm"), &metav1.PartialObjectMetadata{}, relStore); err != nil {
+	if err := runReflector(ctx, "Helm release Secrets", metadataListWatch(mc, secretsGVR, "owner=helm"), &metav1.PartialObjectMetadata{}, relStore); err != nil {
 		return nil, err
 	}
 	return w, nil
@@ -261,7 +261,7 @@ func watchTenants(ctx context.Context, kcpAdmin *rest.Config, vwURLs []string) (
 				w.ready.mark(key, at)
 			}
 		})
-		if err := reflect(ctx, fmt.Sprintf("kcp Tenants (%d)", i), lw, &unstructured.Unstructured{}, store); err != nil {
+		if err := runReflector(ctx, fmt.Sprintf("kcp Tenants (%d)", i), lw, &unstructured.Unstructured{}, store); err != nil {
 			return nil, err
 		}
 	}
@@ -320,7 +320,7 @@ func startFloorClient(ctx context.Context, kcpAdmin, backendAdmin *rest.Config, 
 				f.handle(ctx, t)
 			}
 		})
-		if err := reflect(ctx, fmt.Sprintf("floor Tenants (%d)", i), lw, &unstructured.Unstructured{}, store); err != nil {
+		if err := runReflector(ctx, fmt.Sprintf("floor Tenants (%d)", i), lw, &unstructured.Unstructured{}, store); err != nil {
 			return nil, err
 		}
 	}
