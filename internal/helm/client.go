@@ -41,14 +41,15 @@ import (
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chart/loader"
+	helmkube "helm.sh/helm/v3/pkg/kube"
 	"helm.sh/helm/v3/pkg/release"
+	"helm.sh/helm/v3/pkg/storage"
 	"helm.sh/helm/v3/pkg/storage/driver"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 )
 
 const (
-	// storageDriver is the Helm storage driver for release records.
-	storageDriver = "secret"
 	// maxHistory bounds the revisions (Secrets) kept per release.
 	maxHistory = 10
 	// hookTimeout bounds chart hooks; resources themselves are never waited for.
@@ -172,6 +173,10 @@ var _ Client = (*SDKClient)(nil)
 type SDKClient struct {
 	opts   Options
 	getter *restClientGetter
+	// factory and clients are shared by every operation: Helm's own Init builds a factory, and
+	// with it a clientset of ~56 REST clients, per configuration.
+	factory   *sharedFactory
+	clientset kubernetes.Interface
 
 	chartMu sync.Mutex
 	chart   []byte // packaged chart, set on first successful load
@@ -197,7 +202,11 @@ func New(cfg *rest.Config, opts Options) (*SDKClient, error) {
 	if err != nil {
 		return nil, fmt.Errorf("failed to create helm client: %w", err)
 	}
-	return &SDKClient{opts: opts.withDefaults(), getter: getter}, nil
+	factory, err := newSharedFactory(getter)
+	if err != nil {
+		return nil, fmt.Errorf("failed to create helm client: %w", err)
+	}
+	return &SDKClient{opts: opts.withDefaults(), getter: getter, factory: factory, clientset: factory.clientset}, nil
 }
 
 // Observe implements Client.
@@ -329,17 +338,22 @@ func (c *SDKClient) enter(ctx context.Context, namespace string) (*action.Config
 	return cfg, unlock, nil
 }
 
-// configuration returns a new Helm action configuration for namespace. It is
-// cheap: clients are created lazily on the shared transport, discovery
-// client and REST mapper of c.getter.
+// configuration returns a new Helm action configuration for namespace, as
+// action.Configuration.Init does (Secrets storage driver, a kube client in the
+// namespace) but on the shared factory and clientset: it allocates a few small
+// structs, no clients.
 func (c *SDKClient) configuration(namespace string) (*action.Configuration, error) {
 	log := c.opts.Log.WithValues("namespace", namespace)
 	debug := func(format string, v ...any) { log.V(1).Info(fmt.Sprintf(format, v...)) }
-	cfg := new(action.Configuration)
-	if err := cfg.Init(c.getter.forNamespace(namespace), namespace, storageDriver, debug); err != nil {
-		return nil, fmt.Errorf("failed to initialize helm for namespace %s: %w", namespace, err)
-	}
-	return cfg, nil
+	kc := &helmkube.Client{Factory: c.factory, Log: debug, Namespace: namespace}
+	secrets := driver.NewSecrets(c.clientset.CoreV1().Secrets(namespace))
+	secrets.Log = debug
+	return &action.Configuration{
+		RESTClientGetter: c.getter.forNamespace(namespace),
+		KubeClient:       kc,
+		Releases:         storage.Init(secrets),
+		Log:              debug,
+	}, nil
 }
 
 // loadChart returns a fresh copy of the chart, loading it on first use.

@@ -1,0 +1,47 @@
+package helm
+
+import (
+	"fmt"
+
+	helmkube "helm.sh/helm/v3/pkg/kube"
+	"k8s.io/cli-runtime/pkg/resource"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	cmdutil "k8s.io/kubectl/pkg/cmd/util"
+	"k8s.io/kubectl/pkg/validation"
+)
+
+var _ helmkube.Factory = (*sharedFactory)(nil)
+
+// sharedFactory is Helm's helmkube.Factory for every operation: kubectl's factory (resource builders,
+// validation) on the shared getter, with one clientset and one dynamic client instead of new
+// ones at each call. Operations name their namespace on their kube.Client, never through it.
+type sharedFactory struct {
+	cmdutil.Factory
+	clientset *kubernetes.Clientset
+	dynamic   dynamic.Interface
+}
+
+func newSharedFactory(g *restClientGetter) (*sharedFactory, error) {
+	f := cmdutil.NewFactory(g)
+	cs, err := f.KubernetesClientSet()
+	if err != nil {
+		return nil, fmt.Errorf("failed to create the clientset: %w", err)
+	}
+	dc, err := f.DynamicClient()
+	if err != nil {
+		return nil, fmt.Errorf("failed to create the dynamic client: %w", err)
+	}
+	return &sharedFactory{Factory: f, clientset: cs, dynamic: dc}, nil
+}
+
+func (f *sharedFactory) KubernetesClientSet() (*kubernetes.Clientset, error) { return f.clientset, nil }
+func (f *sharedFactory) DynamicClient() (dynamic.Interface, error)           { return f.dynamic, nil }
+func (f *sharedFactory) ToRawKubeConfigLoader() clientcmd.ClientConfig {
+	return f.Factory.ToRawKubeConfigLoader()
+}
+func (f *sharedFactory) NewBuilder() *resource.Builder { return f.Factory.NewBuilder() }
+func (f *sharedFactory) Validator(directive string) (validation.Schema, error) {
+	return f.Factory.Validator(directive)
+}
