@@ -28,6 +28,9 @@ type BackendOptions struct {
 	Output io.Writer
 }
 
+// serviceRange is the backend's Service IP range.
+const serviceRange = "10.0.0.0/16"
+
 // Backend is a running backend cluster: a real kube-apiserver with etcd, and a real
 // kube-controller-manager running the namespace and garbage-collector controllers (so deleted
 // namespaces really go away). There is no kubelet: Pods never run.
@@ -49,6 +52,9 @@ func StartBackend(ctx context.Context, opts BackendOptions) (*Backend, error) {
 		}
 	}
 	env := &envtest.Environment{BinaryAssetsDirectory: opts.BinDir}
+	// Every vCluster release has a Service; envtest's default range (a /24) holds about 250, a
+	// real backend's far more.
+	env.ControlPlane.GetAPIServer().Configure().Set("service-cluster-ip-range", serviceRange)
 	if opts.DataDir != "" {
 		if err := os.MkdirAll(opts.DataDir, 0o700); err != nil {
 			return nil, err

@@ -31,7 +31,7 @@ import (
 type env struct {
 	dir     string
 	kcp     *devenv.KCP
-	backend *backend
+	backend *devenv.Backend
 	// managerKubeconfig is the manager's backend identity (ServiceAccount kubeopera-manager with
 	// config/rbac's rights), as a kubeconfig.
 	managerKubeconfig string
@@ -90,10 +90,10 @@ func startEnv(ctx context.Context, s settings) (e *env, err error) {
 		return e, err
 	}
 	e.stops = append(e.stops, stop)
-	if e.backend, err = startBackend(backendDir); err != nil {
+	if e.backend, stop, err = framework.StartBackendIn(backendDir); err != nil {
 		return e, err
 	}
-	e.stops = append(e.stops, e.backend.stop)
+	e.stops = append(e.stops, stop)
 	if e.backendCS, err = kubernetes.NewForConfig(e.backend.Config); err != nil {
 		return e, err
 	}
