@@ -35,6 +35,29 @@ func ClaimName(cloudSpaceID string) string {
 func (r *Reconciler) claimCloudSpace(ctx context.Context, s *scope) error {
 	id := s.tenant.Spec.CloudSpaceID
 	key := client.ObjectKey{Namespace: r.ClaimsNamespace, Name: ClaimName(id)}
+	claim := func() *corev1.ConfigMap {
+		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
+			Namespace: key.Namespace,
+			Name:      key.Name,
+			Labels:    map[string]string{kov1alpha1.ManagedByLabel: ControllerName, workspaces.FingerprintLabel: workspaces.Fingerprint(s.logicalCluster)},
+			Annotations: map[string]string{
+				workspaces.LogicalClusterAnnotation: s.logicalCluster,
+				workspaces.OwnerAnnotation:          s.owner,
+				CloudSpaceIDAnnotation:              id,
+			},
+		}}
+	}
+	// A Tenant not admitted yet most likely claims a new cloudSpaceID: create first, and read
+	// only when the record exists.
+	if !reconcile.IsTrue(s.tenant, kov1alpha1.AdmittedCondition) {
+		err := r.Backend.Client.Create(ctx, claim())
+		if err == nil {
+			return nil
+		}
+		if !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("failed to record the claim of cloudSpaceID %q in %s: %w", id, r.ClaimsNamespace, err)
+		}
+	}
 	for range 2 {
 		cur := &corev1.ConfigMap{}
 		err := r.Backend.Reader.Get(ctx, key, cur)
@@ -51,17 +74,7 @@ func (r *Reconciler) claimCloudSpace(ctx context.Context, s *scope) error {
 		if !apierrors.IsNotFound(err) {
 			return fmt.Errorf("failed to read the claim record of cloudSpaceID %q: %w", id, err)
 		}
-		claim := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
-			Namespace: key.Namespace,
-			Name:      key.Name,
-			Labels:    map[string]string{kov1alpha1.ManagedByLabel: ControllerName, workspaces.FingerprintLabel: workspaces.Fingerprint(s.logicalCluster)},
-			Annotations: map[string]string{
-				workspaces.LogicalClusterAnnotation: s.logicalCluster,
-				workspaces.OwnerAnnotation:          s.owner,
-				CloudSpaceIDAnnotation:              id,
-			},
-		}}
-		err = r.Backend.Client.Create(ctx, claim)
+		err = r.Backend.Client.Create(ctx, claim())
 		if err == nil {
 			return nil
 		}
