@@ -234,15 +234,7 @@ func setup(t *testing.T) *suite {
 	}).SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}
-	mctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(mctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Logf("manager stopped: %v", err)
-		}
-	})
+	framework.RunUntilCleanup(t, mgr)
 	return s
 }
 

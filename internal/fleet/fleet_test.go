@@ -121,15 +121,7 @@ func start(t *testing.T) *env {
 	if err := fleet.NewController(mgr, "fleet-test", p, &kov1alpha1.Tenant{}, mccontroller.Options{Reconciler: rec, MaxConcurrentReconciles: 4, SkipNameValidation: ptrTo(true)}); err != nil {
 		t.Fatal(err)
 	}
-	mctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(mctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Logf("manager stopped: %v", err)
-		}
-	})
+	framework.RunUntilCleanup(t, mgr)
 	return &env{kcp: k.Config, rec: rec, p: p}
 }
 

@@ -14,8 +14,6 @@ import (
 	"time"
 
 	apisv1alpha1 "github.com/kcp-dev/sdk/apis/apis/v1alpha1"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -79,37 +77,17 @@ func startEnv(ctx context.Context, s settings) (e *env, err error) {
 		}
 		e.managerBuild = "cmd/manager at " + revision(ctx)
 	}
-	kcpDir, backendDir := filepath.Join(dir, "kcp"), filepath.Join(dir, "backend")
-	for _, d := range []string{kcpDir, backendDir} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			return e, err
-		}
-	}
-	var stop func()
-	if e.kcp, stop, err = framework.StartKCPIn(kcpDir); err != nil {
-		return e, err
-	}
-	e.stops = append(e.stops, stop)
-	if e.backend, stop, err = framework.StartBackendIn(backendDir); err != nil {
-		return e, err
-	}
-	e.stops = append(e.stops, stop)
-	if e.backendCS, err = kubernetes.NewForConfig(e.backend.Config); err != nil {
-		return e, err
-	}
-	if err := workspaces.Bootstrap(ctx, e.kcp.Config, workspaces.PlatformWorkspace); err != nil {
-		return e, err
-	}
-	if _, err := workspaces.EnsureWorkspace(ctx, e.kcp.Config, "root", "orgs", workspaces.WorkspaceType{}); err != nil {
-		return e, err
-	}
-	// As in the e2e suite, the manager is kcp's unprivileged "user" with the shipped platform role
+	// As in the e2e suite, the manager is kcp's unprivileged user with the shipped platform role
 	// and the backend ServiceAccount with the shipped RBAC: the requests measured are the ones
 	// the product's identities may make.
-	if err := workspaces.BindManagerRole(ctx, e.kcp.Config, workspaces.PlatformWorkspace, "user"); err != nil {
+	platform, stop, err := framework.StartPlatformIn(ctx, dir)
+	if err != nil {
 		return e, err
 	}
-	if _, err := e.backendCS.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "kubeopera-system"}}, metav1.CreateOptions{}); err != nil {
+	e.stops = append(e.stops, stop)
+	e.kcp, e.backend = platform.KCP, platform.Backend
+	backendDir := filepath.Join(dir, "backend")
+	if e.backendCS, err = kubernetes.NewForConfig(e.backend.Config); err != nil {
 		return e, err
 	}
 	// The token outlives the bench's 120m timeout.

@@ -19,7 +19,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -122,36 +121,16 @@ func startEnv() (e *env, err error) {
 	}
 	e.managerBin = filepath.Join(e.dir, "bin", "manager")
 
-	kcpDir, backendDir := filepath.Join(e.dir, "kcp"), filepath.Join(e.dir, "backend")
-	for _, d := range []string{kcpDir, backendDir} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			return e, err
-		}
-	}
-	var stop func()
-	if e.kcp, stop, err = framework.StartKCPIn(kcpDir); err != nil {
+	// The manager runs as kcp's unprivileged user with exactly the platform workspace role the
+	// product ships (apiexports/bootstrap/manager-rbac.yaml).
+	platform, stop, err := framework.StartPlatformIn(ctx, e.dir)
+	if err != nil {
 		return e, err
 	}
 	e.stops = append(e.stops, stop)
-	if e.backend, stop, err = framework.StartBackendIn(backendDir); err != nil {
-		return e, err
-	}
-	e.stops = append(e.stops, stop)
+	e.kcp, e.backend = platform.KCP, platform.Backend
+	backendDir := filepath.Join(e.dir, "backend")
 	if e.backendC, err = client.New(e.backend.Config, client.Options{Scheme: manager.Scheme()}); err != nil {
-		return e, err
-	}
-	if err := workspaces.Bootstrap(ctx, e.kcp.Config, workspaces.PlatformWorkspace); err != nil {
-		return e, err
-	}
-	if _, err := workspaces.EnsureWorkspace(ctx, e.kcp.Config, "root", "orgs", workspaces.WorkspaceType{}); err != nil {
-		return e, err
-	}
-	// The manager runs as kcp's unprivileged "user" with exactly the platform workspace role the
-	// product ships (apiexports/bootstrap/manager-rbac.yaml), bound to that user.
-	if err := workspaces.BindManagerRole(ctx, e.kcp.Config, workspaces.PlatformWorkspace, "user"); err != nil {
-		return e, err
-	}
-	if err := e.backendC.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "kubeopera-system"}}); err != nil {
 		return e, err
 	}
 	// On the backend the manager runs as its ServiceAccount with exactly the RBAC and admission

@@ -1,0 +1,97 @@
+package framework
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/kubeopera/kubeopera/internal/devenv"
+	"github.com/kubeopera/kubeopera/workspaces"
+)
+
+// ManagerKCPUser is the kcp user the manager runs as in tests: kcp's unprivileged "user", with
+// exactly the platform workspace role the product ships bound to it.
+const ManagerKCPUser = "user"
+
+// Platform is kcp and a backend installed as the product is before a manager runs.
+type Platform struct {
+	KCP     *devenv.KCP
+	Backend *devenv.Backend
+}
+
+// StartPlatformIn starts kcp and a backend with their state in dir (kcp/, backend/) and installs
+// the platform: the platform workspace (workspaces.Bootstrap), root:orgs for tenant workspaces,
+// the manager's platform role (apiexports/bootstrap/manager-rbac.yaml) bound to ManagerKCPUser,
+// and the backend namespace kubeopera-system. stop stops both servers.
+func StartPlatformIn(ctx context.Context, dir string) (p *Platform, stop func(), err error) {
+	p = &Platform{}
+	var stops []func()
+	stop = func() {
+		for i := len(stops) - 1; i >= 0; i-- {
+			stops[i]()
+		}
+	}
+	defer func() {
+		if err != nil {
+			stop()
+		}
+	}()
+	kcpDir, backendDir := filepath.Join(dir, "kcp"), filepath.Join(dir, "backend")
+	for _, d := range []string{kcpDir, backendDir} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return nil, nil, err
+		}
+	}
+	var s func()
+	if p.KCP, s, err = StartKCPIn(kcpDir); err != nil {
+		return nil, nil, err
+	}
+	stops = append(stops, s)
+	if p.Backend, s, err = StartBackendIn(backendDir); err != nil {
+		return nil, nil, err
+	}
+	stops = append(stops, s)
+	if err := workspaces.Bootstrap(ctx, p.KCP.Config, workspaces.PlatformWorkspace); err != nil {
+		return nil, nil, err
+	}
+	if _, err := workspaces.EnsureWorkspace(ctx, p.KCP.Config, "root", "orgs", workspaces.WorkspaceType{}); err != nil {
+		return nil, nil, err
+	}
+	if err := workspaces.BindManagerRole(ctx, p.KCP.Config, workspaces.PlatformWorkspace, ManagerKCPUser); err != nil {
+		return nil, nil, err
+	}
+	cs, err := kubernetes.NewForConfig(p.Backend.Config)
+	if err != nil {
+		return nil, nil, err
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "kubeopera-system"}}
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return nil, nil, err
+	}
+	return p, stop, nil
+}
+
+// Runnable is what RunUntilCleanup runs: a manager.
+type Runnable interface {
+	Start(ctx context.Context) error
+}
+
+// RunUntilCleanup runs r until the test ends, and logs an error it stopped with.
+func RunUntilCleanup(t testing.TB, r Runnable) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Logf("manager stopped: %v", err)
+		}
+	})
+}
