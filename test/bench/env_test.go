@@ -20,6 +20,7 @@ import (
 
 	"github.com/kubeopera/kubeopera/internal/devenv"
 	"github.com/kubeopera/kubeopera/test/framework"
+	"github.com/kubeopera/kubeopera/test/framework/platform"
 	"github.com/kubeopera/kubeopera/workspaces"
 )
 
@@ -80,12 +81,12 @@ func startEnv(ctx context.Context, s settings) (e *env, err error) {
 	// As in the e2e suite, the manager is kcp's unprivileged user with the shipped platform role
 	// and the backend ServiceAccount with the shipped RBAC: the requests measured are the ones
 	// the product's identities may make.
-	platform, stop, err := framework.StartPlatformIn(ctx, dir)
+	p, stop, err := platform.Start(ctx, dir)
 	if err != nil {
 		return e, err
 	}
 	e.stops = append(e.stops, stop)
-	e.kcp, e.backend = platform.KCP, platform.Backend
+	e.kcp, e.backend = p.KCP, p.Backend
 	backendDir := filepath.Join(dir, "backend")
 	if e.backendCS, err = kubernetes.NewForConfig(e.backend.Config); err != nil {
 		return e, err

@@ -26,6 +26,7 @@ import (
 	"github.com/kubeopera/kubeopera/internal/devenv"
 	"github.com/kubeopera/kubeopera/internal/manager"
 	"github.com/kubeopera/kubeopera/test/framework"
+	"github.com/kubeopera/kubeopera/test/framework/platform"
 	"github.com/kubeopera/kubeopera/workspaces"
 )
 
@@ -123,12 +124,12 @@ func startEnv() (e *env, err error) {
 
 	// The manager runs as kcp's unprivileged user with exactly the platform workspace role the
 	// product ships (apiexports/bootstrap/manager-rbac.yaml).
-	platform, stop, err := framework.StartPlatformIn(ctx, e.dir)
+	p, stop, err := platform.Start(ctx, e.dir)
 	if err != nil {
 		return e, err
 	}
 	e.stops = append(e.stops, stop)
-	e.kcp, e.backend = platform.KCP, platform.Backend
+	e.kcp, e.backend = p.KCP, p.Backend
 	backendDir := filepath.Join(e.dir, "backend")
 	if e.backendC, err = client.New(e.backend.Config, client.Options{Scheme: manager.Scheme()}); err != nil {
 		return e, err

@@ -1,10 +1,12 @@
-package framework
+// Package platform starts kcp and a backend installed as the product is before a manager runs,
+// for suites that run the manager binary (e2e, bench). It is apart from package framework, which
+// package workspaces' own tests import.
+package platform
 
 import (
 	"context"
 	"os"
 	"path/filepath"
-	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -12,6 +14,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubeopera/kubeopera/internal/devenv"
+	"github.com/kubeopera/kubeopera/test/framework"
 	"github.com/kubeopera/kubeopera/workspaces"
 )
 
@@ -25,11 +28,11 @@ type Platform struct {
 	Backend *devenv.Backend
 }
 
-// StartPlatformIn starts kcp and a backend with their state in dir (kcp/, backend/) and installs
+// Start starts kcp and a backend with their state in dir (kcp/, backend/) and installs
 // the platform: the platform workspace (workspaces.Bootstrap), root:orgs for tenant workspaces,
 // the manager's platform role (apiexports/bootstrap/manager-rbac.yaml) bound to ManagerKCPUser,
 // and the backend namespace kubeopera-system. stop stops both servers.
-func StartPlatformIn(ctx context.Context, dir string) (p *Platform, stop func(), err error) {
+func Start(ctx context.Context, dir string) (p *Platform, stop func(), err error) {
 	p = &Platform{}
 	var stops []func()
 	stop = func() {
@@ -49,11 +52,11 @@ func StartPlatformIn(ctx context.Context, dir string) (p *Platform, stop func(),
 		}
 	}
 	var s func()
-	if p.KCP, s, err = StartKCPIn(kcpDir); err != nil {
+	if p.KCP, s, err = framework.StartKCPIn(kcpDir); err != nil {
 		return nil, nil, err
 	}
 	stops = append(stops, s)
-	if p.Backend, s, err = StartBackendIn(backendDir); err != nil {
+	if p.Backend, s, err = framework.StartBackendIn(backendDir); err != nil {
 		return nil, nil, err
 	}
 	stops = append(stops, s)
@@ -75,23 +78,4 @@ func StartPlatformIn(ctx context.Context, dir string) (p *Platform, stop func(),
 		return nil, nil, err
 	}
 	return p, stop, nil
-}
-
-// Runnable is what RunUntilCleanup runs: a manager.
-type Runnable interface {
-	Start(ctx context.Context) error
-}
-
-// RunUntilCleanup runs r until the test ends, and logs an error it stopped with.
-func RunUntilCleanup(t testing.TB, r Runnable) {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- r.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Logf("manager stopped: %v", err)
-		}
-	})
 }
