@@ -107,7 +107,7 @@ func (r *Reconciler) backendNamespaces(ctx context.Context, s *scope) error {
 // It waits until the release is deployed.
 func (r *Reconciler) release(ctx context.Context, s *scope) error {
 	t := s.tenant
-	key := s.hostNamespace + "/" + s.releaseName
+	key := s.releaseKey()
 	var obs helm.Observation
 	if res, ok := r.installs.Take(key); ok {
 		// The install or upgrade this Tenant started has ended.
@@ -153,6 +153,9 @@ func (r *Reconciler) release(ctx context.Context, s *scope) error {
 		return reconcile.Waiting(kov1alpha1.WaitingReason, fmt.Sprintf("Release %s revision %d is %s", s.releaseName, obs.Revision, obs.State), r.RequeueInterval)
 	}
 }
+
+// releaseKey names the Tenant's release among the installs (reconcile.Operations).
+func (s *scope) releaseKey() string { return s.hostNamespace + "/" + s.releaseName }
 
 // installing says the Tenant waits for its install or upgrade, which requeues it when it ends.
 func (r *Reconciler) installing(s *scope) error {
@@ -289,7 +292,7 @@ func (r *Reconciler) callback(ctx context.Context, s *scope) error {
 // alone, release included.
 func (r *Reconciler) uninstall(ctx context.Context, s *scope) error {
 	// An install still running would write the release again after the uninstall.
-	key := s.hostNamespace + "/" + s.releaseName
+	key := s.releaseKey()
 	if r.installs.Running(key) {
 		return reconcile.Waiting(kov1alpha1.DeletingReason, "Waiting for the running install of "+s.releaseName+" to end", r.RequeueInterval)
 	}

@@ -121,7 +121,7 @@ func (p *Provider) Start(ctx context.Context, _ multicluster.Aware) error {
 	if err != nil {
 		return err
 	}
-	sync := func(obj any) {
+	follow := func(obj any) {
 		if es, ok := obj.(*apisv1alpha1.APIExportEndpointSlice); ok {
 			urls := make([]string, 0, len(es.Status.APIExportEndpoints))
 			for _, e := range es.Status.APIExportEndpoints {
@@ -131,8 +131,8 @@ func (p *Provider) Start(ctx context.Context, _ multicluster.Aware) error {
 		}
 	}
 	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    sync,
-		UpdateFunc: func(_, obj any) { sync(obj) },
+		AddFunc:    follow,
+		UpdateFunc: func(_, obj any) { follow(obj) },
 		DeleteFunc: func(any) { p.syncShards(ctx, nil) },
 	}); err != nil {
 		return err

@@ -97,8 +97,10 @@ func VClusterWritesKubeconfig(ctx context.Context, backend *rest.Config, namespa
 	if err != nil {
 		return nil, err
 	}
-	// vCluster's Pod only runs once the chart is installed: wait for the release (Helm's own
-	// record, deployed) up to releaseWait, as a Pod scheduled after the install would.
+	// vCluster's Pod only runs once the chart's StatefulSet exists, and Helm records a release
+	// deployed right after creating its objects (helm v3.20.2 pkg/action/install.go,
+	// performInstall: KubeClient.Create at line 457, StatusDeployed at lines 487-489; Wait is
+	// off). So wait for the deployed record, up to releaseWait, as the Pod would come up.
 	store := storage.Init(driver.NewSecrets(cs.CoreV1().Secrets(namespace)))
 	var rel *helmrelease.Release
 	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, releaseWait, true, func(context.Context) (bool, error) {
