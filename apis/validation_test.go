@@ -44,6 +44,9 @@ spec:
   provider: aws
   region: eu-north-1
   connectKubeconfigSecretRef: hostcluster-7e9d3a1b-input-kubeconfig
+  gitOpsRepoURL: https://github.com/ochestra-tech/gitops-iac.git
+  gitOpsPath: fluxcd/clusters/my-cluster
+  gitCredentialsSecretRef: gitops-iac-credentials
   domain: my-cluster.acme.com
 `
 	const provisioning = `
@@ -126,6 +129,14 @@ spec: {vCPUCount: 4, memorySize: 8Gi, gpuModelName: RTX3080}
 			wantErr: "spec.provisioning.topology must be vanilla_kubeadm for provision_vanilla and eks for provision_eks"},
 		"connect_existing without kubeconfig": {object: hostCluster, edit: del("spec", "connectKubeconfigSecretRef"),
 			wantErr: "spec.connectKubeconfigSecretRef is required when spec.mode is connect_existing"},
+		"HostCluster without gitOpsRepoURL": {object: hostCluster, edit: del("spec", "gitOpsRepoURL"),
+			wantErr: "spec.gitOpsRepoURL: Required value"},
+		"HostCluster with a file gitOpsRepoURL": {object: hostCluster, edit: set("file:///etc", "spec", "gitOpsRepoURL"),
+			wantErr: "spec.gitOpsRepoURL in body should match"},
+		"HostCluster with .. in gitOpsPath": {object: hostCluster, edit: set("fluxcd/../secrets", "spec", "gitOpsPath"),
+			wantErr: "spec.gitOpsPath may not contain . or .. elements"},
+		"HostCluster with an absolute gitOpsPath": {object: hostCluster, edit: set("/fluxcd/clusters/x", "spec", "gitOpsPath"),
+			wantErr: "spec.gitOpsPath in body should match"},
 		"adminEmail without adminUsername": {object: hostCluster, edit: set("admin@acme.com", "spec", "adminEmail"),
 			wantErr: "spec.adminEmail and spec.adminUsername are set together or not at all"},
 

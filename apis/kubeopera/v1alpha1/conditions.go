@@ -66,3 +66,51 @@ const (
 	// HostClusterIDLabel carries the HostCluster's clusterID.
 	HostClusterIDLabel = "kubeopera.io/host-cluster-id"
 )
+
+// HostCluster step conditions, in the order the reconciler takes the steps (BackendNamespaceReady
+// and KubeconfigDelivered are shared with Tenant).
+const (
+	// AccessValidatedCondition is True once the target's API server answered with the stored
+	// kubeconfig.
+	AccessValidatedCondition = "AccessValidated"
+	// FluxReadyCondition is True once Flux's controllers on the target are Available.
+	FluxReadyCondition = "FluxReady"
+	// GitOpsTreeGeneratedCondition is True once the gitops-scaffolder pushed the cluster's tree.
+	GitOpsTreeGeneratedCondition = "GitOpsTreeGenerated"
+	// KubeOperaInstalledCondition is True once the tree's apps Kustomization reports Ready.
+	KubeOperaInstalledCondition = "KubeOperaInstalled"
+	// AdminBootstrappedCondition is True once the initial super-admin was created; False with
+	// AdminSkippedReason when spec.adminEmail and spec.adminUsername are unset.
+	AdminBootstrappedCondition = "AdminBootstrapped"
+)
+
+// Reasons of the HostCluster's step conditions.
+const (
+	// InvalidKubeconfigReason: the referenced kubeconfig is empty, unparsable or refused (exec or
+	// auth-provider plugins, local files, proxies).
+	InvalidKubeconfigReason = "InvalidKubeconfig"
+	// UnreachableReason: the target's API server did not answer within the give-up time.
+	UnreachableReason = "Unreachable"
+	// ProvisioningUnavailableReason: the mode needs the cluster provisioner, which is not configured.
+	ProvisioningUnavailableReason = "ProvisioningUnavailable"
+	// FluxInstalledReason: Flux was installed by the platform.
+	FluxInstalledReason = "FluxInstalled"
+	// FluxAdoptedReason: a healthy Flux already ran on the target and was adopted as it is.
+	FluxAdoptedReason = "FluxAdopted"
+	// FluxInstallFailedReason: installing Flux failed in a way retrying cannot fix.
+	FluxInstallFailedReason = "FluxInstallFailed"
+	// ScaffolderNotConfiguredReason: GITOPS_SCAFFOLDER_BASE_URL is not set.
+	ScaffolderNotConfiguredReason = "ScaffolderNotConfigured"
+	// ScaffoldFailedReason: the gitops-scaffolder job failed or refused the request.
+	ScaffoldFailedReason = "ScaffoldFailed"
+	// SyncConflictReason: Flux on the target already syncs another repository or path for another
+	// HostCluster.
+	SyncConflictReason = "SyncConflict"
+	// AdminSkippedReason: no admin account is created (spec.adminEmail and adminUsername unset).
+	AdminSkippedReason = "AdminSkipped"
+	// AdminBootstrapFailedReason: authapi refused the bootstrap call.
+	AdminBootstrapFailedReason = "AdminBootstrapFailed"
+)
+
+// HostClusterManagedBy is the managed-by label value of the HostCluster's Secrets (seed 000).
+const HostClusterManagedBy = "host-cluster-controller"

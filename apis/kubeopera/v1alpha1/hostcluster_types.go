@@ -97,15 +97,19 @@ type HostClusterSpec struct {
 	// +optional
 	Provisioning *HostClusterProvisioning `json:"provisioning,omitempty"`
 
-	// gitOpsRepoURL is the Git repository Flux is pointed at.
-	// +optional
+	// gitOpsRepoURL is the Git repository Flux is pointed at (http, https or ssh).
+	// +required
 	// +kubebuilder:validation:MaxLength=2048
-	GitOpsRepoURL string `json:"gitOpsRepoURL,omitempty"`
+	// +kubebuilder:validation:Pattern=`^(https?|ssh)://[^\s]+$`
+	GitOpsRepoURL string `json:"gitOpsRepoURL"`
 
-	// gitOpsPath is the path in the repository that holds this cluster's tree.
-	// +optional
+	// gitOpsPath is the path in the repository that holds this cluster's tree, e.g.
+	// fluxcd/clusters/my-cluster; its last element is the cluster's slug for the scaffolder.
+	// +required
 	// +kubebuilder:validation:MaxLength=1024
-	GitOpsPath string `json:"gitOpsPath,omitempty"`
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$`
+	// +kubebuilder:validation:XValidation:rule="!self.split('/').exists(e, e == '..' || e == '.')",message="spec.gitOpsPath may not contain . or .. elements"
+	GitOpsPath string `json:"gitOpsPath"`
 
 	// gitCredentialsSecretRef names a Secret in this object's namespace with Git credentials.
 	// +optional
@@ -245,19 +249,47 @@ type HostClusterInventory struct {
 	// readyNodeCount is the number of Ready nodes.
 	// +optional
 	ReadyNodeCount int32 `json:"readyNodeCount,omitempty"`
-	// healthScore is 0-100, computed with the fleet's penalty table.
+	// nodes is "<ready>/<total>", for the printer column.
 	// +optional
-	HealthScore int32 `json:"healthScore,omitempty"`
+	Nodes string `json:"nodes,omitempty"`
+	// healthScore is 0-100, computed with the fleet's penalty table (100 minus the penalties).
+	// +optional
+	HealthScore int32 `json:"healthScore"`
+	// healthBand is green (80 and above), amber (60-79) or red (below 60).
+	// +optional
+	HealthBand string `json:"healthBand,omitempty"`
+	// healthPenalties are the penalties that applied, and why.
+	// +optional
+	// +kubebuilder:validation:MaxItems=32
+	// +listType=atomic
+	HealthPenalties []HealthPenalty `json:"healthPenalties,omitempty"`
+	// observedAt is when the inventory was read.
+	// +optional
+	ObservedAt *metav1.Time `json:"observedAt,omitempty"`
+}
+
+// HealthPenalty is one penalty of the health score.
+type HealthPenalty struct {
+	// reason is the penalty's kind, e.g. NodeNotReady.
+	Reason string `json:"reason"`
+	// detail says what was found, e.g. "node worker-1 is not Ready".
+	// +optional
+	Detail string `json:"detail,omitempty"`
+	// points subtracted from 100, e.g. "2.5".
+	Points string `json:"points"`
 }
 
 // HostCluster is a Kubernetes cluster connected or provisioned for KubeOpera.
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=hc,categories=kubeopera
-// +kubebuilder:printcolumn:name="Mode",type=string,JSONPath=`.spec.mode`
-// +kubebuilder:printcolumn:name="Provider",type=string,JSONPath=`.spec.provider`
-// +kubebuilder:printcolumn:name="Region",type=string,JSONPath=`.spec.region`
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Version",type=string,JSONPath=`.status.inventory.kubernetesVersion`
+// +kubebuilder:printcolumn:name="Nodes",type=string,JSONPath=`.status.inventory.nodes`
+// +kubebuilder:printcolumn:name="Health",type=integer,JSONPath=`.status.inventory.healthScore`
+// +kubebuilder:printcolumn:name="Mode",type=string,JSONPath=`.spec.mode`,priority=1
+// +kubebuilder:printcolumn:name="Provider",type=string,JSONPath=`.status.inventory.provider`,priority=1
+// +kubebuilder:printcolumn:name="Region",type=string,JSONPath=`.status.inventory.region`,priority=1
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type HostCluster struct {
