@@ -66,6 +66,7 @@ func (p Pass[S]) Run(ctx context.Context) (res ctrl.Result, retErr error) {
 	obj := p.Object
 	log := ctrl.LoggerFrom(ctx)
 	patcher := NewStatusPatcher(p.Client, obj)
+	ctx = withPatcher(ctx, patcher)
 	phaseBefore := phaseOf(obj)
 	readyBefore := IsTrue(obj, commonv1alpha1.ReadyCondition)
 	stalledBefore := GetCondition(obj, commonv1alpha1.StalledCondition)

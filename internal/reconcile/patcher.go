@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -23,10 +24,57 @@ func NewStatusPatcher(c client.Client, obj Object) *StatusPatcher {
 }
 
 // Rebase moves the snapshot's metadata to obj's (after a metadata patch such as adding the
-// finalizer), so the status patch is guarded by the current resourceVersion.
+// finalizer or an annotation), so the status patch is guarded by the current resourceVersion.
 func (p *StatusPatcher) Rebase(obj Object) {
 	p.before.SetResourceVersion(obj.GetResourceVersion())
 	p.before.SetFinalizers(obj.GetFinalizers())
+	p.before.SetAnnotations(obj.GetAnnotations())
+}
+
+type patcherKey struct{}
+
+// withPatcher makes the pass' status patcher reachable from its steps (PatchAnnotations).
+func withPatcher(ctx context.Context, p *StatusPatcher) context.Context {
+	return context.WithValue(ctx, patcherKey{}, p)
+}
+
+// PatchAnnotations sets (non-nil value) or removes (nil) annotations of obj, guarded by its
+// resourceVersion, and rebases the running pass' status patch on the result. Steps record
+// in-flight work on the object itself this way (a job ID, when a wait began), so a restarted
+// manager resumes it. Nothing is written when nothing changes.
+func PatchAnnotations(ctx context.Context, c client.Client, obj Object, changes map[string]*string) error {
+	ann := maps.Clone(obj.GetAnnotations())
+	changed := false
+	for k, v := range changes {
+		cur, ok := ann[k]
+		switch {
+		case v == nil && ok:
+			delete(ann, k)
+			changed = true
+		case v != nil && (!ok || cur != *v):
+			if ann == nil {
+				ann = map[string]string{}
+			}
+			ann[k] = *v
+			changed = true
+		}
+	}
+	if !changed {
+		return nil
+	}
+	// Patch a copy: the response carries the stored status, and obj's holds this pass' changes.
+	before := obj.DeepCopyObject().(client.Object)
+	patched := obj.DeepCopyObject().(client.Object)
+	patched.SetAnnotations(ann)
+	if err := c.Patch(ctx, patched, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("failed to annotate %s: %w", obj.GetName(), err)
+	}
+	obj.SetAnnotations(patched.GetAnnotations())
+	obj.SetResourceVersion(patched.GetResourceVersion())
+	if p, ok := ctx.Value(patcherKey{}).(*StatusPatcher); ok {
+		p.Rebase(obj)
+	}
+	return nil
 }
 
 // Patch bumps observedGeneration when the pass succeeded (passErr nil: every step done, or a step

@@ -1,0 +1,56 @@
+package reconcile_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"k8s.io/utils/ptr"
+
+	kov1alpha1 "github.com/kubeopera/kubeopera/apis/kubeopera/v1alpha1"
+	"github.com/kubeopera/kubeopera/internal/reconcile"
+)
+
+// TestPatchAnnotations: a step that records in-flight work in an annotation (a job ID) does not
+// lose the pass' status to the resourceVersion guard of the status patch, and removing an
+// annotation works the same way.
+func TestPatchAnnotations(t *testing.T) {
+	c := newClient(t)
+	newTenant(t, c, "annotated", map[string]string{"kubeopera.io/old": "x"})
+	record := reconcile.Step[*tenantScope]{Name: "start a job", Condition: "JobStarted", Run: func(ctx context.Context, s *tenantScope) error {
+		if err := reconcile.PatchAnnotations(ctx, c, s.obj, map[string]*string{
+			"kubeopera.io/job-id": ptr.To("job-1"),
+			"kubeopera.io/old":    nil,
+		}); err != nil {
+			return err
+		}
+		return reconcile.Waiting("Waiting", "job job-1 is running", time.Minute)
+	}}
+	obj := get(t, c, "annotated")
+	res, err := reconcile.Pass[*tenantScope]{
+		Client: c, Object: obj, Scope: &tenantScope{obj: obj}, Finalizer: finalizer,
+		Normal: []reconcile.Step[*tenantScope]{record},
+	}.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.RequeueAfter != time.Minute {
+		t.Errorf("requeue = %v, want 1m (the step's wait; a lost status patch would requeue at once)", res.RequeueAfter)
+	}
+	got := get(t, c, "annotated")
+	if got.Annotations["kubeopera.io/job-id"] != "job-1" {
+		t.Errorf("job-id annotation = %q, want job-1", got.Annotations["kubeopera.io/job-id"])
+	}
+	if _, ok := got.Annotations["kubeopera.io/old"]; ok {
+		t.Error("annotation kubeopera.io/old was not removed")
+	}
+	if got := condition(got, "JobStarted"); got != "False/Waiting" {
+		t.Errorf("JobStarted = %s, want False/Waiting: the status written after the annotation was lost", got)
+	}
+	if got.Status.Message != "job job-1 is running" {
+		t.Errorf("message = %q", got.Status.Message)
+	}
+}
+
+// tenantScope hands the steps the object of the pass.
+type tenantScope struct{ obj *kov1alpha1.Tenant }
