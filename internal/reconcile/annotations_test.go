@@ -54,3 +54,33 @@ func TestPatchAnnotations(t *testing.T) {
 
 // tenantScope hands the steps the object of the pass.
 type tenantScope struct{ obj *kov1alpha1.Tenant }
+
+// TestCommitKeepsTheStepCondition: a step that finished and ends the pass with Commit (so the
+// phase it reached is written before the next pass goes on) keeps its condition True, shows
+// Reconciling, and is looked at again after the interval; later steps do not run.
+func TestCommitKeepsTheStepCondition(t *testing.T) {
+	c := newClient(t)
+	newTenant(t, c, "committed", nil)
+	later := false
+	steps := []reconcile.Step[*tenantScope]{
+		{Name: "validate", Condition: "Validated", Run: func(_ context.Context, s *tenantScope) error {
+			reconcile.MarkTrue(s.obj, "Validated", "Succeeded", "valid")
+			return reconcile.Commit("Progressing", "validated; installing next", 100*time.Millisecond)
+		}},
+		{Name: "install", Condition: "Installed", Run: func(context.Context, *tenantScope) error { later = true; return nil }},
+	}
+	obj := get(t, c, "committed")
+	res, err := reconcile.Pass[*tenantScope]{Client: c, Object: obj, Scope: &tenantScope{obj: obj}, Finalizer: finalizer, Normal: steps}.Run(context.Background())
+	if err != nil || res.RequeueAfter != 100*time.Millisecond {
+		t.Fatalf("result %+v, err %v; want a requeue after 100ms", res, err)
+	}
+	got := get(t, c, "committed")
+	if later {
+		t.Error("the step after the commit ran")
+	}
+	for typ, want := range map[string]string{"Validated": "True/Succeeded", "Reconciling": "True/Progressing", "Ready": "False/Progressing", "Installed": "absent"} {
+		if c := condition(got, typ); c != want {
+			t.Errorf("%s = %s, want %s", typ, c, want)
+		}
+	}
+}

@@ -193,7 +193,7 @@ func (p Pass[S]) finish(ctx context.Context, err error, ready func(), reasonOver
 		return r
 	}
 	if w, ok := AsWaiting(err); ok {
-		if condition != "" {
+		if condition != "" && !w.Commit {
 			MarkFalse(obj, condition, w.Reason, w.Message)
 		}
 		markReconciling(obj, summaryReason(w.Reason), w.Message)
