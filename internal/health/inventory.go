@@ -1,0 +1,271 @@
+package health
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+)
+
+// Inventory are the facts read from a cluster, with its health score.
+type Inventory struct {
+	// KubernetesVersion is the API server's GitVersion, e.g. v1.35.1.
+	KubernetesVersion string
+	// NodeCount is the number of nodes; ReadyNodeCount those whose Ready condition is True.
+	NodeCount, ReadyNodeCount int32
+	// Provider and Region are read from the first node (by name) whose .spec.providerID
+	// ParseProviderID recognises; UnknownProvider and "" when none does.
+	Provider, Region string
+	Facts            Facts
+	Score            Score
+}
+
+// listPageSize is the page size of the node and pod lists, so a big cluster is read a page at a
+// time and never held in memory whole. A variable for the test of the paging.
+var listPageSize int64 = 500
+
+// kubeadm's labels on its control-plane static pods (kube-apiserver, kube-controller-manager,
+// kube-scheduler, etcd) in kube-system.
+const (
+	controlPlaneNamespace = metav1.NamespaceSystem
+	tierLabel             = "tier"
+	tierControlPlane      = "control-plane"
+	componentLabel        = "component"
+)
+
+// Read reads the inventory of the cluster cs talks to and computes its health score. It needs
+// to get the server version and to list nodes and pods in all namespaces.
+//
+// Nodes: Ready, MemoryPressure, DiskPressure, PIDPressure and NetworkUnavailable conditions;
+// a node without a Ready condition is not Ready.
+//
+// Pods: phase Failed; crash-looping when any container (init containers included) waits with
+// reason CrashLoopBackOff; restarting when any container's restartCount is above 0.
+//
+// Control plane: kubeadm's static pods in kube-system labelled tier=control-plane, named by their
+// component label. A component is unhealthy when any of its pods is not Ready (one of three etcd
+// members down is a control plane not fully healthy). Without such pods (a managed control plane,
+// an API server not run by kubeadm) the control plane is not Known and costs no points.
+//
+// CPU and memory use are requests-based, as no metrics-server is guaranteed: the requests of the
+// Running pods' containers (and sidecar init containers, plus pod overhead; pod-level requests
+// when set) divided by the sum of the nodes' allocatable. This is what the scheduler has handed
+// out, not what is consumed. Unknown (nil) when there are no nodes or the allocatable is zero.
+func Read(ctx context.Context, cs kubernetes.Interface) (Inventory, error) {
+	v, err := cs.Discovery().ServerVersion()
+	if err != nil {
+		return Inventory{}, fmt.Errorf("failed to get the server version: %w", err)
+	}
+	inv := Inventory{KubernetesVersion: v.GitVersion, Provider: UnknownProvider}
+
+	var cpuAllocatable, memAllocatable resource.Quantity
+	err = listPages(ctx, func(opts metav1.ListOptions) (string, error) {
+		list, err := cs.CoreV1().Nodes().List(ctx, opts)
+		if err != nil {
+			return "", err
+		}
+		for i := range list.Items {
+			n := &list.Items[i]
+			facts := nodeFacts(n)
+			inv.Facts.Nodes = append(inv.Facts.Nodes, facts)
+			if facts.Ready {
+				inv.ReadyNodeCount++
+			}
+			if inv.Provider == UnknownProvider {
+				inv.Provider, inv.Region = ParseProviderID(n.Spec.ProviderID)
+			}
+			cpuAllocatable.Add(n.Status.Allocatable[corev1.ResourceCPU])
+			memAllocatable.Add(n.Status.Allocatable[corev1.ResourceMemory])
+		}
+		return list.Continue, nil
+	})
+	if err != nil {
+		return Inventory{}, fmt.Errorf("failed to list nodes: %w", err)
+	}
+	inv.NodeCount = int32(len(inv.Facts.Nodes))
+
+	var cpuRequested, memRequested resource.Quantity
+	components := map[string]bool{} // component -> healthy (all its pods Ready)
+	err = listPages(ctx, func(opts metav1.ListOptions) (string, error) {
+		list, err := cs.CoreV1().Pods(metav1.NamespaceAll).List(ctx, opts)
+		if err != nil {
+			return "", err
+		}
+		for i := range list.Items {
+			p := &list.Items[i]
+			if p.Status.Phase == corev1.PodFailed {
+				inv.Facts.FailedPods++
+			}
+			crashLooping, restarting := containerFacts(p)
+			if crashLooping {
+				inv.Facts.CrashLoopingPods++
+			}
+			if restarting {
+				inv.Facts.RestartingPods++
+			}
+			if p.Status.Phase == corev1.PodRunning {
+				requests := podRequests(p)
+				cpuRequested.Add(requests[corev1.ResourceCPU])
+				memRequested.Add(requests[corev1.ResourceMemory])
+			}
+			if c := controlPlaneComponent(p); c != "" {
+				healthy, seen := components[c]
+				components[c] = (healthy || !seen) && podReady(p)
+			}
+		}
+		return list.Continue, nil
+	})
+	if err != nil {
+		return Inventory{}, fmt.Errorf("failed to list pods: %w", err)
+	}
+
+	inv.Facts.ControlPlane = controlPlaneFacts(components)
+	if len(inv.Facts.Nodes) > 0 {
+		inv.Facts.CPUPercent = percent(cpuRequested, cpuAllocatable)
+		inv.Facts.MemoryPercent = percent(memRequested, memAllocatable)
+	}
+	inv.Score = Compute(inv.Facts)
+	return inv, nil
+}
+
+// listPages calls list with Limit listPageSize, then with each continue token it returns, until
+// there is none.
+func listPages(ctx context.Context, list func(metav1.ListOptions) (string, error)) error {
+	opts := metav1.ListOptions{Limit: listPageSize}
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		next, err := list(opts)
+		if err != nil {
+			return err
+		}
+		if next == "" {
+			return nil
+		}
+		opts.Continue = next
+	}
+}
+
+func nodeFacts(n *corev1.Node) NodeFacts {
+	f := NodeFacts{Name: n.Name}
+	for _, c := range n.Status.Conditions {
+		isTrue := c.Status == corev1.ConditionTrue
+		switch c.Type {
+		case corev1.NodeReady:
+			f.Ready = isTrue
+		case corev1.NodeMemoryPressure:
+			f.MemoryPressure = isTrue
+		case corev1.NodeDiskPressure:
+			f.DiskPressure = isTrue
+		case corev1.NodePIDPressure:
+			f.PIDPressure = isTrue
+		case corev1.NodeNetworkUnavailable:
+			f.NetworkUnavailable = isTrue
+		}
+	}
+	return f
+}
+
+// containerFacts says whether any container of p is in CrashLoopBackOff, and whether any has
+// restarted.
+func containerFacts(p *corev1.Pod) (crashLooping, restarting bool) {
+	for _, statuses := range [][]corev1.ContainerStatus{p.Status.InitContainerStatuses, p.Status.ContainerStatuses} {
+		for _, s := range statuses {
+			if s.State.Waiting != nil && s.State.Waiting.Reason == "CrashLoopBackOff" {
+				crashLooping = true
+			}
+			if s.RestartCount > 0 {
+				restarting = true
+			}
+		}
+	}
+	return crashLooping, restarting
+}
+
+// countedResources are the resources whose use Read computes.
+var countedResources = []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory}
+
+// podRequests returns the CPU and memory a running pod holds: its pod-level requests where set,
+// else the sum of its containers' and sidecar (restartable) init containers' requests; plus its
+// overhead. Regular init containers have finished once a pod runs, so they hold nothing.
+func podRequests(p *corev1.Pod) corev1.ResourceList {
+	sum := corev1.ResourceList{}
+	for _, c := range p.Spec.Containers {
+		addRequests(sum, c.Resources.Requests)
+	}
+	for _, c := range p.Spec.InitContainers {
+		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
+			addRequests(sum, c.Resources.Requests)
+		}
+	}
+	if p.Spec.Resources != nil {
+		for _, name := range countedResources {
+			if q, ok := p.Spec.Resources.Requests[name]; ok {
+				sum[name] = q.DeepCopy()
+			}
+		}
+	}
+	addRequests(sum, p.Spec.Overhead)
+	return sum
+}
+
+// addRequests adds the counted resources of rl to sum.
+func addRequests(sum, rl corev1.ResourceList) {
+	for _, name := range countedResources {
+		if q, ok := rl[name]; ok {
+			total := sum[name].DeepCopy()
+			total.Add(q)
+			sum[name] = total
+		}
+	}
+}
+
+// controlPlaneComponent returns the kubeadm control-plane component p runs, or "".
+func controlPlaneComponent(p *corev1.Pod) string {
+	if p.Namespace != controlPlaneNamespace || p.Labels[tierLabel] != tierControlPlane {
+		return ""
+	}
+	return p.Labels[componentLabel]
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// controlPlaneFacts turns the components seen (name -> healthy) into ControlPlaneFacts. The API
+// server is healthy unless a kube-apiserver pod is not Ready: it answered Read's calls.
+func controlPlaneFacts(components map[string]bool) ControlPlaneFacts {
+	if len(components) == 0 {
+		return ControlPlaneFacts{}
+	}
+	cp := ControlPlaneFacts{Known: true, APIServerHealthy: true}
+	for name, healthy := range components {
+		if !healthy {
+			cp.Unhealthy = append(cp.Unhealthy, name)
+			if name == APIServerComponent {
+				cp.APIServerHealthy = false
+			}
+		}
+	}
+	slices.Sort(cp.Unhealthy)
+	return cp
+}
+
+// percent returns used/total in percent, nil when total is zero.
+func percent(used, total resource.Quantity) *float64 {
+	if total.IsZero() {
+		return nil
+	}
+	p := used.AsApproximateFloat64() / total.AsApproximateFloat64() * 100
+	return &p
+}

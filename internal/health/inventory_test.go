@@ -1,0 +1,306 @@
+package health
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+
+	"github.com/kubeopera/kubeopera/test/framework"
+)
+
+// TestRead reads the inventory of a real kube-apiserver. There is no kubelet: the test writes the
+// nodes' and pods' status the way kubelets would.
+func TestRead(t *testing.T) {
+	b := framework.StartBackend(t)
+	cs := kubernetes.NewForConfigOrDie(b.Config)
+	ctx := t.Context()
+
+	// Pages of 2 objects, so the test walks the continue tokens.
+	defer func(size int64) { listPageSize = size }(listPageSize)
+	listPageSize = 2
+
+	t.Run("empty cluster", func(t *testing.T) {
+		got, err := Read(ctx, cs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(got.KubernetesVersion, "v") {
+			t.Errorf("KubernetesVersion = %q", got.KubernetesVersion)
+		}
+		got.KubernetesVersion = ""
+		want := Inventory{
+			Provider: "unknown",
+			// No nodes: use unknown; no control-plane pods: not Known.
+			Score: Score{Value: 100, Band: BandGreen},
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("Read() mismatch (-want +got):\n%s", diff)
+		}
+	})
+
+	// Nodes: 4+4+2 CPUs, 3×8Gi memory allocatable.
+	createNode(t, cs, "node-a", "aws:///eu-north-1a/i-0abc", "4", "8Gi", nil)
+	createNode(t, cs, "node-b", "", "4", "8Gi", map[corev1.NodeConditionType]corev1.ConditionStatus{
+		corev1.NodeReady: corev1.ConditionFalse, corev1.NodeMemoryPressure: corev1.ConditionTrue,
+	})
+	createNode(t, cs, "node-c", "aws:///eu-north-1b/i-0def", "2", "8Gi", nil)
+
+	// Workloads: CPU requests 6 + 1.5 + 0.5 (sidecar) + 0.5 (API server) = 8.5 of 10 (85%);
+	// memory 4Gi + 2Gi of 24Gi (25%).
+	createNamespace(t, cs, "apps")
+	createPod(t, cs, pod{ns: "apps", name: "web-1", phase: corev1.PodRunning, ready: true,
+		cpu: "6", memory: "4Gi"})
+	createPod(t, cs, pod{ns: "apps", name: "web-2", phase: corev1.PodRunning, crashLooping: true,
+		restarts: 5, cpu: "1500m", memory: "2Gi", sidecarCPU: "500m"})
+	createPod(t, cs, pod{ns: "apps", name: "job-1", phase: corev1.PodFailed, cpu: "2", memory: "1Gi"})
+	createPod(t, cs, pod{ns: "apps", name: "unscheduled", phase: corev1.PodPending, cpu: "64", memory: "64Gi"})
+	// kubeadm's static control-plane pods: etcd is not Ready.
+	for _, c := range []struct {
+		component string
+		ready     bool
+		cpu       string
+	}{
+		{"kube-apiserver", true, "500m"},
+		{"kube-controller-manager", true, ""},
+		{"kube-scheduler", true, ""},
+		{"etcd", false, ""},
+	} {
+		createPod(t, cs, pod{ns: "kube-system", name: c.component + "-node-a", phase: corev1.PodRunning,
+			ready: c.ready, cpu: c.cpu, labels: map[string]string{"tier": "control-plane", "component": c.component}})
+	}
+	// Not a control-plane pod: a tier=control-plane label outside kube-system.
+	createPod(t, cs, pod{ns: "apps", name: "impostor", phase: corev1.PodRunning,
+		labels: map[string]string{"tier": "control-plane", "component": "etcd"}})
+
+	got, err := Read(ctx, cs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got.KubernetesVersion = ""
+	want := Inventory{
+		NodeCount:      3,
+		ReadyNodeCount: 2,
+		Provider:       "aws",
+		Region:         "eu-north-1",
+		Facts: Facts{
+			Nodes: []NodeFacts{
+				{Name: "node-a", Ready: true},
+				{Name: "node-b", MemoryPressure: true},
+				{Name: "node-c", Ready: true},
+			},
+			FailedPods:       1,
+			CrashLoopingPods: 1,
+			RestartingPods:   1,
+			ControlPlane:     ControlPlaneFacts{Known: true, APIServerHealthy: true, Unhealthy: []string{"etcd"}},
+			CPUPercent:       pct(85),
+			MemoryPercent:    pct(25),
+		},
+		// 100 − 5 − 3 − 2 − 2.5 − 30 − 8 − 5 = 44.5, rounded half up.
+		Score: Score{Value: 45, Band: BandRed, Penalties: []Penalty{
+			{Reason: "NodeNotReady", Detail: "node node-b is not Ready", Points: 5},
+			{Reason: "NodeMemoryPressure", Detail: "node node-b is under memory pressure", Points: 3},
+			{Reason: "PodsFailed", Detail: "1 pod failed", Points: 2},
+			{Reason: "PodsCrashLooping", Detail: "1 pod crash-looping", Points: 2.5},
+			{Reason: "ControlPlaneUnhealthy", Detail: "control plane is not fully healthy: etcd", Points: 30},
+			{Reason: "ControlPlaneComponentUnhealthy", Detail: "control-plane component etcd is unhealthy", Points: 8},
+			{Reason: "CPUHigh", Detail: "cluster CPU use is 85.0% (80% or more)", Points: 5},
+		}},
+	}
+	if diff := cmp.Diff(want, got, cmpopts.EquateApprox(0, 1e-9)); diff != "" {
+		t.Errorf("Read() mismatch (-want +got):\n%s", diff)
+	}
+
+	t.Run("canceled", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(t.Context())
+		cancel()
+		if _, err := Read(ctx, cs); err == nil || !strings.Contains(err.Error(), "failed to list nodes") {
+			t.Errorf("Read() with a canceled context: got %v, want a failed list", err)
+		}
+	})
+}
+
+func TestPodRequests(t *testing.T) {
+	q := resource.MustParse
+	requests := func(cpu, memory string) corev1.ResourceRequirements {
+		return corev1.ResourceRequirements{Requests: corev1.ResourceList{
+			corev1.ResourceCPU: q(cpu), corev1.ResourceMemory: q(memory),
+		}}
+	}
+	tests := map[string]struct {
+		spec        corev1.PodSpec
+		cpu, memory string
+	}{
+		"containers summed": {
+			spec: corev1.PodSpec{Containers: []corev1.Container{
+				{Name: "a", Resources: requests("100m", "64Mi")},
+				{Name: "b", Resources: requests("200m", "64Mi")},
+			}},
+			cpu: "300m", memory: "128Mi",
+		},
+		"regular init containers have finished": {
+			spec: corev1.PodSpec{
+				InitContainers: []corev1.Container{{Name: "init", Resources: requests("4", "4Gi")}},
+				Containers:     []corev1.Container{{Name: "a", Resources: requests("100m", "64Mi")}},
+			},
+			cpu: "100m", memory: "64Mi",
+		},
+		"sidecars and overhead count": {
+			spec: corev1.PodSpec{
+				InitContainers: []corev1.Container{{Name: "proxy", RestartPolicy: ptr.To(corev1.ContainerRestartPolicyAlways), Resources: requests("50m", "32Mi")}},
+				Containers:     []corev1.Container{{Name: "a", Resources: requests("100m", "64Mi")}},
+				Overhead:       corev1.ResourceList{corev1.ResourceCPU: q("10m"), corev1.ResourceMemory: q("1Mi")},
+			},
+			cpu: "160m", memory: "97Mi",
+		},
+		"pod-level requests win": {
+			spec: corev1.PodSpec{
+				Resources:  &corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: q("1")}},
+				Containers: []corev1.Container{{Name: "a", Resources: requests("100m", "64Mi")}},
+			},
+			cpu: "1", memory: "64Mi",
+		},
+		"no requests": {
+			spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "a"}}},
+			cpu:  "0", memory: "0",
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			got := podRequests(&corev1.Pod{Spec: tc.spec})
+			if cpu := got[corev1.ResourceCPU]; cpu.Cmp(q(tc.cpu)) != 0 {
+				t.Errorf("cpu = %s, want %s", cpu.String(), tc.cpu)
+			}
+			if memory := got[corev1.ResourceMemory]; memory.Cmp(q(tc.memory)) != 0 {
+				t.Errorf("memory = %s, want %s", memory.String(), tc.memory)
+			}
+		})
+	}
+}
+
+// createNode creates a node and writes its status as a kubelet would: Ready unless conditions
+// say otherwise, and allocatable cpu and memory.
+func createNode(t *testing.T, cs kubernetes.Interface, name, providerID, cpu, memory string, conditions map[corev1.NodeConditionType]corev1.ConditionStatus) {
+	t.Helper()
+	ctx := t.Context()
+	n, err := cs.CoreV1().Nodes().Create(ctx, &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec:       corev1.NodeSpec{ProviderID: providerID},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	status := map[corev1.NodeConditionType]corev1.ConditionStatus{
+		corev1.NodeReady:              corev1.ConditionTrue,
+		corev1.NodeMemoryPressure:     corev1.ConditionFalse,
+		corev1.NodeDiskPressure:       corev1.ConditionFalse,
+		corev1.NodePIDPressure:        corev1.ConditionFalse,
+		corev1.NodeNetworkUnavailable: corev1.ConditionFalse,
+	}
+	for k, v := range conditions {
+		status[k] = v
+	}
+	for _, k := range []corev1.NodeConditionType{corev1.NodeReady, corev1.NodeMemoryPressure, corev1.NodeDiskPressure, corev1.NodePIDPressure, corev1.NodeNetworkUnavailable} {
+		n.Status.Conditions = append(n.Status.Conditions, corev1.NodeCondition{
+			Type: k, Status: status[k], Reason: "Test", LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now(),
+		})
+	}
+	resources := corev1.ResourceList{
+		corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(memory),
+		corev1.ResourcePods: resource.MustParse("110"),
+	}
+	n.Status.Capacity, n.Status.Allocatable = resources, resources
+	if _, err := cs.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// createNamespace creates a namespace.
+func createNamespace(t *testing.T, cs kubernetes.Interface, name string) {
+	t.Helper()
+	if _, err := cs.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+type pod struct {
+	ns, name     string
+	labels       map[string]string
+	phase        corev1.PodPhase
+	ready        bool
+	crashLooping bool
+	restarts     int32
+	cpu, memory  string // requests of the container; "" none
+	sidecarCPU   string // a sidecar init container with this CPU request; "" none
+}
+
+// createPod creates a pod on node-a and writes its status as the kubelet would.
+func createPod(t *testing.T, cs kubernetes.Interface, p pod) {
+	t.Helper()
+	ctx := t.Context()
+	requests := corev1.ResourceList{}
+	if p.cpu != "" {
+		requests[corev1.ResourceCPU] = resource.MustParse(p.cpu)
+	}
+	if p.memory != "" {
+		requests[corev1.ResourceMemory] = resource.MustParse(p.memory)
+	}
+	obj := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: p.ns, Name: p.name, Labels: p.labels},
+		Spec: corev1.PodSpec{
+			AutomountServiceAccountToken: ptr.To(false),
+			Containers: []corev1.Container{{
+				Name: "main", Image: "example.com/main:1", Resources: corev1.ResourceRequirements{Requests: requests},
+			}},
+		},
+	}
+	if p.phase != corev1.PodPending {
+		obj.Spec.NodeName = "node-a"
+	}
+	if p.sidecarCPU != "" {
+		obj.Spec.InitContainers = []corev1.Container{{
+			Name: "proxy", Image: "example.com/proxy:1", RestartPolicy: ptr.To(corev1.ContainerRestartPolicyAlways),
+			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(p.sidecarCPU)}},
+		}}
+	}
+	created, err := cs.CoreV1().Pods(p.ns).Create(ctx, obj, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ready := corev1.ConditionFalse
+	if p.ready {
+		ready = corev1.ConditionTrue
+	}
+	state := corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.Now()}}
+	if p.crashLooping {
+		state = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff", Message: "back-off restarting failed container"}}
+	}
+	if p.phase == corev1.PodFailed {
+		state = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error"}}
+	}
+	created.Status = corev1.PodStatus{
+		Phase:      p.phase,
+		Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: ready, LastTransitionTime: metav1.Now()}},
+	}
+	if p.phase != corev1.PodPending {
+		created.Status.ContainerStatuses = []corev1.ContainerStatus{{
+			Name: "main", Image: "example.com/main:1", Ready: p.ready, RestartCount: p.restarts, State: state,
+		}}
+		if p.sidecarCPU != "" {
+			created.Status.InitContainerStatuses = []corev1.ContainerStatus{{
+				Name: "proxy", Image: "example.com/proxy:1", Ready: true, Started: ptr.To(true),
+				State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.Now()}},
+			}}
+		}
+	}
+	if _, err := cs.CoreV1().Pods(p.ns).UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
