@@ -3,6 +3,7 @@ package manager
 import (
 	"context"
 	"fmt"
+	"github.com/go-logr/logr"
 
 	apisv1alpha1 "github.com/kcp-dev/sdk/apis/apis/v1alpha1"
 	apisv1alpha2 "github.com/kcp-dev/sdk/apis/apis/v1alpha2"
@@ -23,10 +24,14 @@ import (
 
 	kov1alpha1 "github.com/kubeopera/kubeopera/apis/kubeopera/v1alpha1"
 	platformv1alpha1 "github.com/kubeopera/kubeopera/apis/platform/v1alpha1"
+	"github.com/kubeopera/kubeopera/controllers/hostcluster"
 	"github.com/kubeopera/kubeopera/controllers/tenant"
+	"github.com/kubeopera/kubeopera/internal/authapi"
 	"github.com/kubeopera/kubeopera/internal/fleet"
+	"github.com/kubeopera/kubeopera/internal/flux"
 	"github.com/kubeopera/kubeopera/internal/helm"
 	"github.com/kubeopera/kubeopera/internal/kubeoperaapi"
+	"github.com/kubeopera/kubeopera/internal/scaffolder"
 	"github.com/kubeopera/kubeopera/workspaces"
 )
 
@@ -191,6 +196,9 @@ func Run(ctx context.Context, o Options, cfgs *Configs) error {
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("failed to set up the tenant controller: %w", err)
 	}
+	if err := setupHostClusters(mgr, o, fleets[KubeoperaProvider], backend, log); err != nil {
+		return err
+	}
 	// The backend admits tenant Ingresses of the allowed class only (config/policies).
 	if err := tenant.EnsureIngressClassParam(ctx, backend.Reader, backend.Client, o.ClaimsNamespace, o.VClusterIngressClass); err != nil {
 		return err
@@ -257,4 +265,41 @@ func VirtualWorkspaceClient(ctx context.Context, kcpCfg *rest.Config, slice, log
 	cfg := rest.CopyConfig(kcpCfg)
 	cfg.Host = es.Status.APIExportEndpoints[0].URL + "/clusters/" + logicalCluster
 	return client.New(cfg, client.Options{Scheme: scheme})
+}
+
+// setupHostClusters registers the HostCluster controller with its Flux installer and, when
+// GITOPS_SCAFFOLDER_BASE_URL is set, the gitops-scaffolder client.
+func setupHostClusters(mgr mcmanager.Manager, o Options, ws *fleet.Provider, backend workspaces.Backend, log logr.Logger) error {
+	installer, err := flux.NewInstaller(flux.Options{
+		ChartRef:     o.FluxChart,
+		ChartVersion: o.FluxChartVersion,
+		CacheDir:     o.HelmCacheDir,
+		Log:          log.WithName("flux"),
+	})
+	if err != nil {
+		return fmt.Errorf("failed to create the Flux installer: %w", err)
+	}
+	var sc *scaffolder.Client
+	if o.GitOpsScaffolderBaseURL != "" {
+		if sc, err = scaffolder.New(o.GitOpsScaffolderBaseURL, o.GitOpsScaffolderAPIKey, nil); err != nil {
+			return fmt.Errorf("failed to create the gitops-scaffolder client: %w", err)
+		}
+	} else {
+		log.Info("GITOPS_SCAFFOLDER_BASE_URL is not set: HostClusters will fail at GeneratingGitOpsTree, saying so")
+	}
+	if err := (&hostcluster.Reconciler{
+		Workspaces:        ws,
+		Backend:           backend,
+		Flux:              installer,
+		Scaffolder:        sc,
+		AuthAPI:           authapi.Options{Namespace: o.AuthAPINamespace, Service: o.AuthAPIService, Port: o.AuthAPIPort, Secret: o.AuthAPISecret, SecretKey: authapi.DefaultOptions().SecretKey},
+		GitBranch:         o.GitOpsBranch,
+		AccessGiveUp:      o.HostClusterAccessGiveUp,
+		PollInterval:      o.HostClusterPollInterval,
+		InventoryInterval: o.HostClusterInventoryInterval,
+		Concurrency:       o.HostClusterConcurrency,
+	}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("failed to set up the hostcluster controller: %w", err)
+	}
+	return nil
 }

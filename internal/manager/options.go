@@ -57,6 +57,31 @@ type Options struct {
 	// Environment is passed to Helm values and selects development logging.
 	Environment string
 
+	// FluxChart is the Flux Helm chart installed on HostClusters' targets (OCI reference, URL or a
+	// local path) and FluxChartVersion its version.
+	FluxChart        string
+	FluxChartVersion string
+	// GitOpsBranch is the branch of spec.gitOpsRepoURL Flux follows.
+	GitOpsBranch string
+	// HostClusterAccessGiveUp is how long an unreachable target is retried before its HostCluster
+	// fails (seed 000: 5 minutes).
+	HostClusterAccessGiveUp time.Duration
+	// HostClusterPollInterval is how often a HostCluster waiting on Flux, the scaffolder or its
+	// apps Kustomization is looked at again.
+	HostClusterPollInterval time.Duration
+	// HostClusterInventoryInterval is how often a Ready HostCluster's inventory and health score
+	// are refreshed (jittered).
+	HostClusterInventoryInterval time.Duration
+	// HostClusterConcurrency is how many HostClusters are reconciled at once.
+	HostClusterConcurrency int
+	// AuthAPINamespace, AuthAPIService, AuthAPIPort and AuthAPISecret locate authapi on a target
+	// for the admin bootstrap (its Service, reached through the API server's service proxy, and the
+	// Secret holding INTERNAL_API_KEY).
+	AuthAPINamespace string
+	AuthAPIService   string
+	AuthAPIPort      string
+	AuthAPISecret    string
+
 	MetricsAddr             string
 	ProbeAddr               string
 	LeaderElect             bool
@@ -112,41 +137,52 @@ type Options struct {
 // DefaultOptions returns the defaults, with the seeds' environment variables applied.
 func DefaultOptions() Options {
 	return Options{
-		KCPKubeconfig:               os.Getenv("KCP_KUBECONFIG"),
-		PlatformWorkspace:           "root:kubeopera",
-		BackendKubeconfig:           os.Getenv("BACKEND_KUBECONFIG"),
-		KubeoperaEndpointSlice:      "kubeopera.io",
-		PlatformEndpointSlice:       "platform.edgeconnect.eu",
-		VClusterChart:               envOr("VCLUSTER_CHART", "oci://ghcr.io/loft-sh/charts/vcluster"),
-		VClusterChartVersion:        envOr("VCLUSTER_CHART_VERSION", "0.21.2"),
-		HelmCacheDir:                os.Getenv("HELM_CACHE_HOME"),
-		KubeoperaAPIBaseURL:         envOr("KUBEOPERA_API_BASE_URL", "http://kubeopera-api:8080"),
-		InternalServiceToken:        os.Getenv("INTERNAL_SERVICE_TOKEN"),
-		ClusterProvisionerBaseURL:   os.Getenv("CLUSTER_PROVISIONER_BASE_URL"),
-		ClusterProvisionerAPIKey:    os.Getenv("CLUSTER_PROVISIONER_API_KEY"),
-		GitOpsScaffolderBaseURL:     os.Getenv("GITOPS_SCAFFOLDER_BASE_URL"),
-		GitOpsScaffolderAPIKey:      os.Getenv("GITOPS_SCAFFOLDER_API_KEY"),
-		Environment:                 envOr("ENVIRONMENT", "development"),
-		MetricsAddr:                 ":8080",
-		MetricsSecure:               true,
-		KCPQPS:                      100,
-		KCPBurst:                    200,
-		BackendQPS:                  100,
-		BackendBurst:                200,
-		ProbeAddr:                   ":8081",
-		LeaderElect:                 true,
-		LeaderElectionNamespace:     "kubeopera-system",
-		LeaderElectionID:            "kubeopera-manager",
-		TenantRequeueInterval:       15 * time.Second,
-		TenantConcurrency:           8,
-		TenantInstallConcurrency:    4,
-		MaxTenantsPerWorkspace:      10,
-		MaxTenantCPUPerWorkspace:    "16",
-		MaxTenantMemoryPerWorkspace: "64Gi",
-		ClaimsNamespace:             "kubeopera-system",
-		TerminatorPollInterval:      5 * time.Second,
-		OrphanSweepInterval:         10 * time.Minute,
-		OrphanSweepMaxDeletions:     5,
+		KCPKubeconfig:                os.Getenv("KCP_KUBECONFIG"),
+		PlatformWorkspace:            "root:kubeopera",
+		BackendKubeconfig:            os.Getenv("BACKEND_KUBECONFIG"),
+		KubeoperaEndpointSlice:       "kubeopera.io",
+		PlatformEndpointSlice:        "platform.edgeconnect.eu",
+		VClusterChart:                envOr("VCLUSTER_CHART", "oci://ghcr.io/loft-sh/charts/vcluster"),
+		VClusterChartVersion:         envOr("VCLUSTER_CHART_VERSION", "0.21.2"),
+		HelmCacheDir:                 os.Getenv("HELM_CACHE_HOME"),
+		KubeoperaAPIBaseURL:          envOr("KUBEOPERA_API_BASE_URL", "http://kubeopera-api:8080"),
+		InternalServiceToken:         os.Getenv("INTERNAL_SERVICE_TOKEN"),
+		ClusterProvisionerBaseURL:    os.Getenv("CLUSTER_PROVISIONER_BASE_URL"),
+		ClusterProvisionerAPIKey:     os.Getenv("CLUSTER_PROVISIONER_API_KEY"),
+		GitOpsScaffolderBaseURL:      os.Getenv("GITOPS_SCAFFOLDER_BASE_URL"),
+		GitOpsScaffolderAPIKey:       os.Getenv("GITOPS_SCAFFOLDER_API_KEY"),
+		Environment:                  envOr("ENVIRONMENT", "development"),
+		FluxChart:                    envOr("FLUX_CHART", "oci://ghcr.io/fluxcd-community/charts/flux2"),
+		FluxChartVersion:             envOr("FLUX_CHART_VERSION", DefaultFluxChartVersion),
+		GitOpsBranch:                 "main",
+		HostClusterAccessGiveUp:      5 * time.Minute,
+		HostClusterPollInterval:      10 * time.Second,
+		HostClusterInventoryInterval: 5 * time.Minute,
+		HostClusterConcurrency:       8,
+		AuthAPINamespace:             "kubeopera",
+		AuthAPIService:               "authapi",
+		AuthAPIPort:                  "http",
+		AuthAPISecret:                "authapi-secrets",
+		MetricsAddr:                  ":8080",
+		MetricsSecure:                true,
+		KCPQPS:                       100,
+		KCPBurst:                     200,
+		BackendQPS:                   100,
+		BackendBurst:                 200,
+		ProbeAddr:                    ":8081",
+		LeaderElect:                  true,
+		LeaderElectionNamespace:      "kubeopera-system",
+		LeaderElectionID:             "kubeopera-manager",
+		TenantRequeueInterval:        15 * time.Second,
+		TenantConcurrency:            8,
+		TenantInstallConcurrency:     4,
+		MaxTenantsPerWorkspace:       10,
+		MaxTenantCPUPerWorkspace:     "16",
+		MaxTenantMemoryPerWorkspace:  "64Gi",
+		ClaimsNamespace:              "kubeopera-system",
+		TerminatorPollInterval:       5 * time.Second,
+		OrphanSweepInterval:          10 * time.Minute,
+		OrphanSweepMaxDeletions:      5,
 	}
 }
 
@@ -166,6 +202,17 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.KubeoperaAPIBaseURL, "kubeopera-api-base-url", o.KubeoperaAPIBaseURL, "kubeopera-api base URL for the CloudSpace callback; empty disables it (env KUBEOPERA_API_BASE_URL)")
 	fs.StringVar(&o.ClusterProvisionerBaseURL, "cluster-provisioner-base-url", o.ClusterProvisionerBaseURL, "cluster-provisioner URL (env CLUSTER_PROVISIONER_BASE_URL)")
 	fs.StringVar(&o.GitOpsScaffolderBaseURL, "gitops-scaffolder-base-url", o.GitOpsScaffolderBaseURL, "gitops-scaffolder URL (env GITOPS_SCAFFOLDER_BASE_URL)")
+	fs.StringVar(&o.FluxChart, "flux-chart", o.FluxChart, "Flux Helm chart installed on HostClusters' targets: OCI reference, URL or local path (env FLUX_CHART)")
+	fs.StringVar(&o.FluxChartVersion, "flux-chart-version", o.FluxChartVersion, "Flux chart version (env FLUX_CHART_VERSION)")
+	fs.StringVar(&o.GitOpsBranch, "gitops-branch", o.GitOpsBranch, "branch of spec.gitOpsRepoURL that Flux follows on HostClusters' targets")
+	fs.DurationVar(&o.HostClusterAccessGiveUp, "hostcluster-access-give-up", o.HostClusterAccessGiveUp, "how long an unreachable HostCluster target is retried before the HostCluster fails")
+	fs.DurationVar(&o.HostClusterPollInterval, "hostcluster-poll-interval", o.HostClusterPollInterval, "how often a HostCluster waiting on Flux, the scaffolder or its apps Kustomization is looked at again")
+	fs.DurationVar(&o.HostClusterInventoryInterval, "hostcluster-inventory-interval", o.HostClusterInventoryInterval, "how often a Ready HostCluster's inventory and health score are refreshed (jittered)")
+	fs.IntVar(&o.HostClusterConcurrency, "hostcluster-concurrency", o.HostClusterConcurrency, "how many HostClusters are reconciled at once, across all workspaces")
+	fs.StringVar(&o.AuthAPINamespace, "authapi-namespace", o.AuthAPINamespace, "namespace of authapi on HostClusters' targets (admin bootstrap)")
+	fs.StringVar(&o.AuthAPIService, "authapi-service", o.AuthAPIService, "authapi's Service on HostClusters' targets, reached through the API server's service proxy")
+	fs.StringVar(&o.AuthAPIPort, "authapi-port", o.AuthAPIPort, "port name (or number) of authapi's Service")
+	fs.StringVar(&o.AuthAPISecret, "authapi-secret", o.AuthAPISecret, "Secret holding authapi's INTERNAL_API_KEY, next to its Service")
 	fs.StringVar(&o.Environment, "environment", o.Environment, "environment name; development enables development logging (env ENVIRONMENT)")
 	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", o.MetricsAddr, "address of the Prometheus metrics endpoint; 0 disables it")
 	fs.BoolVar(&o.MetricsSecure, "metrics-secure", o.MetricsSecure, "serve /metrics over HTTPS to authenticated, authorized callers only (get on /metrics, e.g. ClusterRole kubeopera-metrics-reader); false: plain HTTP to anyone")
@@ -193,6 +240,9 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.OrphanSweepMaxDeletions, "orphan-sweep-max-deletions", o.OrphanSweepMaxDeletions, "most backend namespaces one orphan sweep deletes")
 	// Secrets are read from the environment only, never from flags (they would show in ps).
 }
+
+// DefaultFluxChartVersion is the community flux2 chart's version installed by default.
+const DefaultFluxChartVersion = "2.17.0"
 
 func envOr(key, def string) string {
 	if v, ok := os.LookupEnv(key); ok {

@@ -26,6 +26,7 @@ import (
 	"github.com/kubeopera/kubeopera/internal/devenv"
 	"github.com/kubeopera/kubeopera/internal/manager"
 	"github.com/kubeopera/kubeopera/test/framework"
+	"github.com/kubeopera/kubeopera/test/framework/hostenv"
 	"github.com/kubeopera/kubeopera/test/framework/platform"
 	"github.com/kubeopera/kubeopera/workspaces"
 )
@@ -82,6 +83,7 @@ type env struct {
 	backendC   client.Client
 	backendID  *framework.Identity // the manager's: ServiceAccount kubeopera-manager, config/rbac's rights
 	api        *kubeoperaAPI
+	gitops     *hostenv.GitOps
 	managerBin string
 	dir        string
 	// stops stop what startEnv started, in reverse order.
@@ -141,6 +143,15 @@ func startEnv() (e *env, err error) {
 	}
 	e.api = newKubeoperaAPI()
 	e.stops = append(e.stops, e.api.Close)
+	// The git server and the gitops-scaffolder stand-in HostClusters use (the target cluster they
+	// connect is started by the first test that needs it: hostTarget).
+	g, stopGitOps, err := hostenv.StartGitOps(filepath.Join(e.dir, "gitops"), scaffolderAPIKey, e.backend.Config,
+		map[string]string{brokenTreeSlug: brokenTreeError})
+	if err != nil {
+		return e, err
+	}
+	e.gitops = g
+	e.stops = append(e.stops, stopGitOps)
 	if err := e.startManager(); err != nil {
 		return e, err
 	}
@@ -185,12 +196,16 @@ func (e *env) startManager() error {
 		"--metrics-bind-address", e.metricsAddr,
 		"--health-probe-bind-address", e.probeAddr,
 		"--tenant-requeue-interval", "1s",
+		"--flux-chart", filepath.Join(framework.RepoRoot(), "_tools", "charts", "flux2"),
+		"--hostcluster-poll-interval", "1s",
+		"--hostcluster-access-give-up", "20s",
 		"--terminator-poll-interval", "1s",
 		"--orphan-sweep-interval", "1h",
 		"--orphan-sweep-kcp-context", "system:admin",
 		"--zap-log-level", "debug",
 	)
-	cmd.Env = append(os.Environ(), "INTERNAL_SERVICE_TOKEN=e2e-token", "ENVIRONMENT=e2e")
+	cmd.Env = append(os.Environ(), "INTERNAL_SERVICE_TOKEN=e2e-token", "ENVIRONMENT=e2e",
+		"GITOPS_SCAFFOLDER_BASE_URL="+e.gitops.Scaffolder.URL, "GITOPS_SCAFFOLDER_API_KEY="+scaffolderAPIKey)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {

@@ -1,0 +1,22 @@
+// Package hostcluster is the HostCluster reconciler (seeds 000 and 002) for clusters connected by
+// kubeconfig: Pending -> ValidatingAccess -> BootstrappingFlux -> GeneratingGitOpsTree ->
+// InstallingKubeOpera -> Ready, Failed when retrying cannot help, Deleting on delete.
+//
+// Watches: HostClusters of every workspace bound to the kubeopera.io export (the provider's shared
+// wildcard cache). Owns: on the backend, in the workspace's namespace kcp-<fp>, the stored
+// kubeconfig, the copied Git and registry credentials and the admin password; in the workspace,
+// the delivered kubeconfig and admin password. On the target cluster it installs Flux (Helm SDK)
+// and writes Flux's GitRepository and Kustomization and the Git credentials Secret, but never
+// deletes anything there: deleting a HostCluster is a disconnect.
+//
+// Built on internal/reconcile: Reconcile reads the HostCluster and hands its steps to a
+// reconcile.Pass. Steps (phases.go), each owning one condition: BackendNamespaceReady,
+// AccessValidated (also the kubeconfig delivery and the inventory and health score),
+// FluxReady, GitOpsTreeGenerated, KubeOperaInstalled, AdminBootstrapped. Long work runs outside
+// the reconcile workers (the Flux Helm install, in reconcile.Operations) or elsewhere (the
+// scaffolder's job, tracked by the annotation kubeopera.io/scaffold-job-id), and is polled.
+//
+// A kubeconfig is untrusted input (internal/kubeconfig.ParseUntrusted): exec and auth-provider
+// plugins, local file references and proxies are refused, so no tenant can make the manager run
+// a program or read its files.
+package hostcluster

@@ -1,0 +1,225 @@
+package hostcluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	mccontroller "sigs.k8s.io/multicluster-runtime/pkg/controller"
+	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
+	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
+
+	kov1alpha1 "github.com/kubeopera/kubeopera/apis/kubeopera/v1alpha1"
+	"github.com/kubeopera/kubeopera/internal/authapi"
+	"github.com/kubeopera/kubeopera/internal/fleet"
+	"github.com/kubeopera/kubeopera/internal/flux"
+	"github.com/kubeopera/kubeopera/internal/reconcile"
+	"github.com/kubeopera/kubeopera/internal/scaffolder"
+	"github.com/kubeopera/kubeopera/workspaces"
+)
+
+const (
+	// ControllerName names the controller, its field owner and its event reporter, and is the
+	// managed-by label of its Secrets (seed 000: kubeopera.io/managed-by=host-cluster-controller).
+	ControllerName = kov1alpha1.HostClusterManagedBy
+	// DefaultAccessGiveUp is how long an unreachable target is retried before the HostCluster
+	// fails (seed 000: 5 minutes).
+	DefaultAccessGiveUp = 5 * time.Minute
+	// DefaultPollInterval is how often a HostCluster waiting on Flux, the scaffolder or the apps
+	// Kustomization is looked at again.
+	DefaultPollInterval = 10 * time.Second
+	// DefaultInventoryInterval is how often a Ready HostCluster's inventory and health score are
+	// refreshed (jittered).
+	DefaultInventoryInterval = 5 * time.Minute
+	// DefaultConcurrency is how many HostClusters are reconciled at once, across all workspaces.
+	DefaultConcurrency = 8
+	// DefaultInstallConcurrency is how many Flux installs run at once.
+	DefaultInstallConcurrency = 4
+	// DefaultTargetTimeout bounds each request to a target cluster.
+	DefaultTargetTimeout = 15 * time.Second
+)
+
+// Reconciler drives HostClusters through their state machine.
+type Reconciler struct {
+	// Workspaces serves every workspace bound to the kubeopera.io export.
+	Workspaces *fleet.Provider
+	// Backend reads (uncached) and writes backend namespaces and Secrets.
+	Backend workspaces.Backend
+	// Flux installs Flux on targets.
+	Flux *flux.Installer
+	// Scaffolder is the gitops-scaffolder client; nil when GITOPS_SCAFFOLDER_BASE_URL is unset,
+	// which fails GeneratingGitOpsTree at once, saying so.
+	Scaffolder *scaffolder.Client
+	// AuthAPI says where authapi and its Secret live on a target.
+	AuthAPI authapi.Options
+	// GitBranch is the branch Flux follows (default main).
+	GitBranch string
+	// AccessGiveUp is how long an unreachable target is retried; DefaultAccessGiveUp when zero.
+	AccessGiveUp time.Duration
+	// PollInterval; DefaultPollInterval when zero.
+	PollInterval time.Duration
+	// InventoryInterval; DefaultInventoryInterval when zero.
+	InventoryInterval time.Duration
+	// TargetTimeout; DefaultTargetTimeout when zero.
+	TargetTimeout time.Duration
+	// Concurrency; DefaultConcurrency when zero.
+	Concurrency int
+	// InstallConcurrency; DefaultInstallConcurrency when zero.
+	InstallConcurrency int
+	// HTTPClient talks to targets' API servers through their service proxy (authapi); nil: a
+	// client made per target from its kubeconfig.
+	HTTPClient *http.Client
+
+	installs *reconcile.Operations[mcreconcile.Request, flux.Result]
+	trigger  *fleet.Trigger
+	now      func() time.Time
+}
+
+// SetupWithManager registers the controller with the workspaces' provider.
+func (r *Reconciler) SetupWithManager(mgr mcmanager.Manager) error {
+	if r.Workspaces == nil {
+		return errors.New("hostcluster controller needs the workspaces of the kubeopera.io export")
+	}
+	if r.Flux == nil {
+		return errors.New("hostcluster controller needs a Flux installer")
+	}
+	if r.GitBranch == "" {
+		r.GitBranch = "main"
+	}
+	if r.AccessGiveUp == 0 {
+		r.AccessGiveUp = DefaultAccessGiveUp
+	}
+	if r.PollInterval == 0 {
+		r.PollInterval = DefaultPollInterval
+	}
+	if r.InventoryInterval == 0 {
+		r.InventoryInterval = DefaultInventoryInterval
+	}
+	if r.TargetTimeout == 0 {
+		r.TargetTimeout = DefaultTargetTimeout
+	}
+	if r.Concurrency == 0 {
+		r.Concurrency = DefaultConcurrency
+	}
+	if r.InstallConcurrency == 0 {
+		r.InstallConcurrency = DefaultInstallConcurrency
+	}
+	if r.now == nil {
+		r.now = time.Now
+	}
+	if r.AuthAPI == (authapi.Options{}) {
+		r.AuthAPI = authapi.DefaultOptions()
+	}
+	// A Flux install writes a dozen CRDs and takes seconds: never in a reconcile worker.
+	r.trigger = &fleet.Trigger{}
+	r.installs = &reconcile.Operations[mcreconcile.Request, flux.Result]{Limit: r.InstallConcurrency, Done: r.trigger.Enqueue}
+	if err := mgr.GetLocalManager().Add(r.installs); err != nil {
+		return err
+	}
+	return fleet.NewController(mgr, "hostcluster", r.Workspaces, &kov1alpha1.HostCluster{},
+		mccontroller.Options{Reconciler: r, MaxConcurrentReconciles: r.Concurrency}, fleet.Watch{Trigger: r.trigger})
+}
+
+// scope carries what one reconcile pass knows; comments say which step sets each field.
+type scope struct {
+	// req is the request being reconciled (Reconcile).
+	req mcreconcile.Request
+	// hc is the object being reconciled (Reconcile).
+	hc *kov1alpha1.HostCluster
+	// logicalCluster is the HostCluster's workspace (Reconcile).
+	logicalCluster string
+	// ws is the cached workspace client for HostClusters; wsDirect the uncached one for Secrets
+	// (Reconcile).
+	ws, wsDirect client.Client
+	// recorder emits events into the HostCluster's workspace (Reconcile).
+	recorder events.EventRecorder
+	// storeNamespace is kcp-<fp>, where the platform keeps this workspace's Secrets (Reconcile).
+	storeNamespace string
+	// owner identifies this HostCluster on the backend objects it writes (Reconcile).
+	owner string
+	// startPhase is the phase the pass started from, before the skeleton moved it (Reconcile).
+	startPhase kov1alpha1.HostClusterPhase
+	// target talks to the target cluster (access).
+	target *target
+	// adminCreated is true when the admin account was created, now or by an earlier pass (admin).
+	adminCreated bool
+}
+
+// Reconcile implements mcreconcile.Reconciler.
+func (r *Reconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (ctrl.Result, error) {
+	ctx, log := reconcile.RequestLogger(ctx, req, "HostCluster")
+	ws, ok := r.Workspaces.Workspace(req.ClusterName)
+	if !ok {
+		log.V(1).Info("Workspace no longer engaged; dropping the request")
+		return ctrl.Result{}, nil
+	}
+	hc := &kov1alpha1.HostCluster{}
+	if err := ws.Client().Get(ctx, req.NamespacedName, hc); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	lc := ws.LogicalCluster
+	s := &scope{
+		req:            req,
+		hc:             hc,
+		logicalCluster: lc,
+		ws:             ws.Client(),
+		wsDirect:       ws.Direct(),
+		recorder:       ws.Recorder(ControllerName),
+		storeNamespace: workspaces.Namespace(lc),
+		owner:          "HostCluster " + hc.Namespace + "/" + hc.Name,
+		startPhase:     hc.Status.Phase,
+	}
+	log.V(1).Info("Reconciling HostCluster", "phase", hc.Status.Phase, "generation", hc.Generation)
+	return reconcile.Pass[*scope]{
+		Client:       s.ws,
+		Object:       hc,
+		Scope:        s,
+		Finalizer:    kov1alpha1.HostClusterFinalizer,
+		Normal:       r.normalSteps(),
+		Delete:       r.deleteSteps(),
+		Recorder:     s.recorder,
+		ReadyMessage: r.readyMessage,
+		ReadyRequeue: func() time.Duration { return wait.Jitter(r.InventoryInterval, 0.2) },
+	}.Run(ctx)
+}
+
+// readyMessage says what is ready and, plainly, whether an admin account was created (seed 000).
+func (r *Reconciler) readyMessage(s *scope) string {
+	hc := s.hc
+	msg := fmt.Sprintf("Flux healthy, pointed at %s; the apps Kustomization is Ready. Kubeconfig in Secret %s.", hc.Spec.GitOpsPath, hc.Status.KubeconfigSecret)
+	if hc.Spec.AdminEmail == "" {
+		return msg + " No admin account was created: spec.adminEmail and spec.adminUsername are unset."
+	}
+	return msg + fmt.Sprintf(" Super-admin account %s created; its password is in Secret %s/%s.", hc.Spec.AdminEmail, hc.Namespace, hc.Status.AdminPasswordSecretRef)
+}
+
+// Secret names of a HostCluster (seed 000), in kcp-<fp> on the backend and, for the kubeconfig and
+// the admin password, in the HostCluster's namespace in its workspace.
+func kubeconfigSecretName(clusterID string) string { return "hostcluster-" + clusterID + "-kubeconfig" }
+func adminPasswordSecretName(clusterID string) string {
+	return "hostcluster-" + clusterID + "-admin-password"
+}
+func gitCredentialsSecretName(clusterID string) string {
+	return "hostcluster-" + clusterID + "-git-credentials"
+}
+func registryPullSecretName(clusterID string) string {
+	return "hostcluster-" + clusterID + "-registry-pull"
+}
+
+func (s *scope) secretLabels() map[string]string {
+	return map[string]string{
+		kov1alpha1.HostClusterIDLabel: s.hc.Spec.ClusterID,
+		kov1alpha1.ManagedByLabel:     ControllerName,
+	}
+}
+
+// opKey names this HostCluster's operations (reconcile.Operations).
+func (s *scope) opKey(op string) string {
+	return s.logicalCluster + "/" + s.hc.Namespace + "/" + s.hc.Name + "/" + op
+}

@@ -1,0 +1,625 @@
+package hostcluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kov1alpha1 "github.com/kubeopera/kubeopera/apis/kubeopera/v1alpha1"
+	"github.com/kubeopera/kubeopera/internal/authapi"
+	"github.com/kubeopera/kubeopera/internal/flux"
+	"github.com/kubeopera/kubeopera/internal/health"
+	"github.com/kubeopera/kubeopera/internal/helm"
+	"github.com/kubeopera/kubeopera/internal/kubeconfig"
+	"github.com/kubeopera/kubeopera/internal/reconcile"
+	"github.com/kubeopera/kubeopera/internal/scaffolder"
+	"github.com/kubeopera/kubeopera/syncer"
+	"github.com/kubeopera/kubeopera/workspaces"
+)
+
+const (
+	// KubeconfigKey is the key of the kubeconfig in the referenced, stored and delivered Secrets.
+	KubeconfigKey = "kubeconfig"
+	// PasswordKey is the key of the admin password in its stored and delivered Secrets.
+	PasswordKey = "password"
+	// AdminBootstrappedAnnotation is put on the stored admin password Secret (on the backend, where
+	// tenants cannot reach it) once authapi created the account: the guard that makes the call
+	// happen once per HostCluster, across passes and restarts.
+	AdminBootstrappedAnnotation = "kubeopera.io/admin-bootstrapped-at"
+	// AppsKustomization is the generated tree's Kustomization whose Ready means KubeOpera's
+	// application layer converged (seed 000).
+	AppsKustomization = "apps"
+	// commitInterval is how soon the pass after a Commit (a phase shown) runs.
+	commitInterval = 200 * time.Millisecond
+)
+
+// normalSteps are reconcileNormal's steps, in order.
+func (r *Reconciler) normalSteps() []reconcile.Step[*scope] {
+	return []reconcile.Step[*scope]{
+		{Name: "start a new attempt", Run: r.start},
+		{Name: "prepare the backend namespace", Condition: kov1alpha1.BackendNamespaceReadyCondition, Run: r.backendNamespace},
+		{Name: "validate access to the cluster", Condition: kov1alpha1.AccessValidatedCondition, Run: r.access},
+		{Name: "bootstrap Flux", Condition: kov1alpha1.FluxReadyCondition, Run: r.bootstrapFlux},
+		{Name: "generate the GitOps tree", Condition: kov1alpha1.GitOpsTreeGeneratedCondition, Run: r.generateTree},
+		{Name: "install KubeOpera", Condition: kov1alpha1.KubeOperaInstalledCondition, Run: r.installKubeOpera},
+		{Name: "bootstrap the admin account", Condition: kov1alpha1.AdminBootstrappedCondition, Run: r.bootstrapAdmin},
+	}
+}
+
+// deleteSteps disconnect the cluster: only what the platform keeps for this HostCluster is
+// removed; nothing on the target is touched (it keeps running what Flux put there).
+func (r *Reconciler) deleteSteps() []reconcile.Step[*scope] {
+	return []reconcile.Step[*scope]{
+		{Name: "wait for a running Flux install", Run: r.waitInstall},
+		{Name: "remove the delivered and stored Secrets", Run: r.removeSecrets},
+	}
+}
+
+// setPhase moves the phase forward, except on a Ready cluster, which stays Ready while later
+// passes refresh it (its Ready condition says when something is wrong).
+func setPhase(hc *kov1alpha1.HostCluster, p kov1alpha1.HostClusterPhase) {
+	if hc.Status.Phase != kov1alpha1.HostClusterPhaseReady {
+		hc.Status.Phase = p
+	}
+}
+
+// done reports whether a step's condition is True for the current generation, so a Ready cluster
+// does not redo it (seed 000: Ready is idempotent).
+func done(hc *kov1alpha1.HostCluster, condition string) bool {
+	c := reconcile.GetCondition(hc, condition)
+	return hc.Status.Phase == kov1alpha1.HostClusterPhaseReady && c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == hc.Generation
+}
+
+// start clears the in-flight work of an earlier attempt when a new one begins (phase Pending: a
+// new object, a retry request, a spec change after Failed): a new give-up window, a new
+// scaffold job.
+func (r *Reconciler) start(ctx context.Context, s *scope) error {
+	if s.hc.Status.Phase != kov1alpha1.HostClusterPhasePending {
+		return nil
+	}
+	if err := reconcile.PatchAnnotations(ctx, s.ws, s.hc, map[string]*string{
+		kov1alpha1.ValidationStartedAnnotation: nil,
+		kov1alpha1.ScaffoldJobIDAnnotation:     nil,
+	}); err != nil {
+		return err
+	}
+	if s.startPhase != kov1alpha1.HostClusterPhasePending {
+		// Show the new attempt as Pending before it goes on (kubectl get -w shows every phase).
+		return reconcile.Commit(kov1alpha1.ProgressingReason, "Accepted; validating access to the cluster next", commitInterval)
+	}
+	return nil
+}
+
+// backendNamespace makes kcp-<fp> exist and belong to this workspace.
+func (r *Reconciler) backendNamespace(ctx context.Context, s *scope) error {
+	err := r.Backend.EnsureNamespaces(ctx, s.logicalCluster, workspaces.NamespaceClaim{Name: s.storeNamespace})
+	switch {
+	case err == nil:
+	case workspaces.IsCollision(err):
+		return reconcile.Stalled(kov1alpha1.FingerprintCollisionReason, err.Error())
+	default:
+		return err
+	}
+	reconcile.MarkTrue(s.hc, kov1alpha1.BackendNamespaceReadyCondition, kov1alpha1.SucceededReason, "Backend namespace "+s.storeNamespace+" is ready")
+	return nil
+}
+
+// access reads the kubeconfig from the workspace Secret, refuses what would make the manager run
+// a program or read its files, stores it on the backend and delivers it, and reaches the target's
+// API server. An unreachable target is retried with backoff until AccessGiveUp after the first
+// attempt (kept in an annotation, so a restart does not reset it). Every pass that reaches the
+// target also refreshes the inventory and the health score.
+func (r *Reconciler) access(ctx context.Context, s *scope) error {
+	hc := s.hc
+	if hc.Spec.Mode != kov1alpha1.HostClusterModeConnectExisting {
+		setPhase(hc, kov1alpha1.HostClusterPhaseProvisioning)
+		return reconcile.Stalledf(kov1alpha1.ProvisioningUnavailableReason,
+			"mode %s needs the cluster provisioner, which this platform does not offer yet; use mode connect_existing", hc.Spec.Mode)
+	}
+	setPhase(hc, kov1alpha1.HostClusterPhaseValidatingAccess)
+	src, err := syncer.ReadReferencedSecret(ctx, s.wsDirect, hc, hc.Spec.ConnectKubeconfigSecretRef)
+	if err != nil {
+		var missing *syncer.MissingSecretError
+		var unshared *syncer.UnsharedSecretError
+		if errors.As(err, &missing) || errors.As(err, &unshared) {
+			return reconcile.Waiting(kov1alpha1.CredentialsMissingReason, err.Error(), r.PollInterval)
+		}
+		return err
+	}
+	raw, ok := src.Data[KubeconfigKey]
+	if !ok {
+		return reconcile.Stalledf(kov1alpha1.InvalidKubeconfigReason, "Secret %s/%s has no key %q", hc.Namespace, src.Name, KubeconfigKey)
+	}
+	cfg, err := kubeconfig.ParseUntrusted(raw)
+	if err != nil {
+		return reconcile.Stalledf(kov1alpha1.InvalidKubeconfigReason, "Secret %s/%s key %q: %v", hc.Namespace, src.Name, KubeconfigKey, err)
+	}
+	if err := r.storeAndDeliver(ctx, s, kubeconfigSecretName(hc.Spec.ClusterID), map[string][]byte{KubeconfigKey: raw}); err != nil {
+		return err
+	}
+	hc.Status.KubeconfigSecret = kubeconfigSecretName(hc.Spec.ClusterID)
+
+	t, err := newTarget(cfg, r.TargetTimeout)
+	if err != nil {
+		return reconcile.Stalledf(kov1alpha1.InvalidKubeconfigReason, "Secret %s/%s key %q: %v", hc.Namespace, src.Name, KubeconfigKey, err)
+	}
+	version, err := t.clientset.Discovery().ServerVersion()
+	if err != nil {
+		return r.unreachable(ctx, s, t.server, err)
+	}
+	s.target = t
+	if err := reconcile.PatchAnnotations(ctx, s.ws, hc, map[string]*string{kov1alpha1.ValidationStartedAnnotation: nil}); err != nil {
+		return err
+	}
+	if err := r.refreshInventory(ctx, s); err != nil {
+		// The inventory is information, not a step: a failure to read it is logged and shown, and
+		// retried on the next refresh.
+		ctrl.LoggerFrom(ctx).Info("Could not read the cluster's inventory", "error", err.Error())
+	}
+	if hc.Status.Inventory != nil {
+		hc.Status.Inventory.KubernetesVersion = version.GitVersion
+	}
+	msg := fmt.Sprintf("API server %s answered: Kubernetes %s", t.server, version.GitVersion)
+	reconcile.MarkTrue(hc, kov1alpha1.AccessValidatedCondition, kov1alpha1.SucceededReason, msg)
+	if hc.Status.Phase == kov1alpha1.HostClusterPhaseValidatingAccess && s.startPhase != kov1alpha1.HostClusterPhaseValidatingAccess {
+		// Show ValidatingAccess with its outcome before Flux is bootstrapped.
+		return reconcile.Commit(kov1alpha1.ProgressingReason, msg+"; bootstrapping Flux next", commitInterval)
+	}
+	return nil
+}
+
+// unreachable retries a target that did not answer, until AccessGiveUp after the first failure of
+// this attempt; then the HostCluster fails with the real error. A Ready cluster that stops
+// answering is never failed for it: it waits and says so.
+func (r *Reconciler) unreachable(ctx context.Context, s *scope, server string, cause error) error {
+	hc := s.hc
+	msg := fmt.Sprintf("API server %s did not answer: %v", server, cause)
+	if hc.Status.Phase == kov1alpha1.HostClusterPhaseReady {
+		return reconcile.Waiting(kov1alpha1.UnreachableReason, msg, r.PollInterval)
+	}
+	now := r.now()
+	started, err := time.Parse(time.RFC3339, hc.Annotations[kov1alpha1.ValidationStartedAnnotation])
+	if err != nil {
+		started = now
+		if err := reconcile.PatchAnnotations(ctx, s.ws, hc, map[string]*string{
+			kov1alpha1.ValidationStartedAnnotation: ptr.To(now.UTC().Format(time.RFC3339)),
+		}); err != nil {
+			return err
+		}
+	}
+	elapsed := now.Sub(started)
+	if elapsed >= r.AccessGiveUp {
+		return reconcile.Stalledf(kov1alpha1.UnreachableReason, "gave up after %s: %s", r.AccessGiveUp, msg)
+	}
+	// Back off with the time already spent: 2 s, then about a quarter of the elapsed time, at
+	// most 30 s, never past the give-up time.
+	after := min(max(elapsed/4, 2*time.Second), 30*time.Second, r.AccessGiveUp-elapsed+time.Second)
+	return reconcile.Waiting(kov1alpha1.UnreachableReason,
+		fmt.Sprintf("%s; retrying until %s", msg, started.Add(r.AccessGiveUp).UTC().Format(time.RFC3339)), after)
+}
+
+// refreshInventory reads version, nodes, provider and region and the health score, at most every
+// InventoryInterval once read (every pass while the cluster is not Ready yet is not needed: the
+// first read and the periodic refresh are).
+func (r *Reconciler) refreshInventory(ctx context.Context, s *scope) error {
+	hc := s.hc
+	if inv := hc.Status.Inventory; inv != nil && inv.ObservedAt != nil && r.now().Sub(inv.ObservedAt.Time) < r.InventoryInterval*4/5 {
+		return nil
+	}
+	inv, err := health.Read(ctx, s.target.clientset)
+	if err != nil {
+		return err
+	}
+	now := metav1.NewTime(r.now())
+	out := &kov1alpha1.HostClusterInventory{
+		Provider:          inv.Provider,
+		Region:            inv.Region,
+		KubernetesVersion: inv.KubernetesVersion,
+		NodeCount:         inv.NodeCount,
+		ReadyNodeCount:    inv.ReadyNodeCount,
+		Nodes:             fmt.Sprintf("%d/%d", inv.ReadyNodeCount, inv.NodeCount),
+		HealthScore:       inv.Score.Value,
+		HealthBand:        string(inv.Score.Band),
+		ObservedAt:        &now,
+	}
+	for _, p := range inv.Score.Summarize(32) {
+		out.HealthPenalties = append(out.HealthPenalties, kov1alpha1.HealthPenalty{
+			Reason: p.Reason, Detail: reconcile.Truncate(p.Detail), Points: strconv.FormatFloat(p.Points, 'f', -1, 64),
+		})
+	}
+	hc.Status.Inventory = out
+	return nil
+}
+
+// bootstrapFlux installs Flux on the target (or adopts a healthy Flux already there), seeds the
+// Git credentials and waits until Flux's controllers are Available.
+func (r *Reconciler) bootstrapFlux(ctx context.Context, s *scope) error {
+	hc := s.hc
+	if done(hc, kov1alpha1.FluxReadyCondition) {
+		return nil
+	}
+	setPhase(hc, kov1alpha1.HostClusterPhaseBootstrappingFlux)
+	key := s.opKey("flux")
+	reason := kov1alpha1.FluxInstalledReason
+	if res, ok := r.installs.Take(key); ok {
+		if res.Err != nil {
+			if isTerminal(res.Err) {
+				return reconcile.Stalledf(kov1alpha1.FluxInstallFailedReason, "installing Flux failed: %v", res.Err)
+			}
+			return res.Err
+		}
+		if res.Value.Adopted {
+			reason = kov1alpha1.FluxAdoptedReason
+		}
+		reconcile.Event(s.recorder, hc, corev1.EventTypeNormal, kov1alpha1.ProgressingReason, res.Value.Message)
+		reconcile.MarkFalse(hc, kov1alpha1.FluxReadyCondition, reason, res.Value.Message)
+	} else if r.installs.Running(key) {
+		return reconcile.Waiting(kov1alpha1.WaitingReason, "Installing Flux into "+flux.Namespace, r.PollInterval)
+	} else if c := reconcile.GetCondition(hc, kov1alpha1.FluxReadyCondition); c == nil || (c.Reason != kov1alpha1.FluxInstalledReason && c.Reason != kov1alpha1.FluxAdoptedReason) || c.ObservedGeneration != hc.Generation {
+		// Not installed (or adopted) yet in this generation: start it; its end requeues.
+		cfg := s.target.config
+		r.installs.Run(key, s.req, func(ctx context.Context) (flux.Result, error) {
+			return r.Flux.Ensure(ctx, cfg)
+		})
+		return reconcile.Waiting(kov1alpha1.WaitingReason, "Installing Flux into "+flux.Namespace, r.PollInterval)
+	} else {
+		reason = c.Reason
+	}
+
+	if hc.Spec.GitCredentialsSecretRef != "" {
+		src, err := syncer.ReadReferencedSecret(ctx, s.wsDirect, hc, hc.Spec.GitCredentialsSecretRef)
+		if err != nil {
+			var missing *syncer.MissingSecretError
+			var unshared *syncer.UnsharedSecretError
+			if errors.As(err, &missing) || errors.As(err, &unshared) {
+				return reconcile.Waiting(kov1alpha1.CredentialsMissingReason, err.Error(), r.PollInterval)
+			}
+			return err
+		}
+		if err := r.storeCopy(ctx, s, gitCredentialsSecretName(hc.Spec.ClusterID), src); err != nil {
+			return err
+		}
+		if err := flux.SeedGitCredentials(ctx, s.target.client, src.Data); err != nil {
+			return fmt.Errorf("failed to seed the Git credentials on the target: %w", err)
+		}
+	}
+	h, err := flux.CheckHealth(ctx, s.target.client)
+	if err != nil {
+		return err
+	}
+	hc.Status.FluxHealthy = h.Healthy
+	if !h.Healthy {
+		reconcile.MarkFalse(hc, kov1alpha1.FluxReadyCondition, reason, "Waiting for Flux: "+h.Message)
+		return reconcile.Waiting(reason, "Waiting for Flux's controllers: "+h.Message, r.PollInterval)
+	}
+	msg := "Flux installed in " + flux.Namespace + " and healthy: " + h.Message
+	if reason == kov1alpha1.FluxAdoptedReason {
+		msg = "Flux already ran in " + flux.Namespace + " and was adopted as it is: " + h.Message
+	}
+	reconcile.MarkTrue(hc, kov1alpha1.FluxReadyCondition, reason, msg)
+	return nil
+}
+
+// generateTree asks the gitops-scaffolder to generate and push the cluster's tree at
+// spec.gitOpsPath, and polls the job, whose ID is kept in an annotation so a restart resumes it.
+func (r *Reconciler) generateTree(ctx context.Context, s *scope) error {
+	hc := s.hc
+	if done(hc, kov1alpha1.GitOpsTreeGeneratedCondition) {
+		return nil
+	}
+	setPhase(hc, kov1alpha1.HostClusterPhaseGeneratingGitOpsTree)
+	if r.Scaffolder == nil {
+		return reconcile.Stalled(kov1alpha1.ScaffolderNotConfiguredReason,
+			"GITOPS_SCAFFOLDER_BASE_URL is not set: the platform cannot generate this cluster's GitOps tree; a platform admin must configure the gitops-scaffolder, then retry")
+	}
+	id := hc.Annotations[kov1alpha1.ScaffoldJobIDAnnotation]
+	if id == "" {
+		slug, err := scaffolder.SlugFromPath(hc.Spec.GitOpsPath)
+		if err != nil {
+			return reconcile.Stalledf(kov1alpha1.InvalidSpecReason, "spec.gitOpsPath: %v", err)
+		}
+		req := scaffolder.Request{
+			Slug:                      slug,
+			Domain:                    hc.Spec.Domain,
+			Region:                    hc.Spec.Region,
+			KubeconfigSecretName:      kubeconfigSecretName(hc.Spec.ClusterID),
+			KubeconfigSecretNamespace: s.storeNamespace,
+		}
+		if hc.Spec.GitCredentialsSecretRef != "" {
+			req.GitCredentialsSecretRef = gitCredentialsSecretName(hc.Spec.ClusterID)
+		}
+		if hc.Spec.RegistryPullSecretRef != "" {
+			src, err := syncer.ReadReferencedSecret(ctx, s.wsDirect, hc, hc.Spec.RegistryPullSecretRef)
+			if err != nil {
+				var missing *syncer.MissingSecretError
+				var unshared *syncer.UnsharedSecretError
+				if errors.As(err, &missing) || errors.As(err, &unshared) {
+					return reconcile.Waiting(kov1alpha1.CredentialsMissingReason, err.Error(), r.PollInterval)
+				}
+				return err
+			}
+			if err := r.storeCopy(ctx, s, registryPullSecretName(hc.Spec.ClusterID), src); err != nil {
+				return err
+			}
+			req.RegistryPullSecretRef = registryPullSecretName(hc.Spec.ClusterID)
+		}
+		job, err := r.Scaffolder.Create(ctx, req)
+		if err != nil {
+			if scaffolder.IsTerminal(err) {
+				return reconcile.Stalledf(kov1alpha1.ScaffoldFailedReason, "the gitops-scaffolder refused the request: %v", err)
+			}
+			return err
+		}
+		if err := reconcile.PatchAnnotations(ctx, s.ws, hc, map[string]*string{kov1alpha1.ScaffoldJobIDAnnotation: ptr.To(job.ID)}); err != nil {
+			return err
+		}
+		reconcile.Event(s.recorder, hc, corev1.EventTypeNormal, kov1alpha1.ProgressingReason, "Started gitops-scaffolder job "+job.ID+" for "+hc.Spec.GitOpsPath)
+		return reconcile.Waiting(kov1alpha1.WaitingReason, fmt.Sprintf("gitops-scaffolder job %s is %s", job.ID, job.Status), r.PollInterval)
+	}
+	job, err := r.Scaffolder.Get(ctx, id)
+	if err != nil {
+		if scaffolder.IsTerminal(err) {
+			return reconcile.Stalledf(kov1alpha1.ScaffoldFailedReason, "gitops-scaffolder job %s: %v", id, err)
+		}
+		return err
+	}
+	switch {
+	case job.Failed():
+		why := job.Error
+		if why == "" {
+			why = job.Message
+		}
+		return reconcile.Stalledf(kov1alpha1.ScaffoldFailedReason, "gitops-scaffolder job %s failed: %s", id, why)
+	case job.Succeeded():
+		reconcile.MarkTrue(hc, kov1alpha1.GitOpsTreeGeneratedCondition, kov1alpha1.SucceededReason,
+			fmt.Sprintf("gitops-scaffolder job %s pushed the tree at %s", id, hc.Spec.GitOpsPath))
+		return nil
+	default:
+		msg := fmt.Sprintf("gitops-scaffolder job %s is %s", id, job.Status)
+		if job.Message != "" {
+			msg += ": " + job.Message
+		}
+		return reconcile.Waiting(kov1alpha1.WaitingReason, msg, r.PollInterval)
+	}
+}
+
+// installKubeOpera points Flux on the target at the generated tree (GitRepository and
+// Kustomization flux-system, as flux bootstrap names them) and waits for the tree's apps
+// Kustomization to report Ready.
+func (r *Reconciler) installKubeOpera(ctx context.Context, s *scope) error {
+	hc := s.hc
+	if done(hc, kov1alpha1.KubeOperaInstalledCondition) {
+		return nil
+	}
+	setPhase(hc, kov1alpha1.HostClusterPhaseInstallingKubeOpera)
+	sync := flux.Sync{
+		URL:      hc.Spec.GitOpsRepoURL,
+		Branch:   r.GitBranch,
+		Path:     hc.Spec.GitOpsPath,
+		Interval: time.Minute,
+		Owner: map[string]string{
+			kov1alpha1.HostClusterIDLabel: hc.Spec.ClusterID,
+			workspaces.FingerprintLabel:   workspaces.Fingerprint(s.logicalCluster),
+			kov1alpha1.ManagedByLabel:     ControllerName,
+		},
+	}
+	if hc.Spec.GitCredentialsSecretRef != "" {
+		sync.SecretName = flux.Namespace
+	}
+	if err := flux.EnsureSync(ctx, s.target.client, sync); err != nil {
+		var conflict *flux.ConflictError
+		if errors.As(err, &conflict) {
+			return reconcile.Stalled(kov1alpha1.SyncConflictReason, conflict.Error())
+		}
+		return fmt.Errorf("failed to point Flux at the tree: %w", err)
+	}
+	ready, reason, message, err := flux.KustomizationReady(ctx, s.target.client, flux.Namespace, AppsKustomization)
+	switch {
+	case apierrors.IsNotFound(err):
+		return reconcile.Waiting(kov1alpha1.WaitingReason, "Waiting for Flux to apply the tree's apps Kustomization", r.PollInterval)
+	case err != nil:
+		return err
+	case !ready:
+		msg := "Waiting for Kustomization flux-system/apps to be Ready"
+		if reason != "" {
+			msg += ": " + reason
+		}
+		if message != "" {
+			msg += ": " + message
+		}
+		return reconcile.Waiting(kov1alpha1.WaitingReason, reconcile.Truncate(msg), r.PollInterval)
+	}
+	hc.Status.KubeOperaInstalled = true
+	reconcile.MarkTrue(hc, kov1alpha1.KubeOperaInstalledCondition, kov1alpha1.SucceededReason,
+		"Flux syncs "+hc.Spec.GitOpsRepoURL+" at "+hc.Spec.GitOpsPath+"; Kustomization flux-system/apps is Ready")
+	return nil
+}
+
+// bootstrapAdmin creates the initial super-admin once per HostCluster (seed 000), only when both
+// spec.adminEmail and spec.adminUsername are set. The password is generated and stored on the
+// backend before authapi is called, and the stored Secret is marked once authapi answered, so no
+// pass or restart ever calls it with a second password (a crash between the call and the mark
+// calls it again with the same one, which changes nothing).
+func (r *Reconciler) bootstrapAdmin(ctx context.Context, s *scope) error {
+	hc := s.hc
+	name := adminPasswordSecretName(hc.Spec.ClusterID)
+	if hc.Spec.AdminEmail == "" || hc.Spec.AdminUsername == "" {
+		reconcile.MarkFalse(hc, kov1alpha1.AdminBootstrappedCondition, kov1alpha1.AdminSkippedReason,
+			"No admin account was created: spec.adminEmail and spec.adminUsername are unset")
+		return nil
+	}
+	stored, err := r.storedPassword(ctx, s, name)
+	if err != nil {
+		return err
+	}
+	if stored.Annotations[AdminBootstrappedAnnotation] == "" {
+		err := authapi.Bootstrap(ctx, s.target.clientset, r.AuthAPI, authapi.Admin{
+			Email: hc.Spec.AdminEmail, Username: hc.Spec.AdminUsername, Password: string(stored.Data[PasswordKey]),
+		})
+		if err != nil {
+			if authapi.IsTerminal(err) {
+				return reconcile.Stalledf(kov1alpha1.AdminBootstrapFailedReason, "authapi refused to create the super-admin account: %v", err)
+			}
+			return reconcile.Waiting(kov1alpha1.WaitingReason, "Waiting for authapi to create the super-admin account: "+err.Error(), r.PollInterval)
+		}
+		before := stored.DeepCopy()
+		if stored.Annotations == nil {
+			stored.Annotations = map[string]string{}
+		}
+		stored.Annotations[AdminBootstrappedAnnotation] = r.now().UTC().Format(time.RFC3339)
+		if err := r.Backend.Client.Patch(ctx, stored, client.MergeFrom(before)); err != nil {
+			return fmt.Errorf("failed to record the admin bootstrap: %w", err)
+		}
+		reconcile.Event(s.recorder, hc, corev1.EventTypeNormal, kov1alpha1.SucceededReason, "Created super-admin account "+hc.Spec.AdminEmail)
+	}
+	if err := r.deliver(ctx, s, name, map[string][]byte{PasswordKey: stored.Data[PasswordKey]}); err != nil {
+		return err
+	}
+	hc.Status.AdminPasswordSecretRef = name
+	reconcile.MarkTrue(hc, kov1alpha1.AdminBootstrappedCondition, kov1alpha1.SucceededReason,
+		fmt.Sprintf("Super-admin account %s created; its password is in Secret %s (key %q)", hc.Spec.AdminEmail, name, PasswordKey))
+	return nil
+}
+
+// storedPassword returns the stored admin password Secret, creating it with a fresh random
+// password the first time (create-first: a concurrent or repeated pass reads the same one).
+func (r *Reconciler) storedPassword(ctx context.Context, s *scope, name string) (*corev1.Secret, error) {
+	key := client.ObjectKey{Namespace: s.storeNamespace, Name: name}
+	cur := &corev1.Secret{}
+	err := r.Backend.Reader.Get(ctx, key, cur)
+	if err == nil {
+		if !workspaces.OwnedBy(cur, s.logicalCluster, s.owner) {
+			return nil, reconcile.Stalledf(kov1alpha1.NameConflictReason, "clusterID %q is already used by %s in this workspace", s.hc.Spec.ClusterID, cur.Annotations[workspaces.OwnerAnnotation])
+		}
+		return cur, nil
+	}
+	if !apierrors.IsNotFound(err) {
+		return nil, fmt.Errorf("failed to read the stored admin password: %w", err)
+	}
+	password, err := authapi.GeneratePassword()
+	if err != nil {
+		return nil, err
+	}
+	sec := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace:   s.storeNamespace,
+			Name:        name,
+			Labels:      s.secretLabels(),
+			Annotations: map[string]string{workspaces.LogicalClusterAnnotation: s.logicalCluster, workspaces.OwnerAnnotation: s.owner},
+		},
+		Type: corev1.SecretTypeOpaque,
+		Data: map[string][]byte{PasswordKey: []byte(password)},
+	}
+	if err := r.Backend.Client.Create(ctx, sec); err != nil {
+		if apierrors.IsAlreadyExists(err) {
+			return nil, fmt.Errorf("the admin password Secret appeared meanwhile; reading it again")
+		}
+		return nil, fmt.Errorf("failed to store the admin password: %w", err)
+	}
+	return sec, nil
+}
+
+// claimedError says a stored Secret's name (from clusterID) is used by another HostCluster of this
+// workspace.
+type claimedError struct{ clusterID, owner string }
+
+func (e *claimedError) Error() string {
+	return fmt.Sprintf("clusterID %q is already used by %s in this workspace", e.clusterID, e.owner)
+}
+
+// store writes a Secret of this HostCluster into kcp-<fp>, never over another HostCluster's.
+func (r *Reconciler) store(ctx context.Context, s *scope, name string, typ corev1.SecretType, data map[string][]byte) error {
+	stored := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace:   s.storeNamespace,
+			Name:        name,
+			Labels:      s.secretLabels(),
+			Annotations: map[string]string{workspaces.LogicalClusterAnnotation: s.logicalCluster, workspaces.OwnerAnnotation: s.owner},
+		},
+		Type: typ,
+		Data: data,
+	}
+	err := syncer.Store(ctx, r.Backend.Reader, r.Backend.Client, stored, func(cur *corev1.Secret) error {
+		if !workspaces.OwnedBy(cur, s.logicalCluster, s.owner) {
+			return &claimedError{clusterID: s.hc.Spec.ClusterID, owner: cur.Annotations[workspaces.OwnerAnnotation]}
+		}
+		return nil
+	})
+	var claimed *claimedError
+	if errors.As(err, &claimed) {
+		return reconcile.Stalled(kov1alpha1.NameConflictReason, claimed.Error())
+	}
+	return err
+}
+
+// storeCopy stores a copy of a referenced workspace Secret (Git or registry credentials).
+func (r *Reconciler) storeCopy(ctx context.Context, s *scope, name string, src *corev1.Secret) error {
+	return r.store(ctx, s, name, src.Type, src.Data)
+}
+
+// deliver delivers a Secret into the HostCluster's namespace, owner-referenced to it.
+func (r *Reconciler) deliver(ctx context.Context, s *scope, name string, data map[string][]byte) error {
+	err := syncer.Deliver(ctx, s.wsDirect, s.hc, kov1alpha1.GroupVersion.WithKind("HostCluster"), name, s.secretLabels(), data)
+	var conflict *syncer.DeliveryConflictError
+	if errors.As(err, &conflict) {
+		// A Secret of the tenant's own sits there: never overwritten; they remove it and retry.
+		return reconcile.Stalled(kov1alpha1.NameConflictReason, conflict.Error())
+	}
+	return err
+}
+
+// storeAndDeliver stores the kubeconfig in kcp-<fp> (server kept as supplied) and delivers it.
+func (r *Reconciler) storeAndDeliver(ctx context.Context, s *scope, name string, data map[string][]byte) error {
+	if err := r.store(ctx, s, name, corev1.SecretTypeOpaque, data); err != nil {
+		return err
+	}
+	if err := r.deliver(ctx, s, name, data); err != nil {
+		return err
+	}
+	reconcile.MarkTrue(s.hc, kov1alpha1.KubeconfigDeliveredCondition, kov1alpha1.SucceededReason,
+		fmt.Sprintf("Kubeconfig delivered in Secret %s (key %q)", name, KubeconfigKey))
+	return nil
+}
+
+// waitInstall keeps the deletion from racing a Flux install it started.
+func (r *Reconciler) waitInstall(_ context.Context, s *scope) error {
+	key := s.opKey("flux")
+	if r.installs.Running(key) {
+		return reconcile.Waiting(kov1alpha1.DeletingReason, "Waiting for the running Flux install to end", r.PollInterval)
+	}
+	r.installs.Take(key)
+	return nil
+}
+
+// removeSecrets removes the delivered kubeconfig and admin password and every Secret stored for
+// this HostCluster on the backend. Nothing on the target is touched.
+func (r *Reconciler) removeSecrets(ctx context.Context, s *scope) error {
+	id := s.hc.Spec.ClusterID
+	for _, name := range []string{kubeconfigSecretName(id), adminPasswordSecretName(id)} {
+		if err := syncer.Undeliver(ctx, s.wsDirect, s.hc, name); err != nil {
+			return err
+		}
+	}
+	for _, name := range []string{kubeconfigSecretName(id), adminPasswordSecretName(id), gitCredentialsSecretName(id), registryPullSecretName(id)} {
+		key := client.ObjectKey{Namespace: s.storeNamespace, Name: name}
+		if err := syncer.DeleteIf(ctx, r.Backend.Reader, r.Backend.Client, key, func(cur *corev1.Secret) bool {
+			return workspaces.OwnedBy(cur, s.logicalCluster, s.owner)
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// isTerminal reports whether a Flux install error cannot be fixed by retrying (the Helm
+// client's classification: a chart that cannot be found or rendered, values the chart refuses).
+func isTerminal(err error) bool { return helm.IsTerminal(err) }

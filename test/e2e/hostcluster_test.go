@@ -1,0 +1,502 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	kov1alpha1 "github.com/kubeopera/kubeopera/apis/kubeopera/v1alpha1"
+	"github.com/kubeopera/kubeopera/internal/flux"
+	"github.com/kubeopera/kubeopera/internal/manager"
+	"github.com/kubeopera/kubeopera/internal/reconcile"
+	"github.com/kubeopera/kubeopera/syncer"
+	"github.com/kubeopera/kubeopera/test/framework"
+	"github.com/kubeopera/kubeopera/test/framework/hostenv"
+	"github.com/kubeopera/kubeopera/workspaces"
+)
+
+const (
+	// scaffolderAPIKey is the API key shared by the manager and the scaffolder stand-in.
+	scaffolderAPIKey = "e2e-scaffolder-key"
+	// brokenTreeSlug is a slug whose scaffold job fails, with brokenTreeError.
+	brokenTreeSlug  = "broken-tree"
+	brokenTreeError = "generate-gitops-env: sealing failed: sealed-secrets controller not Available after 10m0s"
+	// clusterPath is the tree every HostCluster that goes to Ready uses: Flux on the one target
+	// syncs one repository path (GitRepository and Kustomization flux-system), which HostClusters
+	// of any workspace naming the same repository and path share.
+	clusterPath = "fluxcd/clusters/my-cluster"
+	// hcNamespace is where the tenants put their HostClusters, as the seed's YAML does.
+	hcNamespace = "kubeopera-system"
+)
+
+var sharedTarget struct {
+	once   sync.Once
+	target *hostenv.Target
+	err    error
+}
+
+// hostTarget returns the suite's target cluster (started at the first call): a real kube-apiserver
+// on which Flux's real controllers run as processes once Flux is installed, and authapi is played.
+func (e *env) hostTarget(t *testing.T) *hostenv.Target {
+	t.Helper()
+	sharedTarget.once.Do(func() {
+		var stop func()
+		sharedTarget.target, stop, sharedTarget.err = hostenv.StartTarget(filepath.Join(e.dir, "target"), framework.ToolsBin())
+		if sharedTarget.err == nil {
+			e.mu.Lock()
+			e.stops = append(e.stops, stop)
+			e.mu.Unlock()
+		}
+	})
+	if sharedTarget.err != nil {
+		t.Fatalf("the target cluster did not start: %v", sharedTarget.err)
+	}
+	return sharedTarget.target
+}
+
+func (e *env) targetClient(t *testing.T) client.Client {
+	t.Helper()
+	c, err := client.New(e.hostTarget(t).Cluster.Config, client.Options{Scheme: targetScheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func targetScheme() *runtime.Scheme {
+	s := manager.Scheme()
+	if err := flux.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	return s
+}
+
+// seedHostCluster is the seed's HostCluster (seed 000), connecting the suite's target.
+func (e *env) seedHostCluster(t *testing.T, name, clusterID, gitOpsPath string, admin bool) *kov1alpha1.HostCluster {
+	t.Helper()
+	y := fmt.Sprintf(`
+apiVersion: kubeopera.io/v1alpha1
+kind: HostCluster
+metadata:
+  name: %s
+  namespace: %s
+spec:
+  clusterID: %q
+  mode: connect_existing
+  provider: aws
+  region: eu-north-1
+  connectKubeconfigSecretRef: hostcluster-%s-input-kubeconfig
+  gitOpsRepoURL: %s
+  gitOpsPath: %s
+  gitCredentialsSecretRef: gitops-iac-credentials
+  domain: my-cluster.acme.com
+`, name, hcNamespace, clusterID, clusterID, e.gitops.RepoURL, gitOpsPath)
+	if admin {
+		y += "  adminEmail: admin@acme.com\n  adminUsername: admin\n"
+	}
+	hc := &kov1alpha1.HostCluster{}
+	if err := yaml.UnmarshalStrict([]byte(y), hc); err != nil {
+		t.Fatal(err)
+	}
+	return hc
+}
+
+// connect does what the tenant does: the namespace, the kubeconfig and Git credentials Secrets
+// (labelled so the platform may read them), and the HostCluster.
+func (e *env) connect(t *testing.T, c client.Client, hc *kov1alpha1.HostCluster, kubeconfig []byte) {
+	t.Helper()
+	ctx := context.Background()
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: hcNamespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	access := map[string]string{syncer.AccessLabel: syncer.AccessLabelValue}
+	for _, s := range []*corev1.Secret{
+		{ObjectMeta: metav1.ObjectMeta{Namespace: hcNamespace, Name: hc.Spec.ConnectKubeconfigSecretRef, Labels: access},
+			Data: map[string][]byte{"kubeconfig": kubeconfig}},
+		{ObjectMeta: metav1.ObjectMeta{Namespace: hcNamespace, Name: "gitops-iac-credentials", Labels: access},
+			Data: map[string][]byte{"username": []byte(hostenv.GitUsername), "password": []byte(hostenv.GitPassword)}},
+	} {
+		if err := c.Create(ctx, s); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+	}
+	if err := c.Create(ctx, hc); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func getHostCluster(t *testing.T, c client.Client, name string) *kov1alpha1.HostCluster {
+	t.Helper()
+	hc := &kov1alpha1.HostCluster{}
+	if err := c.Get(context.Background(), client.ObjectKey{Namespace: hcNamespace, Name: name}, hc); err != nil {
+		t.Fatal(err)
+	}
+	return hc
+}
+
+func describeHC(hc *kov1alpha1.HostCluster) string {
+	var conds []string
+	for _, c := range hc.Status.Conditions {
+		conds = append(conds, fmt.Sprintf("%s=%s/%s(%s)", c.Type, c.Status, c.Reason, c.Message))
+	}
+	return fmt.Sprintf("phase %q message %q conditions %v", hc.Status.Phase, hc.Status.Message, conds)
+}
+
+func waitHostClusterPhase(t *testing.T, c client.Client, name string, phase kov1alpha1.HostClusterPhase, timeout time.Duration) *kov1alpha1.HostCluster {
+	t.Helper()
+	var hc *kov1alpha1.HostCluster
+	framework.Eventually(t, timeout, "HostCluster "+name+" "+string(phase), func() (bool, string) {
+		hc = getHostCluster(t, c, name)
+		return hc.Status.Phase == phase, describeHC(hc)
+	})
+	return hc
+}
+
+// watchPhases records every phase the HostCluster shows, as `kubectl get hostclusters -w` does.
+func (e *env) watchPhases(t *testing.T, path, name string) func() []string {
+	t.Helper()
+	wc, err := client.NewWithWatch(e.kcpConfig(path), client.Options{Scheme: manager.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := wc.Watch(context.Background(), &kov1alpha1.HostClusterList{}, client.InNamespace(hcNamespace))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var phases []string
+	go func() {
+		for ev := range w.ResultChan() {
+			if ev.Type != watch.Added && ev.Type != watch.Modified {
+				continue
+			}
+			hc, ok := ev.Object.(*kov1alpha1.HostCluster)
+			if !ok || hc.Name != name {
+				continue
+			}
+			mu.Lock()
+			if p := string(hc.Status.Phase); len(phases) == 0 || phases[len(phases)-1] != p {
+				phases = append(phases, p)
+			}
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(w.Stop)
+	return func() []string { mu.Lock(); defer mu.Unlock(); return slices.Clone(phases) }
+}
+
+func TestHostClusterConnectedInTwoWorkspacesWithTheSameNames(t *testing.T) {
+	t.Parallel()
+	e := sharedEnv(t)
+	ctx := context.Background()
+	target := e.hostTarget(t)
+	acme, acmeLC, acmeName := e.tenantWorkspace(t, "hc-acme")
+	globex, globexLC, _ := e.tenantWorkspace(t, "hc-globex")
+	phases := e.watchPhases(t, "root:orgs:"+acmeName, "my-cluster")
+	callsBefore := target.AuthAPI.Calls()
+
+	e.connect(t, acme, e.seedHostCluster(t, "my-cluster", "7e9d3a1b", clusterPath, true), target.Kubeconfig)
+	e.connect(t, globex, e.seedHostCluster(t, "my-cluster", "7e9d3a1b", clusterPath, false), target.Kubeconfig)
+
+	a := waitHostClusterPhase(t, acme, "my-cluster", kov1alpha1.HostClusterPhaseReady, 5*time.Minute)
+	g := waitHostClusterPhase(t, globex, "my-cluster", kov1alpha1.HostClusterPhaseReady, 5*time.Minute)
+
+	// Every phase, in order, as kubectl get -w shows them.
+	want := []string{"", "Pending", "ValidatingAccess", "BootstrappingFlux", "GeneratingGitOpsTree", "InstallingKubeOpera", "Ready"}
+	framework.Eventually(t, 10*time.Second, "phases seen", func() (bool, string) {
+		got := phases()
+		for len(got) > 0 && got[0] == "" {
+			got = got[1:]
+		}
+		return slices.Equal(got, want[1:]), fmt.Sprint(got)
+	})
+
+	for name, hc := range map[string]*kov1alpha1.HostCluster{"acme": a, "globex": g} {
+		for _, typ := range []string{kov1alpha1.ReadyCondition, kov1alpha1.BackendNamespaceReadyCondition, kov1alpha1.AccessValidatedCondition,
+			kov1alpha1.KubeconfigDeliveredCondition, kov1alpha1.FluxReadyCondition, kov1alpha1.GitOpsTreeGeneratedCondition, kov1alpha1.KubeOperaInstalledCondition} {
+			if !reconcile.IsTrue(hc, typ) {
+				t.Errorf("%s: %s is not True: %s", name, typ, describeHC(hc))
+			}
+		}
+		if !hc.Status.FluxHealthy || !hc.Status.KubeOperaInstalled || hc.Status.KubeconfigSecret != "hostcluster-7e9d3a1b-kubeconfig" {
+			t.Errorf("%s: status %+v", name, hc.Status)
+		}
+		inv := hc.Status.Inventory
+		if inv == nil || !strings.HasPrefix(inv.KubernetesVersion, "v1.35") || inv.Provider != "unknown" || inv.Nodes != "0/0" || inv.HealthScore != 100 || inv.HealthBand != "green" {
+			t.Errorf("%s: inventory %+v", name, inv)
+		}
+		if hc.Annotations[kov1alpha1.ScaffoldJobIDAnnotation] == "" {
+			t.Errorf("%s: no scaffold job ID in annotation %s", name, kov1alpha1.ScaffoldJobIDAnnotation)
+		}
+	}
+	if !strings.Contains(a.Status.Message, "Super-admin account admin@acme.com created") || a.Status.AdminPasswordSecretRef != "hostcluster-7e9d3a1b-admin-password" {
+		t.Errorf("acme: %s", describeHC(a))
+	}
+	if !strings.Contains(g.Status.Message, "No admin account was created") {
+		t.Errorf("globex's message does not say plainly that no admin was created: %q", g.Status.Message)
+	}
+	if c := reconcile.GetCondition(g, kov1alpha1.AdminBootstrappedCondition); c == nil || c.Reason != kov1alpha1.AdminSkippedReason {
+		t.Errorf("globex AdminBootstrapped = %+v", c)
+	}
+
+	// Delivered: the kubeconfig (as supplied) in both, the admin password in acme only.
+	for name, c := range map[string]client.Client{"acme": acme, "globex": globex} {
+		sec := &corev1.Secret{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: hcNamespace, Name: "hostcluster-7e9d3a1b-kubeconfig"}, sec); err != nil {
+			t.Fatalf("%s: kubeconfig not delivered: %v", name, err)
+		}
+		if string(sec.Data["kubeconfig"]) != string(target.Kubeconfig) {
+			t.Errorf("%s: the delivered kubeconfig is not the one supplied", name)
+		}
+		if sec.Labels[kov1alpha1.HostClusterIDLabel] != "7e9d3a1b" || sec.Labels[kov1alpha1.ManagedByLabel] != "host-cluster-controller" {
+			t.Errorf("%s: delivered kubeconfig labels %v", name, sec.Labels)
+		}
+	}
+	pw := &corev1.Secret{}
+	if err := acme.Get(ctx, client.ObjectKey{Namespace: hcNamespace, Name: "hostcluster-7e9d3a1b-admin-password"}, pw); err != nil || len(pw.Data["password"]) < 16 {
+		t.Errorf("acme: admin password not delivered (err %v)", err)
+	}
+	err := globex.Get(ctx, client.ObjectKey{Namespace: hcNamespace, Name: "hostcluster-7e9d3a1b-admin-password"}, &corev1.Secret{})
+	if !apierrors.IsNotFound(err) {
+		t.Errorf("globex has an admin password Secret it did not ask for (err %v)", err)
+	}
+	if calls := target.AuthAPI.Calls() - callsBefore; calls != 1 {
+		t.Errorf("authapi was called %d times, want once (acme only)", calls)
+	}
+	if email, user := target.AuthAPI.Last(); email != "admin@acme.com" || user != "admin" {
+		t.Errorf("authapi last bootstrap for %s/%s", email, user)
+	}
+
+	// Stored per workspace on the backend, apart.
+	for _, lc := range []string{acmeLC, globexLC} {
+		sec := &corev1.Secret{}
+		if err := e.backendC.Get(ctx, client.ObjectKey{Namespace: workspaces.Namespace(lc), Name: "hostcluster-7e9d3a1b-kubeconfig"}, sec); err != nil {
+			t.Errorf("kubeconfig not stored in %s: %v", workspaces.Namespace(lc), err)
+		}
+	}
+
+	// On the target, real Flux applied the tree: the apps Kustomization is Ready by itself and
+	// what it holds exists.
+	tc := e.targetClient(t)
+	ks := &kustomizev1.Kustomization{}
+	if err := tc.Get(ctx, client.ObjectKey{Namespace: flux.Namespace, Name: "apps"}, ks); err != nil {
+		t.Fatal(err)
+	}
+	gr := &sourcev1.GitRepository{}
+	if err := tc.Get(ctx, client.ObjectKey{Namespace: flux.Namespace, Name: "flux-system"}, gr); err != nil || gr.Spec.URL != e.gitops.RepoURL {
+		t.Errorf("GitRepository flux-system: %v %+v", err, gr.Spec)
+	}
+	cm := &corev1.ConfigMap{}
+	if err := tc.Get(ctx, client.ObjectKey{Namespace: "kubeopera", Name: "kubeopera-platform"}, cm); err != nil {
+		t.Errorf("the tree's ConfigMap was not applied by Flux: %v", err)
+	}
+	if err := tc.Get(ctx, client.ObjectKey{Namespace: flux.Namespace, Name: "flux-system"}, &corev1.Secret{}); err != nil {
+		t.Errorf("the Git credentials were not seeded on the target: %v", err)
+	}
+}
+
+func TestHostClusterFailsWithTheScaffoldersError(t *testing.T) {
+	t.Parallel()
+	e := sharedEnv(t)
+	target := e.hostTarget(t)
+	c, _, _ := e.tenantWorkspace(t, "hc-broken")
+	e.connect(t, c, e.seedHostCluster(t, "broken", "broken1", "fluxcd/clusters/"+brokenTreeSlug, false), target.Kubeconfig)
+	hc := waitHostClusterPhase(t, c, "broken", kov1alpha1.HostClusterPhaseFailed, 4*time.Minute)
+	cond := reconcile.GetCondition(hc, kov1alpha1.GitOpsTreeGeneratedCondition)
+	if cond == nil || cond.Reason != kov1alpha1.ScaffoldFailedReason || !strings.Contains(cond.Message, brokenTreeError) {
+		t.Fatalf("GitOpsTreeGenerated = %+v, want ScaffoldFailed with the service's error", cond)
+	}
+	if !strings.Contains(hc.Status.Message, brokenTreeError) {
+		t.Errorf("message %q lacks the service's error", hc.Status.Message)
+	}
+}
+
+func TestHostClusterRefusesAnExecKubeconfig(t *testing.T) {
+	t.Parallel()
+	e := sharedEnv(t)
+	c, _, _ := e.tenantWorkspace(t, "hc-exec")
+	exec := []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:6443"}}]
+users: [{name: u, user: {exec: {apiVersion: client.authentication.k8s.io/v1, command: /bin/sh, args: ["-c", "id"]}}}]
+contexts: [{name: c, context: {cluster: c, user: u}}]
+current-context: c
+`)
+	e.connect(t, c, e.seedHostCluster(t, "exec", "exec1", clusterPath, false), exec)
+	hc := waitHostClusterPhase(t, c, "exec", kov1alpha1.HostClusterPhaseFailed, time.Minute)
+	cond := reconcile.GetCondition(hc, kov1alpha1.AccessValidatedCondition)
+	if cond == nil || cond.Reason != kov1alpha1.InvalidKubeconfigReason || !strings.Contains(cond.Message, "exec") {
+		t.Fatalf("AccessValidated = %+v", cond)
+	}
+}
+
+// TestHostClusterAdminBootstrapOnceAcrossRestarts stops the manager while the HostCluster is
+// mid-way (its scaffold job in flight), lets a new one finish it, then asks for a new attempt of
+// the Ready cluster and restarts the manager again: authapi is called exactly once. Finally the
+// HostCluster is deleted: a disconnect that leaves everything on the target.
+func TestHostClusterAdminBootstrapOnceAcrossRestarts(t *testing.T) {
+	e := sharedEnv(t)
+	t.Cleanup(func() { e.ensureManagerRunning(t) })
+	ctx := context.Background()
+	target := e.hostTarget(t)
+	c, lc, _ := e.tenantWorkspace(t, "hc-restart")
+	before := target.AuthAPI.Calls()
+	e.connect(t, c, e.seedHostCluster(t, "restarted", "restart1", clusterPath, true), target.Kubeconfig)
+
+	framework.Eventually(t, 4*time.Minute, "HostCluster mid-way", func() (bool, string) {
+		hc := getHostCluster(t, c, "restarted")
+		p := hc.Status.Phase
+		return p == kov1alpha1.HostClusterPhaseGeneratingGitOpsTree || p == kov1alpha1.HostClusterPhaseInstallingKubeOpera, describeHC(hc)
+	})
+	e.stopManager()
+	if err := e.startManager(); err != nil {
+		t.Fatal(err)
+	}
+	hc := waitHostClusterPhase(t, c, "restarted", kov1alpha1.HostClusterPhaseReady, 4*time.Minute)
+	if got := target.AuthAPI.Calls() - before; got != 1 {
+		t.Fatalf("authapi called %d times, want 1", got)
+	}
+	pw := &corev1.Secret{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: hcNamespace, Name: "hostcluster-restart1-admin-password"}, pw); err != nil {
+		t.Fatal(err)
+	}
+
+	// A new attempt of the Ready cluster, across another restart: no second call, same password.
+	hc.Annotations[kov1alpha1.RetryAnnotation] = "again"
+	if err := c.Update(ctx, hc); err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, time.Minute, "retry handled", func() (bool, string) {
+		hc := getHostCluster(t, c, "restarted")
+		return hc.Status.LastHandledRetry == "again", describeHC(hc)
+	})
+	e.stopManager()
+	if err := e.startManager(); err != nil {
+		t.Fatal(err)
+	}
+	waitHostClusterPhase(t, c, "restarted", kov1alpha1.HostClusterPhaseReady, 4*time.Minute)
+	framework.Consistently(t, 5*time.Second, "authapi called once", func() (bool, string) {
+		got := target.AuthAPI.Calls() - before
+		return got == 1, fmt.Sprintf("%d calls", got)
+	})
+	pw2 := &corev1.Secret{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: hcNamespace, Name: "hostcluster-restart1-admin-password"}, pw2); err != nil {
+		t.Fatal(err)
+	}
+	if string(pw2.Data["password"]) != string(pw.Data["password"]) {
+		t.Error("the delivered admin password changed")
+	}
+
+	// Deleting is a disconnect: the platform's Secrets go, the target keeps everything.
+	tc := e.targetClient(t)
+	snapshot := func() map[string]int {
+		out := map[string]int{}
+		for name, l := range map[string]client.ObjectList{"namespaces": &corev1.NamespaceList{}, "deployments": &appsv1.DeploymentList{},
+			"gitrepositories": &sourcev1.GitRepositoryList{}, "kustomizations": &kustomizev1.KustomizationList{}, "configmaps": &corev1.ConfigMapList{}, "secrets": &corev1.SecretList{}} {
+			if err := tc.List(ctx, l); err != nil {
+				t.Fatal(err)
+			}
+			items, _ := meta.ExtractList(l)
+			out[name] = len(items)
+		}
+		return out
+	}
+	onTarget := snapshot()
+	if err := c.Delete(ctx, getHostCluster(t, c, "restarted")); err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, time.Minute, "HostCluster restarted gone", func() (bool, string) {
+		err := c.Get(ctx, client.ObjectKey{Namespace: hcNamespace, Name: "restarted"}, &kov1alpha1.HostCluster{})
+		return apierrors.IsNotFound(err), fmt.Sprint(err)
+	})
+	for _, name := range []string{"hostcluster-restart1-kubeconfig", "hostcluster-restart1-admin-password"} {
+		if err := c.Get(ctx, client.ObjectKey{Namespace: hcNamespace, Name: name}, &corev1.Secret{}); !apierrors.IsNotFound(err) {
+			t.Errorf("delivered Secret %s still there (err %v)", name, err)
+		}
+	}
+	for _, name := range []string{"hostcluster-restart1-kubeconfig", "hostcluster-restart1-admin-password", "hostcluster-restart1-git-credentials"} {
+		if err := e.backendC.Get(ctx, client.ObjectKey{Namespace: workspaces.Namespace(lc), Name: name}, &corev1.Secret{}); !apierrors.IsNotFound(err) {
+			t.Errorf("stored Secret %s still on the backend (err %v)", name, err)
+		}
+	}
+	if after := snapshot(); fmt.Sprint(after) != fmt.Sprint(onTarget) {
+		t.Errorf("objects on the target changed with the disconnect: before %v, after %v", onTarget, after)
+	}
+}
+
+// TestHostClusterSecretsStayOutOfLogsEventsStatusAndMetrics: the kubeconfig's credentials, the
+// admin password and the Git password never show in the manager's logs, the HostCluster's status,
+// the events the tenant reads or the metrics.
+func TestHostClusterSecretsStayOutOfLogsEventsStatusAndMetrics(t *testing.T) {
+	t.Parallel()
+	e := sharedEnv(t)
+	ctx := context.Background()
+	target := e.hostTarget(t)
+	c, lc, _ := e.tenantWorkspace(t, "hc-nosecrets")
+	e.connect(t, c, e.seedHostCluster(t, "quiet", "quiet1", clusterPath, true), target.Kubeconfig)
+	hc := waitHostClusterPhase(t, c, "quiet", kov1alpha1.HostClusterPhaseReady, 5*time.Minute)
+	pw := &corev1.Secret{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: hcNamespace, Name: "hostcluster-quiet1-admin-password"}, pw); err != nil {
+		t.Fatal(err)
+	}
+	cfg := target.Cluster.Config
+	material := []string{string(pw.Data["password"]), hostenv.GitPassword, b64(string(cfg.KeyData)), b64(hostenv.GitPassword)}
+	if lines := strings.Split(strings.TrimSpace(string(cfg.KeyData)), "\n"); len(lines) > 2 {
+		material = append(material, lines[1])
+	}
+	if cfg.BearerToken != "" {
+		material = append(material, cfg.BearerToken)
+	}
+
+	logs := e.managerLogs()
+	if !strings.Contains(logs, lc) || !strings.Contains(logs, "HostCluster") {
+		t.Errorf("the manager logged nothing about workspace %s; the log check would prove nothing", lc)
+	}
+	raw, _ := yaml.Marshal(hc.Status)
+	evs := &corev1.EventList{}
+	if err := c.List(ctx, evs, client.InNamespace(hcNamespace)); err != nil {
+		t.Fatal(err)
+	}
+	if len(evs.Items) == 0 {
+		t.Error("the tenant was told nothing: no events in their namespace")
+	}
+	metricsAddr, _ := e.addrs()
+	reader, _ := e.metricsTokens(t)
+	code, metrics := metricsGet(t, "https://"+metricsAddr+"/metrics", reader)
+	if code != 200 || !strings.Contains(metrics, "controller_runtime_reconcile_total") {
+		t.Errorf("metrics not read (HTTP %d)", code)
+	}
+	for _, secret := range material {
+		if strings.Contains(metrics, secret) {
+			t.Errorf("metrics contain secret material")
+		}
+		if strings.Contains(logs, secret) {
+			t.Errorf("manager logs contain secret material")
+		}
+		if strings.Contains(string(raw), secret) {
+			t.Errorf("status contains secret material")
+		}
+		for _, ev := range evs.Items {
+			if strings.Contains(ev.Message, secret) {
+				t.Errorf("event carries secret material: %s", ev.Message)
+			}
+		}
+	}
+}

@@ -1,0 +1,201 @@
+// Package fleettest runs a controller in process the way internal/manager.Run wires it, on real
+// servers, for controller suites: a backend (kube-apiserver, etcd, kube-controller-manager) where
+// the controller works with the manager's shipped backend identity (config/rbac), and a real kcp
+// with tenant workspaces (each bound to both exports by the workspace type) that the manager
+// serves as kcp's unprivileged "user" with the platform workspace role the product ships, through
+// the kubeopera.io export's virtual workspace and the project's fleet provider. The e2e suite runs
+// the manager binary itself; controller suites are the faster tables of phase transitions.
+package fleettest
+
+import (
+	"bytes"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"go.uber.org/zap/zapcore"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
+	"sigs.k8s.io/multicluster-runtime/providers/multi"
+
+	kov1alpha1 "github.com/kubeopera/kubeopera/apis/kubeopera/v1alpha1"
+	"github.com/kubeopera/kubeopera/internal/devenv"
+	"github.com/kubeopera/kubeopera/internal/fleet"
+	imanager "github.com/kubeopera/kubeopera/internal/manager"
+	"github.com/kubeopera/kubeopera/test/framework"
+	"github.com/kubeopera/kubeopera/workspaces"
+)
+
+// Harness is a manager, not started yet, serving the kubeopera.io export's workspaces.
+type Harness struct {
+	// Backend is an admin client of the backend and BackendAdmin its config; BackendAs is the
+	// manager's backend identity (what controllers get through Manager).
+	Backend      client.Client
+	BackendAdmin *rest.Config
+	BackendAs    *rest.Config
+	// KCP is the kcp server.
+	KCP *devenv.KCP
+	// Fleet serves the kubeopera.io export's workspaces; register controllers on it.
+	Fleet *fleet.Provider
+	// Manager is the multicluster manager; Run starts it.
+	Manager mcmanager.Manager
+	// WS are admin clients of the tenant workspaces, LC their logical clusters, Path their paths,
+	// keyed by the names Start was given.
+	WS   map[string]client.Client
+	LC   map[string]string
+	Path map[string]string
+	// Log keeps what the manager logged.
+	Log *LogBuffer
+}
+
+// Start starts the servers and makes the manager, with one tenant workspace per name (made
+// unique to the run). The caller registers its controller on h.Fleet and calls h.Run.
+func Start(t *testing.T, names ...string) *Harness {
+	t.Helper()
+	ctx := t.Context()
+	h := &Harness{WS: map[string]client.Client{}, LC: map[string]string{}, Path: map[string]string{}}
+	b := framework.StartBackend(t)
+	h.BackendAdmin = b.Config
+	var err error
+	if h.Backend, err = client.New(b.Config, client.Options{Scheme: imanager.Scheme()}); err != nil {
+		t.Fatal(err)
+	}
+	id, err := framework.ManagerIdentity(ctx, b, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.BackendAs = id.Config
+	if err := h.Backend.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "kubeopera-system"}}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+
+	h.KCP = framework.StartKCP(t)
+	if err := workspaces.Bootstrap(ctx, h.KCP.Config, workspaces.PlatformWorkspace); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := workspaces.EnsureWorkspace(ctx, h.KCP.Config, "root", "orgs", workspaces.WorkspaceType{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := workspaces.BindManagerRole(ctx, h.KCP.Config, workspaces.PlatformWorkspace, "user"); err != nil {
+		t.Fatal(err)
+	}
+	userCfg, err := h.KCP.ContextConfig("user")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Pointed at the platform workspace with the manager's default request rate, as
+	// internal/manager.Configs makes it.
+	kcpCfg := workspaces.ClusterConfig(userCfg, workspaces.PlatformWorkspace)
+	defaults := imanager.DefaultOptions()
+	kcpCfg.QPS, kcpCfg.Burst = defaults.KCPQPS, defaults.KCPBurst
+
+	scheme := imanager.Scheme()
+	h.Log = &LogBuffer{}
+	log := managerLog(t, h.Log).WithName("manager")
+	ctrl.SetLogger(log)
+	sink := &fleet.EventSink{Scheme: scheme, Log: log.WithName("events")}
+	h.Fleet, err = fleet.New(fleet.Options{
+		Name:          imanager.KubeoperaProvider,
+		Config:        kcpCfg,
+		EndpointSlice: "kubeopera.io",
+		Scheme:        scheme,
+		Events:        sink,
+		Log:           log.WithName("provider"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	providers := multi.New(multi.Options{})
+	if err := providers.AddProvider(imanager.KubeoperaProvider, h.Fleet); err != nil {
+		t.Fatal(err)
+	}
+	h.Manager, err = mcmanager.New(h.BackendAs, providers, manager.Options{
+		Scheme:                 scheme,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Client:                 client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}, &corev1.Namespace{}, &corev1.ConfigMap{}}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Manager.GetLocalManager().Add(sink); err != nil {
+		t.Fatal(err)
+	}
+
+	suffix := strconv.FormatInt(time.Now().UnixNano()%(1<<20), 36)
+	for _, name := range names {
+		wsName := name + "-" + suffix
+		path := "root:orgs:" + wsName
+		lc, err := workspaces.EnsureWorkspace(ctx, h.KCP.Config, "root:orgs", wsName, workspaces.TenantWorkspaceTypeIn(workspaces.PlatformWorkspace))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := client.New(workspaces.ClusterConfig(h.KCP.Config, path), client.Options{Scheme: scheme})
+		if err != nil {
+			t.Fatal(err)
+		}
+		framework.Eventually(t, 2*time.Minute, "kubeopera.io served in "+path, func() (bool, string) {
+			err := c.List(ctx, &kov1alpha1.HostClusterList{})
+			return err == nil, fmt.Sprint(err)
+		})
+		h.WS[name], h.LC[name], h.Path[name] = c, lc, path
+	}
+	return h
+}
+
+// BackendStore returns the manager's view of the backend for controllers (workspaces.Backend).
+func (h *Harness) BackendStore() workspaces.Backend {
+	l := h.Manager.GetLocalManager()
+	return workspaces.Backend{Client: l.GetClient(), Reader: l.GetAPIReader()}
+}
+
+// Run starts the manager until the test ends.
+func (h *Harness) Run(t *testing.T) { framework.RunUntilCleanup(t, h.Manager) }
+
+// LogBuffer keeps what the manager logs; it is written until every goroutine of the manager has
+// stopped, which may be after the test ended.
+type LogBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *LogBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *LogBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// managerLog returns a logger (V(1) included) writing to out; when the test fails, the last lines
+// are logged after the manager stopped.
+func managerLog(t *testing.T, out *LogBuffer) logr.Logger {
+	t.Helper()
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+		if len(lines) > 300 {
+			lines = lines[len(lines)-300:]
+		}
+		t.Logf("manager log (last %d lines):\n%s", len(lines), strings.Join(lines, "\n"))
+	})
+	return zap.New(zap.WriteTo(out), zap.Level(zapcore.Level(-1)))
+}

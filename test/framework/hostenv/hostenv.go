@@ -1,0 +1,142 @@
+// Package hostenv starts what a HostCluster needs around the platform, for the e2e suite, the
+// controller suite and bin/devenv: a target cluster (a real kube-apiserver) on which Flux's real
+// controllers run as processes and authapi is played, a real git server, and the gitops-scaffolder
+// stand-in that pushes a cluster's tree into it. It has no testing dependency.
+package hostenv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"k8s.io/client-go/rest"
+
+	"github.com/kubeopera/kubeopera/internal/devenv"
+	"github.com/kubeopera/kubeopera/test/framework/actors"
+	"github.com/kubeopera/kubeopera/test/framework/gitserver"
+)
+
+// Target is a cluster a tenant connects: a real kube-apiserver with etcd and a
+// kube-controller-manager (namespace and garbage-collector controllers), with what a kubelet would
+// run for the platform on it: Flux's source- and kustomize-controller (actors.FluxPods, the real
+// binaries) once Flux's Deployments exist, and authapi (actors.AuthAPI) once the GitOps tree's
+// Service exists.
+type Target struct {
+	Cluster *devenv.Backend
+	// KubeconfigPath is the target's admin kubeconfig and Kubeconfig its content: what a tenant
+	// puts into the Secret their HostCluster references.
+	KubeconfigPath string
+	Kubeconfig     []byte
+	// AuthAPI plays authapi on the target; its Calls count the admin bootstraps.
+	AuthAPI *actors.AuthAPI
+	// Flux plays the kubelet for Flux's Deployments.
+	Flux *actors.FluxPods
+}
+
+// StartTarget starts a target with its state and logs in dir (target.kubeconfig, flux.log,
+// kcm.log); binDir holds kube-apiserver, etcd, kube-controller-manager and Flux's controllers.
+// stop stops everything.
+func StartTarget(dir, binDir string) (t *Target, stop func(), err error) {
+	var stops []func()
+	stop = func() {
+		for i := len(stops) - 1; i >= 0; i-- {
+			stops[i]()
+		}
+	}
+	defer func() {
+		if err != nil {
+			stop()
+		}
+	}()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, nil, err
+	}
+	kcmLog, err := os.Create(filepath.Join(dir, "kcm.log"))
+	if err != nil {
+		return nil, nil, err
+	}
+	stops = append(stops, func() { _ = kcmLog.Close() })
+	t = &Target{KubeconfigPath: filepath.Join(dir, "target.kubeconfig")}
+	t.Cluster, err = devenv.StartBackend(context.Background(), devenv.BackendOptions{
+		BinDir:         binDir,
+		KubeconfigPath: filepath.Join(dir, "admin.kubeconfig"),
+		Output:         kcmLog,
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("failed to start the target cluster: %w", err)
+	}
+	stops = append(stops, t.Cluster.Stop)
+	if err := devenv.WriteKubeconfig(t.Cluster.Config, t.KubeconfigPath, "target"); err != nil {
+		return nil, nil, err
+	}
+	if t.Kubeconfig, err = os.ReadFile(t.KubeconfigPath); err != nil {
+		return nil, nil, err
+	}
+	fluxLog, err := os.Create(filepath.Join(dir, "flux.log"))
+	if err != nil {
+		return nil, nil, err
+	}
+	stops = append(stops, func() { _ = fluxLog.Close() })
+	t.Flux = &actors.FluxPods{Target: t.Cluster.Config, KubeconfigPath: t.KubeconfigPath, BinDir: binDir, WorkDir: filepath.Join(dir, "flux"), Log: fluxLog}
+	t.AuthAPI = &actors.AuthAPI{Target: t.Cluster.Config}
+	stops = append(stops, run(t.Flux.Run, fluxLog), run(t.AuthAPI.Run, fluxLog))
+	return t, stop, nil
+}
+
+// run runs fn until the returned stop is called, reporting an early end to log.
+func run(fn func(context.Context) error, log io.Writer) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := fn(ctx); err != nil && !errors.Is(err, context.Canceled) {
+			fmt.Fprintf(log, "actor stopped: %v\n", err)
+		}
+	}()
+	return func() { cancel(); <-done }
+}
+
+// Git credentials of the local git server: what a tenant puts into the Secret their
+// HostCluster's spec.gitCredentialsSecretRef names (keys username and password, as Flux's
+// GitRepository secretRef takes them).
+const (
+	GitUsername = "flux"
+	GitPassword = "local-git-password"
+)
+
+// GitOps is a real git server with one repository, and the gitops-scaffolder stand-in that pushes
+// cluster trees into it.
+type GitOps struct {
+	Git *gitserver.Server
+	// RepoURL is the repository's URL without credentials: a HostCluster's spec.gitOpsRepoURL.
+	RepoURL string
+	// Scaffolder plays the gitops-scaffolder service; URL and APIKey are what the manager's
+	// GITOPS_SCAFFOLDER_BASE_URL and GITOPS_SCAFFOLDER_API_KEY must be.
+	Scaffolder *actors.Scaffolder
+}
+
+// StartGitOps starts the git server (basic auth GitUsername/GitPassword) with repository
+// gitops-iac under dir, and the scaffolder with apiKey; backend, when set, lets the scaffolder
+// read the stored kubeconfig Secrets as the real service does; the jobs of failSlugs' slugs fail
+// with their error text. stop stops both.
+func StartGitOps(dir, apiKey string, backend *rest.Config, failSlugs map[string]string) (g *GitOps, stop func(), err error) {
+	g = &GitOps{}
+	if g.Git, err = gitserver.Start(filepath.Join(dir, "git"), &gitserver.BasicAuth{Username: GitUsername, Password: GitPassword}); err != nil {
+		return nil, nil, err
+	}
+	if g.RepoURL, err = g.Git.CreateRepo("gitops-iac"); err != nil {
+		_ = g.Git.Close()
+		return nil, nil, err
+	}
+	withCreds := strings.Replace(g.RepoURL, "://", "://"+GitUsername+":"+GitPassword+"@", 1)
+	g.Scaffolder = &actors.Scaffolder{APIKey: apiKey, RepoURL: withCreds, Backend: backend, FailSlugs: failSlugs}
+	if err := g.Scaffolder.Start(); err != nil {
+		_ = g.Git.Close()
+		return nil, nil, err
+	}
+	return g, func() { _ = g.Scaffolder.Close(); _ = g.Git.Close() }, nil
+}
