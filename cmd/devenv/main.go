@@ -6,6 +6,12 @@
 // `devenv simulate-vcluster <tenantName> [workspace]` plays the vCluster control plane on the
 // embedded backend (which has no kubelet, so vCluster Pods never start): it writes the
 // vc-<release> kubeconfig Secret exactly as vCluster would, so the Tenant can become Ready.
+//
+// For HostClusters it also starts a target cluster (a second kube-apiserver) on which Flux's real
+// source- and kustomize-controller run as processes once Flux is installed and authapi is played,
+// a local git server and the gitops-scaffolder stand-in. `devenv hostcluster-secrets [clusterID]`
+// prints the two Secrets a tenant puts next to their HostCluster (the target's kubeconfig and the
+// git credentials), ready for `kubectl apply -f -`.
 package main
 
 import (
@@ -24,10 +30,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	"github.com/kubeopera/kubeopera/internal/devenv"
 	"github.com/kubeopera/kubeopera/internal/helm"
+	"github.com/kubeopera/kubeopera/syncer"
 	"github.com/kubeopera/kubeopera/test/framework/actors"
+	"github.com/kubeopera/kubeopera/test/framework/hostenv"
 	"github.com/kubeopera/kubeopera/workspaces"
 )
 
@@ -41,6 +50,13 @@ const (
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "hostcluster-secrets" {
+		if err := hostClusterSecrets(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "error:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if len(os.Args) > 1 && os.Args[1] == "simulate-vcluster" {
 		if err := simulateVCluster(os.Args[2:]); err != nil {
 			fmt.Fprintln(os.Stderr, "error:", err)
@@ -173,6 +189,31 @@ func run() error {
 		}
 	}
 
+	// What HostClusters need around the platform: a target cluster with Flux's controllers and
+	// authapi played on it, a git server and the gitops-scaffolder stand-in.
+	say("Starting the HostCluster target cluster (kubeconfig %s/target/target.kubeconfig); Flux's source- and kustomize-controller run there as processes once Flux is installed, authapi is played (log in %s/target/flux.log)", state, state)
+	_, stopTarget, err := hostenv.StartTarget(filepath.Join(dev, "target"), bin, true)
+	if err != nil {
+		return err
+	}
+	defer stopTarget()
+	gitAddr, scaffolderAddr := "127.0.0.1:"+envOr("KUBEOPERA_GIT_PORT", "8090"), "127.0.0.1:"+envOr("KUBEOPERA_SCAFFOLDER_PORT", "8091")
+	gitops, stopGitOps, err := hostenv.StartGitOps(hostenv.GitOpsOptions{
+		Dir: filepath.Join(dev, "gitops"), APIKey: devScaffolderAPIKey, Backend: backendCfg,
+		GitAddr: gitAddr, ScaffolderAddr: scaffolderAddr,
+	})
+	if err != nil {
+		return err
+	}
+	defer stopGitOps()
+	say("Started the local git server: %s (user %s) and the gitops-scaffolder stand-in: %s", gitops.RepoURL, hostenv.GitUsername, gitops.Scaffolder.URL)
+	fluxChart := os.Getenv("FLUX_CHART")
+	if fluxChart == "" {
+		// No chart registry is reachable from here: the local chart (Flux's CRDs and the
+		// controllers' Deployments), assembled by `make tools` into _tools/charts/flux2.
+		fluxChart = filepath.Join(root, "_tools", "charts", "flux2")
+	}
+
 	mgrLog := filepath.Join(logs, "manager.log")
 	say("Starting the manager (log in %s/logs/manager.log), vCluster chart %s", state, chart)
 	mf, _ := os.Create(mgrLog)
@@ -184,8 +225,11 @@ func run() error {
 		"--vcluster-chart-version", version,
 		"--helm-cache-dir", filepath.Join(dev, "helm-cache"),
 		"--orphan-sweep-kcp-context", "system:admin",
+		"--flux-chart", fluxChart,
+		"--hostcluster-poll-interval", "2s",
 	)
-	mgr.Env = append(os.Environ(), "KUBEOPERA_API_BASE_URL="+os.Getenv("KUBEOPERA_API_BASE_URL"))
+	mgr.Env = append(os.Environ(), "KUBEOPERA_API_BASE_URL="+os.Getenv("KUBEOPERA_API_BASE_URL"),
+		"GITOPS_SCAFFOLDER_BASE_URL="+gitops.Scaffolder.URL, "GITOPS_SCAFFOLDER_API_KEY="+devScaffolderAPIKey)
 	mgr.Stdout, mgr.Stderr = mf, mf
 	mgr.Cancel = func() error { return mgr.Process.Signal(syscall.SIGTERM) }
 	mgr.WaitDelay = 20 * time.Second
@@ -215,6 +259,15 @@ Provisioning. To play the vCluster writing its kubeconfig Secret, run:
 `, demoWorkspace)
 	}
 	fmt.Printf(`
+HostCluster walkthrough: connect the local target cluster from the demo workspace.
+  bin/devenv hostcluster-secrets | kubectl --context demo apply -f -
+  kubectl --context demo apply -f config/samples/hostcluster.yaml
+  kubectl --context demo -n kubeopera-system get hostclusters -w
+  kubectl --context demo -n kubeopera-system wait --for=condition=Ready hostcluster/my-cluster --timeout=10m
+  kubectl --context demo -n kubeopera-system get secret hostcluster-7e9d3a1b-admin-password -o jsonpath='{.data.password}' | base64 -d
+  kubectl --kubeconfig %s/target/target.kubeconfig -n flux-system get gitrepositories,kustomizations
+`, state)
+	fmt.Printf(`
 Metrics are HTTPS (self-signed) for callers allowed by ClusterRole kubeopera-metrics-reader, e.g.
 ServiceAccount kubeopera-system/kubeopera-metrics-reader; probes are plain HTTP:
   curl -sk -H "Authorization: Bearer $(kubectl --kubeconfig %s/backend.kubeconfig -n kubeopera-system create token kubeopera-metrics-reader)" https://127.0.0.1:8080/metrics
@@ -228,6 +281,49 @@ ServiceAccount kubeopera-system/kubeopera-metrics-reader; probes are plain HTTP:
 		return nil
 	}
 	return fmt.Errorf("the manager exited: %v (see %s)", err, mgrLog)
+}
+
+// devScaffolderAPIKey is the API key the manager and the local gitops-scaffolder stand-in share.
+const devScaffolderAPIKey = "local-scaffolder-key"
+
+func envOr(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}
+
+// hostClusterSecrets prints the Secrets a tenant puts next to the sample HostCluster
+// (config/samples/hostcluster.yaml): the local target's kubeconfig under key "kubeconfig", and
+// the local git server's credentials (username, password, as Flux's GitRepository takes them),
+// both labelled so the platform may read them.
+func hostClusterSecrets(args []string) error {
+	clusterID := "7e9d3a1b"
+	if len(args) > 0 {
+		clusterID = args[0]
+	}
+	raw, err := os.ReadFile(filepath.Join(stateDir(), "target", "target.kubeconfig"))
+	if err != nil {
+		return fmt.Errorf("no target kubeconfig (is `make run` running?): %w", err)
+	}
+	label := map[string]string{syncer.AccessLabel: syncer.AccessLabelValue}
+	list := []any{
+		&corev1.Namespace{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"}, ObjectMeta: metav1.ObjectMeta{Name: "kubeopera-system"}},
+		&corev1.Secret{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+			ObjectMeta: metav1.ObjectMeta{Namespace: "kubeopera-system", Name: "hostcluster-" + clusterID + "-input-kubeconfig", Labels: label},
+			StringData: map[string]string{"kubeconfig": string(raw)}},
+		&corev1.Secret{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+			ObjectMeta: metav1.ObjectMeta{Namespace: "kubeopera-system", Name: "gitops-iac-credentials", Labels: label},
+			StringData: map[string]string{"username": hostenv.GitUsername, "password": hostenv.GitPassword}},
+	}
+	for _, obj := range list {
+		out, err := yaml.Marshal(obj)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("---\n%s", out)
+	}
+	return nil
 }
 
 // writeKCPKubeconfig copies kcp's admin kubeconfig and adds a "demo" context for root:orgs:demo.

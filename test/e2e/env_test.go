@@ -145,8 +145,10 @@ func startEnv() (e *env, err error) {
 	e.stops = append(e.stops, e.api.Close)
 	// The git server and the gitops-scaffolder stand-in HostClusters use (the target cluster they
 	// connect is started by the first test that needs it: hostTarget).
-	g, stopGitOps, err := hostenv.StartGitOps(filepath.Join(e.dir, "gitops"), scaffolderAPIKey, e.backend.Config,
-		map[string]string{brokenTreeSlug: brokenTreeError})
+	g, stopGitOps, err := hostenv.StartGitOps(hostenv.GitOpsOptions{
+		Dir: filepath.Join(e.dir, "gitops"), APIKey: scaffolderAPIKey, Backend: e.backend.Config,
+		FailSlugs: map[string]string{brokenTreeSlug: brokenTreeError},
+	})
 	if err != nil {
 		return e, err
 	}

@@ -58,7 +58,7 @@ func (e *env) hostTarget(t *testing.T) *hostenv.Target {
 	t.Helper()
 	sharedTarget.once.Do(func() {
 		var stop func()
-		sharedTarget.target, stop, sharedTarget.err = hostenv.StartTarget(filepath.Join(e.dir, "target"), framework.ToolsBin())
+		sharedTarget.target, stop, sharedTarget.err = hostenv.StartTarget(filepath.Join(e.dir, "target"), framework.ToolsBin(), false)
 		if sharedTarget.err == nil {
 			e.mu.Lock()
 			e.stops = append(e.stops, stop)

@@ -38,9 +38,9 @@ type Target struct {
 }
 
 // StartTarget starts a target with its state and logs in dir (target.kubeconfig, flux.log,
-// kcm.log); binDir holds kube-apiserver, etcd, kube-controller-manager and Flux's controllers.
-// stop stops everything.
-func StartTarget(dir, binDir string) (t *Target, stop func(), err error) {
+// kcm.log; etcd's data in dir/etcd when keepData); binDir holds kube-apiserver, etcd,
+// kube-controller-manager and Flux's controllers. stop stops everything.
+func StartTarget(dir, binDir string, keepData bool) (t *Target, stop func(), err error) {
 	var stops []func()
 	stop = func() {
 		for i := len(stops) - 1; i >= 0; i-- {
@@ -61,8 +61,13 @@ func StartTarget(dir, binDir string) (t *Target, stop func(), err error) {
 	}
 	stops = append(stops, func() { _ = kcmLog.Close() })
 	t = &Target{KubeconfigPath: filepath.Join(dir, "target.kubeconfig")}
+	dataDir := ""
+	if keepData {
+		dataDir = filepath.Join(dir, "etcd")
+	}
 	t.Cluster, err = devenv.StartBackend(context.Background(), devenv.BackendOptions{
 		BinDir:         binDir,
+		DataDir:        dataDir,
 		KubeconfigPath: filepath.Join(dir, "admin.kubeconfig"),
 		Output:         kcmLog,
 	})
@@ -119,13 +124,32 @@ type GitOps struct {
 	Scaffolder *actors.Scaffolder
 }
 
+// GitOpsOptions configure StartGitOps.
+type GitOpsOptions struct {
+	// Dir holds the git server's repositories.
+	Dir string
+	// APIKey is the scaffolder's API key.
+	APIKey string
+	// Backend, when set, lets the scaffolder read the stored kubeconfig Secrets as the real
+	// service does.
+	Backend *rest.Config
+	// FailSlugs: the jobs of these slugs fail with the error text.
+	FailSlugs map[string]string
+	// GitAddr and ScaffolderAddr are where they listen; empty: 127.0.0.1 on a free port.
+	GitAddr, ScaffolderAddr string
+}
+
 // StartGitOps starts the git server (basic auth GitUsername/GitPassword) with repository
-// gitops-iac under dir, and the scaffolder with apiKey; backend, when set, lets the scaffolder
-// read the stored kubeconfig Secrets as the real service does; the jobs of failSlugs' slugs fail
-// with their error text. stop stops both.
-func StartGitOps(dir, apiKey string, backend *rest.Config, failSlugs map[string]string) (g *GitOps, stop func(), err error) {
+// gitops-iac, and the scaffolder pushing into it. stop stops both.
+func StartGitOps(o GitOpsOptions) (g *GitOps, stop func(), err error) {
 	g = &GitOps{}
-	if g.Git, err = gitserver.Start(filepath.Join(dir, "git"), &gitserver.BasicAuth{Username: GitUsername, Password: GitPassword}); err != nil {
+	auth := &gitserver.BasicAuth{Username: GitUsername, Password: GitPassword}
+	if o.GitAddr != "" {
+		g.Git, err = gitserver.StartOn(o.GitAddr, filepath.Join(o.Dir, "git"), auth)
+	} else {
+		g.Git, err = gitserver.Start(filepath.Join(o.Dir, "git"), auth)
+	}
+	if err != nil {
 		return nil, nil, err
 	}
 	if g.RepoURL, err = g.Git.CreateRepo("gitops-iac"); err != nil {
@@ -133,7 +157,7 @@ func StartGitOps(dir, apiKey string, backend *rest.Config, failSlugs map[string]
 		return nil, nil, err
 	}
 	withCreds := strings.Replace(g.RepoURL, "://", "://"+GitUsername+":"+GitPassword+"@", 1)
-	g.Scaffolder = &actors.Scaffolder{APIKey: apiKey, RepoURL: withCreds, Backend: backend, FailSlugs: failSlugs}
+	g.Scaffolder = &actors.Scaffolder{APIKey: o.APIKey, RepoURL: withCreds, Backend: o.Backend, FailSlugs: o.FailSlugs, Addr: o.ScaffolderAddr}
 	if err := g.Scaffolder.Start(); err != nil {
 		_ = g.Git.Close()
 		return nil, nil, err
