@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
 # Builds the pinned tools the project needs from the Go module proxy into _tools/bin, skipping
 # those already built for the pinned version. Usage: hack/build-tools.sh [tool...]
-# Tools: kcp apigen kube-apiserver etcd kube-controller-manager controller-gen (default: all).
+# Tools: kcp apigen kube-apiserver etcd kube-controller-manager controller-gen source-controller
+# kustomize-controller flux-chart (default: all).
+#   flux-chart assembles the local Flux chart into _tools/charts/flux2: the project's templates
+#   (charts/flux2) plus Flux's own CRDs, copied from the Go modules of the controllers.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BIN="${ROOT}/_tools/bin"
+CHARTS="${ROOT}/_tools/charts"
 mkdir -p "${BIN}"
 
 # tool -> "tools-module package"
@@ -16,19 +20,63 @@ declare -A PKG=(
   [etcd]="kube go.etcd.io/etcd/server/v3"
   [controller-gen]="kube sigs.k8s.io/controller-tools/cmd/controller-gen"
   [kube-controller-manager]="kube k8s.io/kubernetes/cmd/kube-controller-manager"
+  [source-controller]="flux github.com/fluxcd/source-controller"
+  [kustomize-controller]="flux github.com/fluxcd/kustomize-controller"
 )
+
+# Flux modules whose CRDs (config/crd/bases) go into the local chart's crds/.
+FLUX_CRD_MODULES=(github.com/fluxcd/source-controller github.com/fluxcd/kustomize-controller)
 
 tools=("$@")
 if [ ${#tools[@]} -eq 0 ]; then
-  tools=(kcp apigen kube-apiserver etcd kube-controller-manager controller-gen)
+  tools=(kcp apigen kube-apiserver etcd kube-controller-manager controller-gen source-controller kustomize-controller flux-chart)
 fi
 
+# stamp_of prints a short hash of the given files, so a pin or content change rebuilds.
+stamp_of() {
+  cat "$@" | sha256sum | cut -c1-16
+}
+
+# flux_chart assembles _tools/charts/flux2 from charts/flux2 and the Flux modules' CRDs.
+flux_chart() {
+  local src="${ROOT}/charts/flux2" dest="${CHARTS}/flux2" moddir="${ROOT}/hack/tools/flux"
+  local stamp="${CHARTS}/.flux2.stamp" want
+  want="$(cd "${ROOT}" && find charts/flux2 hack/tools/flux/go.mod hack/tools/flux/go.sum -type f | LC_ALL=C sort |
+    while read -r f; do echo "${f}"; cat "${f}"; done | sha256sum | cut -c1-16)"
+  if [ -f "${dest}/Chart.yaml" ] && [ -f "${stamp}" ] && [ "$(cat "${stamp}")" = "${want}" ]; then
+    return
+  fi
+  echo ">> assembling the local Flux chart into _tools/charts/flux2"
+  rm -rf "${dest}" "${stamp}"
+  mkdir -p "${dest}/crds"
+  cp -R "${src}/." "${dest}/"
+  local mod dir
+  for mod in "${FLUX_CRD_MODULES[@]}"; do
+    dir="$(cd "${moddir}" && go mod download "${mod}" && go list -m -f '{{.Dir}}' "${mod}")"
+    if [ -z "${dir}" ] || ! ls "${dir}"/config/crd/bases/*.yaml >/dev/null 2>&1; then
+      echo "no CRDs found for ${mod} (module dir '${dir}')" >&2
+      exit 1
+    fi
+    cp "${dir}"/config/crd/bases/*.yaml "${dest}/crds/"
+  done
+  chmod -R u+w "${dest}" # the module cache is read-only
+  echo "${want}" >"${stamp}"
+}
+
 for tool in "${tools[@]}"; do
+  if [ "${tool}" = flux-chart ]; then
+    flux_chart
+    continue
+  fi
+  if [ -z "${PKG[$tool]+x}" ]; then
+    echo "unknown tool ${tool}" >&2
+    exit 1
+  fi
   read -r mod pkg <<<"${PKG[$tool]}"
   moddir="${ROOT}/hack/tools/${mod}"
   # The stamp records the tools module's go.sum hash, so a pin change rebuilds.
   stamp="${BIN}/.${tool}.stamp"
-  want="$(cat "${moddir}/go.mod" "${moddir}/go.sum" | sha256sum | cut -c1-16)"
+  want="$(stamp_of "${moddir}/go.mod" "${moddir}/go.sum")"
   if [ -x "${BIN}/${tool}" ] && [ -f "${stamp}" ] && [ "$(cat "${stamp}")" = "${want}" ]; then
     continue
   fi
