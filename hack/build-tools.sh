@@ -74,13 +74,24 @@ for tool in "${tools[@]}"; do
   fi
   read -r mod pkg <<<"${PKG[$tool]}"
   moddir="${ROOT}/hack/tools/${mod}"
-  # The stamp records the tools module's go.sum hash, so a pin change rebuilds.
+  ldflags=""
+  if [ "${mod}" = kube ] && [[ "${tool}" == kube-* ]]; then
+    # Kubernetes' release builds stamp the version (hack/lib/version.sh); without it the API server
+    # reports v0.0.0-master, which is what a connected cluster's inventory would show.
+    kver="$(awk '$1 == "k8s.io/kubernetes" { print $2 }' "${moddir}/go.mod")"
+    kminor="$(echo "${kver}" | cut -d. -f2)"
+    ldflags="-X k8s.io/component-base/version.gitVersion=${kver} -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=${kminor} -X k8s.io/component-base/version.gitTreeState=clean"
+  fi
+  # The stamp records the tools module's go.sum hash and the link flags, so a pin change rebuilds.
   stamp="${BIN}/.${tool}.stamp"
   want="$(stamp_of "${moddir}/go.mod" "${moddir}/go.sum")"
+  if [ -n "${ldflags}" ]; then
+    want="$(echo "${want} ${ldflags}" | sha256sum | cut -c1-16)"
+  fi
   if [ -x "${BIN}/${tool}" ] && [ -f "${stamp}" ] && [ "$(cat "${stamp}")" = "${want}" ]; then
     continue
   fi
   echo ">> building ${tool} (${pkg}) into _tools/bin; the first build takes minutes"
-  (cd "${moddir}" && go build -o "${BIN}/${tool}" "${pkg}")
+  (cd "${moddir}" && go build -ldflags "${ldflags}" -o "${BIN}/${tool}" "${pkg}")
   echo "${want}" >"${stamp}"
 done
