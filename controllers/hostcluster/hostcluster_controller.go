@@ -145,6 +145,8 @@ type scope struct {
 	owner string
 	// startPhase is the phase the pass started from, before the skeleton moved it (Reconcile).
 	startPhase kov1alpha1.HostClusterPhase
+	// moved is set once a step moved the phase in this pass (enter).
+	moved bool
 	// target talks to the target cluster (access).
 	target *target
 	// adminCreated is true when the admin account was created, now or by an earlier pass (admin).

@@ -52,6 +52,7 @@ func (r *Reconciler) normalSteps() []reconcile.Step[*scope] {
 		{Name: "generate the GitOps tree", Condition: kov1alpha1.GitOpsTreeGeneratedCondition, Run: r.generateTree},
 		{Name: "install KubeOpera", Condition: kov1alpha1.KubeOperaInstalledCondition, Run: r.installKubeOpera},
 		{Name: "bootstrap the admin account", Condition: kov1alpha1.AdminBootstrappedCondition, Run: r.bootstrapAdmin},
+		{Name: "show the phase reached", Run: r.showPhase},
 	}
 }
 
@@ -64,12 +65,41 @@ func (r *Reconciler) deleteSteps() []reconcile.Step[*scope] {
 	}
 }
 
-// setPhase moves the phase forward, except on a Ready cluster, which stays Ready while later
-// passes refresh it (its Ready condition says when something is wrong).
-func setPhase(hc *kov1alpha1.HostCluster, p kov1alpha1.HostClusterPhase) {
-	if hc.Status.Phase != kov1alpha1.HostClusterPhaseReady {
-		hc.Status.Phase = p
+// phaseOrder is the order of the phases a HostCluster goes through.
+var phaseOrder = map[kov1alpha1.HostClusterPhase]int{
+	kov1alpha1.HostClusterPhasePending:              1,
+	kov1alpha1.HostClusterPhaseValidatingAccess:     2,
+	kov1alpha1.HostClusterPhaseProvisioning:         3,
+	kov1alpha1.HostClusterPhaseBootstrappingFlux:    4,
+	kov1alpha1.HostClusterPhaseGeneratingGitOpsTree: 5,
+	kov1alpha1.HostClusterPhaseInstallingKubeOpera:  6,
+	kov1alpha1.HostClusterPhaseReady:                7,
+}
+
+// enter moves the phase forward to p; it never moves it back, and a Ready cluster stays Ready
+// while later passes refresh it (its Ready condition says when something is wrong). A pass moves
+// the phase once: when a step would move it a second time, the pass ends there (Commit), so every
+// phase is written, and seen by kubectl get -w, before the next one begins.
+func (s *scope) enter(p kov1alpha1.HostClusterPhase) error {
+	hc := s.hc
+	if hc.Status.Phase == kov1alpha1.HostClusterPhaseReady || phaseOrder[p] <= phaseOrder[hc.Status.Phase] {
+		return nil
 	}
+	if s.moved {
+		return reconcile.Commit(kov1alpha1.ProgressingReason, fmt.Sprintf("%s done; %s next", hc.Status.Phase, p), commitInterval)
+	}
+	hc.Status.Phase = p
+	s.moved = true
+	return nil
+}
+
+// showPhase ends a pass that moved the phase before the skeleton marks the HostCluster Ready, so
+// the last phase is seen too.
+func (r *Reconciler) showPhase(_ context.Context, s *scope) error {
+	if s.moved {
+		return reconcile.Commit(kov1alpha1.ProgressingReason, fmt.Sprintf("%s done; Ready next", s.hc.Status.Phase), commitInterval)
+	}
+	return nil
 }
 
 // done reports whether a step's condition is True for the current generation, so a Ready cluster
@@ -93,7 +123,7 @@ func (r *Reconciler) start(ctx context.Context, s *scope) error {
 		return err
 	}
 	if s.startPhase != kov1alpha1.HostClusterPhasePending {
-		// Show the new attempt as Pending before it goes on (kubectl get -w shows every phase).
+		// Show the new attempt as Pending before it goes on.
 		return reconcile.Commit(kov1alpha1.ProgressingReason, "Accepted; validating access to the cluster next", commitInterval)
 	}
 	return nil
@@ -121,11 +151,17 @@ func (r *Reconciler) backendNamespace(ctx context.Context, s *scope) error {
 func (r *Reconciler) access(ctx context.Context, s *scope) error {
 	hc := s.hc
 	if hc.Spec.Mode != kov1alpha1.HostClusterModeConnectExisting {
-		setPhase(hc, kov1alpha1.HostClusterPhaseProvisioning)
+		if err := s.enter(kov1alpha1.HostClusterPhaseProvisioning); err != nil {
+			return err
+		}
 		return reconcile.Stalledf(kov1alpha1.ProvisioningUnavailableReason,
 			"mode %s needs the cluster provisioner, which this platform does not offer yet; use mode connect_existing", hc.Spec.Mode)
 	}
-	setPhase(hc, kov1alpha1.HostClusterPhaseValidatingAccess)
+	// A new attempt enters ValidatingAccess; later phases stay where they are while this step
+	// re-reads the kubeconfig and refreshes the inventory.
+	if err := s.enter(kov1alpha1.HostClusterPhaseValidatingAccess); err != nil {
+		return err
+	}
 	src, err := syncer.ReadReferencedSecret(ctx, s.wsDirect, hc, hc.Spec.ConnectKubeconfigSecretRef)
 	if err != nil {
 		var missing *syncer.MissingSecretError
@@ -168,12 +204,8 @@ func (r *Reconciler) access(ctx context.Context, s *scope) error {
 	if hc.Status.Inventory != nil {
 		hc.Status.Inventory.KubernetesVersion = version.GitVersion
 	}
-	msg := fmt.Sprintf("API server %s answered: Kubernetes %s", t.server, version.GitVersion)
-	reconcile.MarkTrue(hc, kov1alpha1.AccessValidatedCondition, kov1alpha1.SucceededReason, msg)
-	if hc.Status.Phase == kov1alpha1.HostClusterPhaseValidatingAccess && s.startPhase != kov1alpha1.HostClusterPhaseValidatingAccess {
-		// Show ValidatingAccess with its outcome before Flux is bootstrapped.
-		return reconcile.Commit(kov1alpha1.ProgressingReason, msg+"; bootstrapping Flux next", commitInterval)
-	}
+	reconcile.MarkTrue(hc, kov1alpha1.AccessValidatedCondition, kov1alpha1.SucceededReason,
+		fmt.Sprintf("API server %s answered: Kubernetes %s", t.server, version.GitVersion))
 	return nil
 }
 
@@ -247,7 +279,9 @@ func (r *Reconciler) bootstrapFlux(ctx context.Context, s *scope) error {
 	if done(hc, kov1alpha1.FluxReadyCondition) {
 		return nil
 	}
-	setPhase(hc, kov1alpha1.HostClusterPhaseBootstrappingFlux)
+	if err := s.enter(kov1alpha1.HostClusterPhaseBootstrappingFlux); err != nil {
+		return err
+	}
 	key := s.opKey("flux")
 	reason := kov1alpha1.FluxInstalledReason
 	if res, ok := r.installs.Take(key); ok {
@@ -316,7 +350,9 @@ func (r *Reconciler) generateTree(ctx context.Context, s *scope) error {
 	if done(hc, kov1alpha1.GitOpsTreeGeneratedCondition) {
 		return nil
 	}
-	setPhase(hc, kov1alpha1.HostClusterPhaseGeneratingGitOpsTree)
+	if err := s.enter(kov1alpha1.HostClusterPhaseGeneratingGitOpsTree); err != nil {
+		return err
+	}
 	if r.Scaffolder == nil {
 		return reconcile.Stalled(kov1alpha1.ScaffolderNotConfiguredReason,
 			"GITOPS_SCAFFOLDER_BASE_URL is not set: the platform cannot generate this cluster's GitOps tree; a platform admin must configure the gitops-scaffolder, then retry")
@@ -400,7 +436,9 @@ func (r *Reconciler) installKubeOpera(ctx context.Context, s *scope) error {
 	if done(hc, kov1alpha1.KubeOperaInstalledCondition) {
 		return nil
 	}
-	setPhase(hc, kov1alpha1.HostClusterPhaseInstallingKubeOpera)
+	if err := s.enter(kov1alpha1.HostClusterPhaseInstallingKubeOpera); err != nil {
+		return err
+	}
 	sync := flux.Sync{
 		URL:      hc.Spec.GitOpsRepoURL,
 		Branch:   r.GitBranch,

@@ -15,6 +15,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/kubeopera/kubeopera/controllers/tenant"
+	"github.com/kubeopera/kubeopera/internal/flux"
 )
 
 // Options configure the manager. Every option has a flag; the seeds' settings also read their
@@ -152,7 +153,7 @@ func DefaultOptions() Options {
 		GitOpsScaffolderBaseURL:      os.Getenv("GITOPS_SCAFFOLDER_BASE_URL"),
 		GitOpsScaffolderAPIKey:       os.Getenv("GITOPS_SCAFFOLDER_API_KEY"),
 		Environment:                  envOr("ENVIRONMENT", "development"),
-		FluxChart:                    envOr("FLUX_CHART", "oci://ghcr.io/fluxcd-community/charts/flux2"),
+		FluxChart:                    envOr("FLUX_CHART", flux.DefaultChartRef),
 		FluxChartVersion:             envOr("FLUX_CHART_VERSION", DefaultFluxChartVersion),
 		GitOpsBranch:                 "main",
 		HostClusterAccessGiveUp:      5 * time.Minute,
@@ -242,7 +243,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 }
 
 // DefaultFluxChartVersion is the community flux2 chart's version installed by default.
-const DefaultFluxChartVersion = "2.17.0"
+const DefaultFluxChartVersion = flux.DefaultChartVersion
 
 func envOr(key, def string) string {
 	if v, ok := os.LookupEnv(key); ok {
