@@ -96,6 +96,8 @@ type env struct {
 	mgr     *exec.Cmd
 	mgrDone chan struct{}
 	starts  int
+	// withoutScaffolder starts the manager without GITOPS_SCAFFOLDER_BASE_URL (a restart test).
+	withoutScaffolder bool
 	// metricsAddr and probeAddr are where the running manager serves /metrics and /healthz, /readyz.
 	metricsAddr, probeAddr string
 }
@@ -206,8 +208,10 @@ func (e *env) startManager() error {
 		"--orphan-sweep-kcp-context", "system:admin",
 		"--zap-log-level", "debug",
 	)
-	cmd.Env = append(os.Environ(), "INTERNAL_SERVICE_TOKEN=e2e-token", "ENVIRONMENT=e2e",
-		"GITOPS_SCAFFOLDER_BASE_URL="+e.gitops.Scaffolder.URL, "GITOPS_SCAFFOLDER_API_KEY="+scaffolderAPIKey)
+	cmd.Env = append(os.Environ(), "INTERNAL_SERVICE_TOKEN=e2e-token", "ENVIRONMENT=e2e")
+	if !e.withoutScaffolder {
+		cmd.Env = append(cmd.Env, "GITOPS_SCAFFOLDER_BASE_URL="+e.gitops.Scaffolder.URL, "GITOPS_SCAFFOLDER_API_KEY="+scaffolderAPIKey)
+	}
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {

@@ -500,3 +500,76 @@ func TestHostClusterSecretsStayOutOfLogsEventsStatusAndMetrics(t *testing.T) {
 		}
 	}
 }
+
+func TestHostClusterWithAnUnparsableKubeconfigFailsAtOnce(t *testing.T) {
+	t.Parallel()
+	e := sharedEnv(t)
+	c, _, _ := e.tenantWorkspace(t, "hc-garbage")
+	e.connect(t, c, e.seedHostCluster(t, "garbage", "garbage1", clusterPath, false), []byte("clusters: [this is not"))
+	hc := waitHostClusterPhase(t, c, "garbage", kov1alpha1.HostClusterPhaseFailed, time.Minute)
+	cond := reconcile.GetCondition(hc, kov1alpha1.AccessValidatedCondition)
+	if cond == nil || cond.Reason != kov1alpha1.InvalidKubeconfigReason || !strings.Contains(cond.Message, "not valid") {
+		t.Fatalf("AccessValidated = %+v", cond)
+	}
+}
+
+// TestHostClusterWithAnUnreachableTargetGivesUp: the manager runs with
+// --hostcluster-access-give-up 20s; the target's address answers nothing.
+func TestHostClusterWithAnUnreachableTargetGivesUp(t *testing.T) {
+	t.Parallel()
+	e := sharedEnv(t)
+	c, _, _ := e.tenantWorkspace(t, "hc-far")
+	far := []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:1", insecure-skip-tls-verify: true}}]
+users: [{name: u, user: {token: t}}]
+contexts: [{name: c, context: {cluster: c, user: u}}]
+current-context: c
+`)
+	start := time.Now()
+	e.connect(t, c, e.seedHostCluster(t, "far", "far1", clusterPath, false), far)
+	hc := waitHostClusterPhase(t, c, "far", kov1alpha1.HostClusterPhaseValidatingAccess, time.Minute)
+	if hc.Annotations[kov1alpha1.ValidationStartedAnnotation] == "" {
+		framework.Eventually(t, 10*time.Second, "give-up start annotated", func() (bool, string) {
+			hc = getHostCluster(t, c, "far")
+			return hc.Annotations[kov1alpha1.ValidationStartedAnnotation] != "", describeHC(hc)
+		})
+	}
+	hc = waitHostClusterPhase(t, c, "far", kov1alpha1.HostClusterPhaseFailed, 2*time.Minute)
+	if took := time.Since(start); took < 20*time.Second {
+		t.Errorf("failed after %s, before the give-up time", took)
+	}
+	cond := reconcile.GetCondition(hc, kov1alpha1.AccessValidatedCondition)
+	if cond == nil || cond.Reason != kov1alpha1.UnreachableReason || !strings.Contains(cond.Message, "connection refused") {
+		t.Fatalf("AccessValidated = %+v, want Unreachable with the real error", cond)
+	}
+}
+
+// TestHostClusterFailsAtOnceWithoutAScaffolder restarts the manager without
+// GITOPS_SCAFFOLDER_BASE_URL: a HostCluster fails at GeneratingGitOpsTree, saying so.
+func TestHostClusterFailsAtOnceWithoutAScaffolder(t *testing.T) {
+	e := sharedEnv(t)
+	t.Cleanup(func() {
+		e.stopManager()
+		e.withoutScaffolder = false
+		if err := e.startManager(); err != nil {
+			t.Errorf("failed to start the manager again: %v", err)
+		}
+	})
+	target := e.hostTarget(t)
+	e.stopManager()
+	e.withoutScaffolder = true
+	if err := e.startManager(); err != nil {
+		t.Fatal(err)
+	}
+	c, _, _ := e.tenantWorkspace(t, "hc-noscaffolder")
+	e.connect(t, c, e.seedHostCluster(t, "lonely", "lonely1", clusterPath, false), target.Kubeconfig)
+	hc := waitHostClusterPhase(t, c, "lonely", kov1alpha1.HostClusterPhaseFailed, 4*time.Minute)
+	cond := reconcile.GetCondition(hc, kov1alpha1.GitOpsTreeGeneratedCondition)
+	if cond == nil || cond.Reason != kov1alpha1.ScaffolderNotConfiguredReason || !strings.Contains(cond.Message, "GITOPS_SCAFFOLDER_BASE_URL is not set") {
+		t.Fatalf("GitOpsTreeGenerated = %+v", cond)
+	}
+	if !reconcile.IsTrue(hc, kov1alpha1.FluxReadyCondition) {
+		t.Errorf("Flux was not bootstrapped before: %s", describeHC(hc))
+	}
+}
