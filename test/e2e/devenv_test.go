@@ -15,6 +15,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -50,12 +52,13 @@ func TestLocalEnvironment(t *testing.T) {
 	framework.SkipWithoutServers(t)
 	dir := t.TempDir()
 	bin := buildCommands(t, filepath.Join(dir, "bin"), "manager", "devenv")
-	ports, err := devenv.FreePorts(1)
+	ports, err := devenv.FreePorts(3)
 	if err != nil {
 		t.Fatal(err)
 	}
 	state := filepath.Join(dir, "state")
-	env := append(os.Environ(), "KUBEOPERA_DEV_DIR="+state, "KUBEOPERA_BIN_DIR="+bin, "KCP_PORT="+strconv.Itoa(ports[0]), "BACKEND_KUBECONFIG=")
+	env := append(os.Environ(), "KUBEOPERA_DEV_DIR="+state, "KUBEOPERA_BIN_DIR="+bin, "KCP_PORT="+strconv.Itoa(ports[0]), "BACKEND_KUBECONFIG=",
+		"KUBEOPERA_GIT_PORT="+strconv.Itoa(ports[1]), "KUBEOPERA_SCAFFOLDER_PORT="+strconv.Itoa(ports[2]))
 	first := startDevenv(t, bin, state, env)
 	if !strings.Contains(first.out.String(), "using the repo's local chart") && !strings.Contains(first.out.String(), "vCluster chart oci://") {
 		t.Errorf("devenv did not say which vCluster chart it uses:\n%s", first.out.String())
@@ -86,6 +89,47 @@ func TestLocalEnvironment(t *testing.T) {
 	ready := waitPhase(t, demo, tn.Namespace, tn.Name, kov1alpha1.TenantPhaseReady)
 	if ready.Status.KubeconfigSecret == "" {
 		t.Error("no kubeconfig Secret named in status")
+	}
+
+	// The HostCluster walkthrough it printed: the Secrets from bin/devenv hostcluster-secrets,
+	// the sample HostCluster (pointed at this run's git port), Ready with the admin password.
+	if !strings.Contains(first.out.String(), "Started the local git server") || !strings.Contains(first.out.String(), "gitops-scaffolder stand-in") {
+		t.Errorf("devenv did not say it started the git server and the scaffolder stand-in:\n%s", first.out.String())
+	}
+	secrets := exec.Command(filepath.Join(bin, "devenv"), "hostcluster-secrets")
+	secrets.Dir, secrets.Env = framework.RepoRoot(), env
+	out, err := secrets.Output()
+	if err != nil {
+		t.Fatalf("hostcluster-secrets: %v", err)
+	}
+	for _, doc := range strings.Split(string(out), "---\n") {
+		if strings.TrimSpace(doc) == "" {
+			continue
+		}
+		u := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil {
+			t.Fatal(err)
+		}
+		if err := demo.Create(ctx, u); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+	}
+	raw, err = os.ReadFile(filepath.Join(framework.RepoRoot(), "config", "samples", "hostcluster.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hc := &kov1alpha1.HostCluster{}
+	if err := yaml.UnmarshalStrict(raw, hc); err != nil {
+		t.Fatal(err)
+	}
+	hc.Spec.GitOpsRepoURL = strings.Replace(hc.Spec.GitOpsRepoURL, "127.0.0.1:8090", "127.0.0.1:"+strconv.Itoa(ports[1]), 1)
+	if err := demo.Create(ctx, hc); err != nil {
+		t.Fatal(err)
+	}
+	readyHC := waitHostClusterPhaseIn(t, demo, hc.Namespace, hc.Name, kov1alpha1.HostClusterPhaseReady, 5*time.Minute)
+	pw := &corev1.Secret{}
+	if err := demo.Get(ctx, client.ObjectKey{Namespace: hc.Namespace, Name: readyHC.Status.AdminPasswordSecretRef}, pw); err != nil || len(pw.Data["password"]) == 0 {
+		t.Errorf("admin password not delivered: %v", err)
 	}
 
 	// Ctrl-C stops everything.
@@ -121,6 +165,19 @@ func TestLocalEnvironment(t *testing.T) {
 		return len(list.Items) > 0, fmt.Sprintf("%d release revisions", len(list.Items))
 	})
 	second.stop(t)
+}
+
+// waitHostClusterPhaseIn waits for a HostCluster in namespace to reach phase.
+func waitHostClusterPhaseIn(t *testing.T, c client.Client, namespace, name string, phase kov1alpha1.HostClusterPhase, timeout time.Duration) *kov1alpha1.HostCluster {
+	t.Helper()
+	hc := &kov1alpha1.HostCluster{}
+	framework.Eventually(t, timeout, "HostCluster "+name+" "+string(phase), func() (bool, string) {
+		if err := c.Get(context.Background(), client.ObjectKey{Namespace: namespace, Name: name}, hc); err != nil {
+			return false, err.Error()
+		}
+		return hc.Status.Phase == phase, describeHC(hc)
+	})
+	return hc
 }
 
 // runningDevenv is a started bin/devenv.
