@@ -11,7 +11,7 @@ GO_TEST_FLAGS ?= -count=1
 all: build
 
 .PHONY: tools
-tools: ## Build kcp, apigen, kube-apiserver, etcd and controller-gen into _tools/bin (skips what is built).
+tools: ## Build kcp, apigen, kube-apiserver, etcd, kube-controller-manager, controller-gen and Flux's source- and kustomize-controller into _tools/bin and the local Flux chart into _tools/charts (skips what is built).
 	hack/build-tools.sh
 
 $(CONTROLLER_GEN):
