@@ -358,6 +358,11 @@ func (r *Reconciler) generateTree(ctx context.Context, s *scope) error {
 			"GITOPS_SCAFFOLDER_BASE_URL is not set: the platform cannot generate this cluster's GitOps tree; a platform admin must configure the gitops-scaffolder, then retry")
 	}
 	id := hc.Annotations[kov1alpha1.ScaffoldJobIDAnnotation]
+	if c := reconcile.GetCondition(hc, kov1alpha1.GitOpsTreeGeneratedCondition); id != "" && c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration != hc.Generation {
+		// The tree was generated for an earlier spec (a new gitOpsPath, domain or region): a new
+		// job, whose ID replaces the old one.
+		id = ""
+	}
 	if id == "" {
 		slug, err := scaffolder.SlugFromPath(hc.Spec.GitOpsPath)
 		if err != nil {

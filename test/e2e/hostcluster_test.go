@@ -573,3 +573,48 @@ func TestHostClusterFailsAtOnceWithoutAScaffolder(t *testing.T) {
 		t.Errorf("Flux was not bootstrapped before: %s", describeHC(hc))
 	}
 }
+
+// TestDeletedWorkspaceDisconnectsItsHostClusters: deleting a workspace takes its HostClusters
+// through the same disconnect (the WorkspaceType's terminator waits for their finalizers): the
+// backend keeps nothing of the workspace and the target keeps everything.
+func TestDeletedWorkspaceDisconnectsItsHostClusters(t *testing.T) {
+	t.Parallel()
+	e := sharedEnv(t)
+	ctx := context.Background()
+	target := e.hostTarget(t)
+	c, lc, name := e.tenantWorkspace(t, "hc-delws")
+	e.connect(t, c, e.seedHostCluster(t, "gone", "gone1", clusterPath, false), target.Kubeconfig)
+	framework.Eventually(t, 2*time.Minute, "kubeconfig stored", func() (bool, string) {
+		err := e.backendC.Get(ctx, client.ObjectKey{Namespace: workspaces.Namespace(lc), Name: "hostcluster-gone1-kubeconfig"}, &corev1.Secret{})
+		return err == nil, fmt.Sprint(err)
+	})
+	tc := e.targetClient(t)
+	waitHostClusterPhase(t, c, "gone", kov1alpha1.HostClusterPhaseReady, 5*time.Minute)
+	if err := tc.Get(ctx, client.ObjectKey{Namespace: flux.Namespace, Name: "flux-system"}, &sourcev1.GitRepository{}); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := workspaces.DeleteWorkspace(ctx, e.kcp.Config, "root:orgs", name); err != nil {
+		t.Fatal(err)
+	}
+	orgs := e.workspaceClient(t, "root:orgs")
+	framework.Eventually(t, 3*time.Minute, "workspace "+name+" gone", func() (bool, string) {
+		ws := &tenancyWorkspace{}
+		err := orgs.Get(ctx, client.ObjectKey{Name: name}, ws)
+		return apierrors.IsNotFound(err), fmt.Sprintf("err=%v phase=%s", err, ws.Status.Phase)
+	})
+	list := &corev1.NamespaceList{}
+	if err := e.backendC.List(ctx, list, client.MatchingLabels{workspaces.FingerprintLabel: workspaces.Fingerprint(lc)}); err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Items) != 0 {
+		t.Errorf("%d backend namespaces of the deleted workspace remain", len(list.Items))
+	}
+	deploys := &appsv1.DeploymentList{}
+	if err := tc.List(ctx, deploys, client.InNamespace(flux.Namespace)); err != nil || len(deploys.Items) == 0 {
+		t.Errorf("Flux's Deployments on the target: %d (err %v)", len(deploys.Items), err)
+	}
+	if err := tc.Get(ctx, client.ObjectKey{Namespace: flux.Namespace, Name: "flux-system"}, &sourcev1.GitRepository{}); err != nil {
+		t.Errorf("the GitRepository on the target went with the workspace: %v", err)
+	}
+}
