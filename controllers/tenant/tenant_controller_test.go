@@ -7,14 +7,11 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
-	"go.uber.org/zap/zapcore"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -23,23 +20,17 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
-	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
-	"sigs.k8s.io/multicluster-runtime/providers/multi"
 
 	kov1alpha1 "github.com/kubeopera/kubeopera/apis/kubeopera/v1alpha1"
 	"github.com/kubeopera/kubeopera/controllers/tenant"
-	"github.com/kubeopera/kubeopera/internal/fleet"
 	"github.com/kubeopera/kubeopera/internal/helm"
 	"github.com/kubeopera/kubeopera/internal/kubeoperaapi"
 	imanager "github.com/kubeopera/kubeopera/internal/manager"
 	"github.com/kubeopera/kubeopera/internal/reconcile"
 	"github.com/kubeopera/kubeopera/test/framework"
 	"github.com/kubeopera/kubeopera/test/framework/actors"
+	"github.com/kubeopera/kubeopera/test/framework/fleettest"
 	"github.com/kubeopera/kubeopera/workspaces"
 )
 
@@ -114,22 +105,11 @@ type suite struct {
 
 func setup(t *testing.T) *suite {
 	t.Helper()
-	ctx := t.Context()
-	s := &suite{ws: map[string]client.Client{}, lc: map[string]string{}, api: &cloudSpaceCalls{calls: map[string]int{}}}
-	b := framework.StartBackend(t)
-	s.admin = b.Config
-	var err error
-	if s.backend, err = client.New(b.Config, client.Options{Scheme: imanager.Scheme()}); err != nil {
-		t.Fatal(err)
-	}
-	id, err := framework.ManagerIdentity(ctx, b, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.backendAs = id.Config
-	if err := s.backend.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "kubeopera-system"}}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
+	s := &suite{api: &cloudSpaceCalls{calls: map[string]int{}}}
+	// The manager as internal/manager.Run wires it, on a real backend and a real kcp with three
+	// tenant workspaces.
+	h := fleettest.Start(t, "acme", "globex", "initech")
+	s.admin, s.backend, s.backendAs, s.ws, s.lc = h.BackendAdmin, h.Backend, h.BackendAs, h.WS, h.LC
 
 	// A chart repository that is unreachable (503) until a test brings it up.
 	s.chart = framework.NewChartServer(t, filepath.Join(framework.RepoRoot(), "test", "charts", "vcluster"), http.StatusServiceUnavailable)
@@ -141,138 +121,25 @@ func setup(t *testing.T) *suite {
 	}))
 	t.Cleanup(api.Close)
 
-	// One real kcp: the platform workspace (both exports and the manager's role), root:orgs,
-	// and the tenant workspaces below it.
-	kcp := framework.StartKCP(t)
-	if err := workspaces.Bootstrap(ctx, kcp.Config, workspaces.PlatformWorkspace); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := workspaces.EnsureWorkspace(ctx, kcp.Config, "root", "orgs", workspaces.WorkspaceType{}); err != nil {
-		t.Fatal(err)
-	}
-	if err := workspaces.BindManagerRole(ctx, kcp.Config, workspaces.PlatformWorkspace, "user"); err != nil {
-		t.Fatal(err)
-	}
-	userCfg, err := kcp.ContextConfig("user")
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Pointed at the platform workspace with the manager's default request rate, as
-	// internal/manager.Configs makes it.
-	kcpCfg := workspaces.ClusterConfig(userCfg, workspaces.PlatformWorkspace)
-	defaults := imanager.DefaultOptions()
-	kcpCfg.QPS, kcpCfg.Burst = defaults.KCPQPS, defaults.KCPBurst
-
-	// The manager's kcp side as internal/manager.Run wires it: a fleet provider for the
-	// kubeopera.io export in a multi provider, its events written by a sink on the local manager.
-	scheme := imanager.Scheme()
-	log := managerLog(t).WithName("manager")
-	ctrl.SetLogger(log)
-	sink := &fleet.EventSink{Scheme: scheme, Log: log.WithName("events")}
-	fl, err := fleet.New(fleet.Options{
-		Name:          imanager.KubeoperaProvider,
-		Config:        kcpCfg,
-		EndpointSlice: "kubeopera.io",
-		Scheme:        scheme,
-		Events:        sink,
-		Log:           log.WithName("provider"),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	providers := multi.New(multi.Options{})
-	if err := providers.AddProvider(imanager.KubeoperaProvider, fl); err != nil {
-		t.Fatal(err)
-	}
-	mgr, err := mcmanager.New(s.backendAs, providers, manager.Options{
-		Scheme:                 scheme,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Client:                 client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}, &corev1.Namespace{}, &corev1.ConfigMap{}}}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := mgr.GetLocalManager().Add(sink); err != nil {
-		t.Fatal(err)
-	}
-
-	// The tenant workspaces, named with a suffix unique to the run, each with the Tenant API
-	// served (by the workspace type's default bindings) before a test uses it.
-	suffix := strconv.FormatInt(time.Now().UnixNano()%(1<<20), 36)
-	for _, name := range []string{"acme", "globex", "initech"} {
-		wsName := name + "-" + suffix
-		lc, err := workspaces.EnsureWorkspace(ctx, kcp.Config, "root:orgs", wsName, workspaces.TenantWorkspaceTypeIn(workspaces.PlatformWorkspace))
-		if err != nil {
-			t.Fatal(err)
-		}
-		c, err := client.New(workspaces.ClusterConfig(kcp.Config, "root:orgs:"+wsName), client.Options{Scheme: scheme})
-		if err != nil {
-			t.Fatal(err)
-		}
-		framework.Eventually(t, 2*time.Minute, "Tenant API served in root:orgs:"+wsName, func() (bool, string) {
-			err := c.List(ctx, &kov1alpha1.TenantList{})
-			return err == nil, fmt.Sprint(err)
-		})
-		s.ws[name], s.lc[name] = c, lc
-	}
-
 	real, err := helm.New(s.backendAs, helm.Options{ChartRef: s.chart.ChartURL(), CacheDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	s.helm = &helmRecorder{Client: real}
 	if err := (&tenant.Reconciler{
-		Workspaces:      fl,
-		Backend:         workspaces.Backend{Client: mgr.GetLocalManager().GetClient(), Reader: mgr.GetLocalManager().GetAPIReader()},
+		Workspaces:      h.Fleet,
+		Backend:         h.BackendStore(),
 		Helm:            s.helm,
 		API:             &kubeoperaapi.Client{BaseURL: api.URL, Token: "t"},
 		ClaimsNamespace: "kubeopera-system",
 		Limits:          tenant.Limits{MaxTenants: 4, MaxCPU: resource.MustParse("5")},
 		RequeueInterval: 500 * time.Millisecond,
 		Concurrency:     8,
-	}).SetupWithManager(mgr); err != nil {
+	}).SetupWithManager(h.Manager); err != nil {
 		t.Fatal(err)
 	}
-	framework.RunUntilCleanup(t, mgr)
+	h.Run(t)
 	return s
-}
-
-// logBuffer keeps what the manager logs; it is written until every goroutine of the manager
-// has stopped, which may be after the test ended.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-// managerLog returns a logger (V(1) included) that keeps what it is told; when the test fails,
-// the last lines are logged after the manager stopped.
-func managerLog(t *testing.T) logr.Logger {
-	t.Helper()
-	out := &logBuffer{}
-	t.Cleanup(func() {
-		if !t.Failed() {
-			return
-		}
-		lines := strings.Split(strings.TrimSpace(out.String()), "\n")
-		if len(lines) > 300 {
-			lines = lines[len(lines)-300:]
-		}
-		t.Logf("manager log (last %d lines):\n%s", len(lines), strings.Join(lines, "\n"))
-	})
-	return zap.New(zap.WriteTo(out), zap.Level(zapcore.Level(-1)))
 }
 
 func newTenant(t *testing.T, c client.Client, name, cloudSpaceID, cpu string) {
