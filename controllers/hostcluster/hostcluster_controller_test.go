@@ -212,6 +212,12 @@ current-context: c
 
 func TestHostCluster(t *testing.T) {
 	s := setup(t)
+	t.Cleanup(func() {
+		// The reconciler's log lines reach the suite's log (dumped when a test fails).
+		if !strings.Contains(s.h.Log.String(), "Reconciling HostCluster") {
+			t.Error("the manager's log holds no reconcile lines")
+		}
+	})
 
 	t.Run("bad kubeconfigs fail at once with a specific message, and nothing is delivered", func(t *testing.T) {
 		for name, tc := range map[string]struct{ kubeconfig, want string }{

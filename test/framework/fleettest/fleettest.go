@@ -122,6 +122,9 @@ func Start(t *testing.T, names ...string) *Harness {
 		t.Fatal(err)
 	}
 	h.Manager, err = mcmanager.New(h.BackendAs, providers, manager.Options{
+		// Given explicitly: package framework sets controller-runtime's global logger to discard
+		// (the servers' client libraries log through it), which ctrl.SetLogger cannot undo.
+		Logger:                 log,
 		Scheme:                 scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
