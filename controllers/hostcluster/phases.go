@@ -162,13 +162,8 @@ func (r *Reconciler) access(ctx context.Context, s *scope) error {
 	if err := s.enter(kov1alpha1.HostClusterPhaseValidatingAccess); err != nil {
 		return err
 	}
-	src, err := syncer.ReadReferencedSecret(ctx, s.wsDirect, hc, hc.Spec.ConnectKubeconfigSecretRef)
+	src, err := r.referenced(ctx, s, hc.Spec.ConnectKubeconfigSecretRef)
 	if err != nil {
-		var missing *syncer.MissingSecretError
-		var unshared *syncer.UnsharedSecretError
-		if errors.As(err, &missing) || errors.As(err, &unshared) {
-			return reconcile.Waiting(kov1alpha1.CredentialsMissingReason, err.Error(), r.PollInterval)
-		}
 		return err
 	}
 	raw, ok := src.Data[KubeconfigKey]
@@ -310,13 +305,8 @@ func (r *Reconciler) bootstrapFlux(ctx context.Context, s *scope) error {
 	}
 
 	if hc.Spec.GitCredentialsSecretRef != "" {
-		src, err := syncer.ReadReferencedSecret(ctx, s.wsDirect, hc, hc.Spec.GitCredentialsSecretRef)
+		src, err := r.referenced(ctx, s, hc.Spec.GitCredentialsSecretRef)
 		if err != nil {
-			var missing *syncer.MissingSecretError
-			var unshared *syncer.UnsharedSecretError
-			if errors.As(err, &missing) || errors.As(err, &unshared) {
-				return reconcile.Waiting(kov1alpha1.CredentialsMissingReason, err.Error(), r.PollInterval)
-			}
 			return err
 		}
 		if err := r.storeCopy(ctx, s, gitCredentialsSecretName(hc.Spec.ClusterID), src); err != nil {
@@ -379,13 +369,8 @@ func (r *Reconciler) generateTree(ctx context.Context, s *scope) error {
 			req.GitCredentialsSecretRef = gitCredentialsSecretName(hc.Spec.ClusterID)
 		}
 		if hc.Spec.RegistryPullSecretRef != "" {
-			src, err := syncer.ReadReferencedSecret(ctx, s.wsDirect, hc, hc.Spec.RegistryPullSecretRef)
+			src, err := r.referenced(ctx, s, hc.Spec.RegistryPullSecretRef)
 			if err != nil {
-				var missing *syncer.MissingSecretError
-				var unshared *syncer.UnsharedSecretError
-				if errors.As(err, &missing) || errors.As(err, &unshared) {
-					return reconcile.Waiting(kov1alpha1.CredentialsMissingReason, err.Error(), r.PollInterval)
-				}
 				return err
 			}
 			if err := r.storeCopy(ctx, s, registryPullSecretName(hc.Spec.ClusterID), src); err != nil {
@@ -569,6 +554,22 @@ func (r *Reconciler) storedPassword(ctx context.Context, s *scope, name string) 
 		return nil, fmt.Errorf("failed to store the admin password: %w", err)
 	}
 	return sec, nil
+}
+
+// referenced reads a Secret the HostCluster references, from its own namespace. A missing one, or
+// one not labelled for the platform, is waited for (the tenant may add it or its label), saying
+// which and how to fix it.
+func (r *Reconciler) referenced(ctx context.Context, s *scope, name string) (*corev1.Secret, error) {
+	src, err := syncer.ReadReferencedSecret(ctx, s.wsDirect, s.hc, name)
+	if err != nil {
+		var missing *syncer.MissingSecretError
+		var unshared *syncer.UnsharedSecretError
+		if errors.As(err, &missing) || errors.As(err, &unshared) {
+			return nil, reconcile.Waiting(kov1alpha1.CredentialsMissingReason, err.Error(), r.PollInterval)
+		}
+		return nil, err
+	}
+	return src, nil
 }
 
 // claimedError says a stored Secret's name (from clusterID) is used by another HostCluster of this
