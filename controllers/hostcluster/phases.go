@@ -192,8 +192,8 @@ func (r *Reconciler) access(ctx context.Context, s *scope) error {
 		return err
 	}
 	if err := r.refreshInventory(ctx, s); err != nil {
-		// The inventory is information, not a step: a failure to read it is logged and shown, and
-		// retried on the next refresh.
+		// The inventory is information, not a step: a failure to read it is logged, the last
+		// inventory stays, and the next pass tries again.
 		ctrl.LoggerFrom(ctx).Info("Could not read the cluster's inventory", "error", err.Error())
 	}
 	if hc.Status.Inventory != nil {
