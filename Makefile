@@ -31,6 +31,7 @@ manifests: $(CONTROLLER_GEN) ## Generate CRDs into config/crd/bases.
 apiexports: $(APIGEN) manifests ## Generate APIResourceSchemas and APIExports into apiexports/resources.
 	$(APIGEN) --input-dir config/crd/bases --output-dir apiexports/resources 2>/dev/null
 	go run ./hack/gen-apiexports --dir apiexports/resources
+	mkdir -p apiexports/catalog && cp config/crd/bases/platform.edgeconnect.eu_providermachineflavors.yaml apiexports/catalog/
 
 .PHONY: verify
 verify: generate manifests apiexports lint ## Fail when generated files are stale or code is not gofmt/vet clean.

@@ -1,11 +1,13 @@
 // Package apiexports holds what the platform workspace root:kubeopera is made of: the generated
 // APIResourceSchemas and APIExports (resources/, produced by `make apiexports`) and the hand-written
-// WorkspaceType, endpoint slices and RBAC (bootstrap/). workspaces.Bootstrap applies them.
+// WorkspaceType, endpoint slices and RBAC (bootstrap/), and the CRD of the platform's
+// machine-flavor catalog (catalog/, a copy of config/crd/bases made by `make apiexports`: platform
+// admins keep ProviderMachineFlavors in the platform workspace). workspaces.Bootstrap applies them.
 package apiexports
 
 import "embed"
 
-// FS holds resources/*.yaml and bootstrap/*.yaml.
+// FS holds resources/*.yaml, bootstrap/*.yaml and catalog/*.yaml.
 //
-//go:embed resources/*.yaml bootstrap/*.yaml
+//go:embed resources/*.yaml bootstrap/*.yaml catalog/*.yaml
 var FS embed.FS

@@ -59,6 +59,8 @@ type Provider struct {
 	indexes []index
 	// controllers counts the controllers registered with NewController.
 	controllers int
+	// engageHooks are told every workspace engaged (WhenEngaged).
+	engageHooks []func(logicalCluster string)
 	// pending holds requests for workspaces whose objects were seen before their binding was:
 	// they are queued when the workspace is engaged and dropped when it goes.
 	pending map[string]map[*route]map[types.NamespacedName]struct{}
@@ -245,6 +247,31 @@ func (p *Provider) engage(lc string, s *shard, binding client.Object) {
 	if p.opts.OnEngage != nil {
 		p.opts.OnEngage(lc, binding)
 	}
+	p.mu.RLock()
+	hooks := p.engageHooks
+	p.mu.RUnlock()
+	for _, h := range hooks {
+		h(lc)
+	}
+}
+
+// WhenEngaged tells fn every workspace engaged from now on, e.g. so a controller puts what every
+// workspace must hold into a new one. fn must not block.
+func (p *Provider) WhenEngaged(fn func(logicalCluster string)) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.engageHooks = append(p.engageHooks, fn)
+}
+
+// EngagedWorkspaces returns the logical clusters of the workspaces engaged now.
+func (p *Provider) EngagedWorkspaces() []string {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	out := make([]string, 0, len(p.engaged))
+	for lc := range p.engaged {
+		out = append(out, lc)
+	}
+	return out
 }
 
 func (p *Provider) disengage(lc string, s *shard, binding client.Object) {

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -24,6 +25,7 @@ import (
 
 	kov1alpha1 "github.com/kubeopera/kubeopera/apis/kubeopera/v1alpha1"
 	platformv1alpha1 "github.com/kubeopera/kubeopera/apis/platform/v1alpha1"
+	flavorcatalog "github.com/kubeopera/kubeopera/controllers/catalog"
 	"github.com/kubeopera/kubeopera/controllers/hostcluster"
 	"github.com/kubeopera/kubeopera/controllers/tenant"
 	"github.com/kubeopera/kubeopera/internal/authapi"
@@ -199,6 +201,9 @@ func Run(ctx context.Context, o Options, cfgs *Configs) error {
 	if err := setupHostClusters(mgr, o, fleets[KubeoperaProvider], backend, log); err != nil {
 		return err
 	}
+	if err := setupCatalog(ctx, mgr, kcpCfg, scheme, fleets[PlatformProvider]); err != nil {
+		return err
+	}
 	// The backend admits tenant Ingresses of the allowed class only (config/policies).
 	if err := tenant.EnsureIngressClassParam(ctx, backend.Reader, backend.Client, o.ClaimsNamespace, o.VClusterIngressClass); err != nil {
 		return err
@@ -300,6 +305,24 @@ func setupHostClusters(mgr mcmanager.Manager, o Options, ws *fleet.Provider, bac
 		Concurrency:       o.HostClusterConcurrency,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("failed to set up the hostcluster controller: %w", err)
+	}
+	return nil
+}
+
+// setupCatalog publishes the machine-flavor catalog kept in the platform workspace (kcpCfg points
+// at it) to every workspace bound to the platform.edgeconnect.eu export.
+func setupCatalog(ctx context.Context, mgr mcmanager.Manager, kcpCfg *rest.Config, scheme *runtime.Scheme, ws *fleet.Provider) error {
+	catalog, err := cache.New(kcpCfg, cache.Options{Scheme: scheme, ByObject: map[client.Object]cache.ByObject{
+		&platformv1alpha1.ProviderMachineFlavor{}: {},
+	}})
+	if err != nil {
+		return fmt.Errorf("failed to create the catalog cache: %w", err)
+	}
+	if err := mgr.GetLocalManager().Add(catalog); err != nil {
+		return err
+	}
+	if err := (&flavorcatalog.Reconciler{Workspaces: ws, Catalog: catalog}).SetupWithManager(ctx, mgr); err != nil {
+		return fmt.Errorf("failed to set up the flavor catalog controller: %w", err)
 	}
 	return nil
 }

@@ -31,6 +31,7 @@ import (
 	"sigs.k8s.io/multicluster-runtime/providers/multi"
 
 	kov1alpha1 "github.com/kubeopera/kubeopera/apis/kubeopera/v1alpha1"
+	platformv1alpha1 "github.com/kubeopera/kubeopera/apis/platform/v1alpha1"
 	"github.com/kubeopera/kubeopera/internal/devenv"
 	"github.com/kubeopera/kubeopera/internal/fleet"
 	imanager "github.com/kubeopera/kubeopera/internal/manager"
@@ -45,8 +46,10 @@ type Harness struct {
 	Backend      client.Client
 	BackendAdmin *rest.Config
 	BackendAs    *rest.Config
-	// KCP is the kcp server.
-	KCP *devenv.KCP
+	// KCP is the kcp server; PlatformKCP points at the platform workspace with the manager's kcp
+	// identity.
+	KCP         *devenv.KCP
+	PlatformKCP *rest.Config
 	// Fleet serves the kubeopera.io export's workspaces; register controllers on it.
 	Fleet *fleet.Provider
 	// Manager is the multicluster manager; Run starts it.
@@ -60,9 +63,16 @@ type Harness struct {
 	Log *LogBuffer
 }
 
-// Start starts the servers and makes the manager, with one tenant workspace per name (made
-// unique to the run). The caller registers its controller on h.Fleet and calls h.Run.
+// Start starts the servers and makes the manager serving the kubeopera.io export, with one tenant
+// workspace per name (made unique to the run). The caller registers its controller on h.Fleet and
+// calls h.Run.
 func Start(t *testing.T, names ...string) *Harness {
+	t.Helper()
+	return StartExport(t, imanager.KubeoperaProvider, "kubeopera.io", names...)
+}
+
+// StartExport is Start for the export whose endpoint slice is slice, its fleet named provider.
+func StartExport(t *testing.T, provider, slice string, names ...string) *Harness {
 	t.Helper()
 	ctx := t.Context()
 	h := &Harness{WS: map[string]client.Client{}, LC: map[string]string{}, Path: map[string]string{}}
@@ -106,10 +116,11 @@ func Start(t *testing.T, names ...string) *Harness {
 	log := managerLog(t, h.Log).WithName("manager")
 	ctrl.SetLogger(log)
 	sink := &fleet.EventSink{Scheme: scheme, Log: log.WithName("events")}
+	h.PlatformKCP = kcpCfg
 	h.Fleet, err = fleet.New(fleet.Options{
-		Name:          imanager.KubeoperaProvider,
+		Name:          provider,
 		Config:        kcpCfg,
-		EndpointSlice: "kubeopera.io",
+		EndpointSlice: slice,
 		Scheme:        scheme,
 		Events:        sink,
 		Log:           log.WithName("provider"),
@@ -118,7 +129,7 @@ func Start(t *testing.T, names ...string) *Harness {
 		t.Fatal(err)
 	}
 	providers := multi.New(multi.Options{})
-	if err := providers.AddProvider(imanager.KubeoperaProvider, h.Fleet); err != nil {
+	if err := providers.AddProvider(provider, h.Fleet); err != nil {
 		t.Fatal(err)
 	}
 	h.Manager, err = mcmanager.New(h.BackendAs, providers, manager.Options{
@@ -149,8 +160,11 @@ func Start(t *testing.T, names ...string) *Harness {
 		if err != nil {
 			t.Fatal(err)
 		}
-		framework.Eventually(t, 2*time.Minute, "kubeopera.io served in "+path, func() (bool, string) {
-			err := c.List(ctx, &kov1alpha1.HostClusterList{})
+		framework.Eventually(t, 2*time.Minute, "both exports served in "+path, func() (bool, string) {
+			if err := c.List(ctx, &kov1alpha1.HostClusterList{}); err != nil {
+				return false, err.Error()
+			}
+			err := c.List(ctx, &platformv1alpha1.ProviderMachineFlavorList{})
 			return err == nil, fmt.Sprint(err)
 		})
 		h.WS[name], h.LC[name], h.Path[name] = c, lc, path

@@ -1,0 +1,158 @@
+// Package catalog publishes the platform's machine-flavor catalog to every tenant workspace.
+//
+// ProviderMachineFlavors are the platform's: platform admins keep them in the platform workspace
+// (root:kubeopera), where bootstrap installs their CRD. Tenant workspaces bound to the
+// platform.edgeconnect.eu export see the same kind through the export; the exports' maximal
+// permission policy lets tenants only get, list and watch it, so they can read the catalog but
+// never create or change a flavor. This controller keeps, in every bound workspace, a copy of each
+// catalog flavor (labelled CatalogLabel), writing through the export's virtual workspace with the
+// manager's identity, which the policy does not restrict: a flavor added, changed or removed in the
+// platform workspace is added, changed or removed everywhere, and a new workspace gets the whole
+// catalog when it is bound.
+//
+// Watches: the catalog (one informer on the platform workspace) and the copies (the export's
+// shared wildcard cache, through fleet.NewController). A request is (workspace, flavor name).
+package catalog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	mccontroller "sigs.k8s.io/multicluster-runtime/pkg/controller"
+	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
+	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
+
+	platformv1alpha1 "github.com/kubeopera/kubeopera/apis/platform/v1alpha1"
+	"github.com/kubeopera/kubeopera/internal/fleet"
+	"github.com/kubeopera/kubeopera/internal/reconcile"
+)
+
+const (
+	// ControllerName names the controller and its field owner.
+	ControllerName = "flavor-catalog"
+	// CatalogLabel marks a workspace's ProviderMachineFlavor as the platform catalog's copy; only
+	// such copies are updated or removed.
+	CatalogLabel = "platform.edgeconnect.eu/catalog"
+)
+
+// Reconciler keeps every bound workspace's copy of the catalog.
+type Reconciler struct {
+	// Workspaces serves every workspace bound to the platform.edgeconnect.eu export.
+	Workspaces *fleet.Provider
+	// Catalog reads the platform workspace's ProviderMachineFlavors (a cache on it, started by
+	// the manager).
+	Catalog cache.Cache
+
+	trigger *fleet.Trigger
+}
+
+// SetupWithManager registers the controller: copies are watched through the export, the
+// catalog through its own informer, and every newly bound workspace gets the whole catalog.
+func (r *Reconciler) SetupWithManager(ctx context.Context, mgr mcmanager.Manager) error {
+	if r.Workspaces == nil || r.Catalog == nil {
+		return errors.New("catalog controller needs the platform export's workspaces and the catalog cache")
+	}
+	r.trigger = &fleet.Trigger{}
+	inf, err := r.Catalog.GetInformer(ctx, &platformv1alpha1.ProviderMachineFlavor{}, cache.BlockUntilSynced(false))
+	if err != nil {
+		return fmt.Errorf("failed to watch the catalog: %w", err)
+	}
+	fanOut := func(obj any) {
+		if tomb, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+			obj = tomb.Obj
+		}
+		if f, ok := obj.(client.Object); ok {
+			for _, lc := range r.Workspaces.EngagedWorkspaces() {
+				r.enqueue(lc, f.GetName())
+			}
+		}
+	}
+	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    fanOut,
+		UpdateFunc: func(_, obj any) { fanOut(obj) },
+		DeleteFunc: fanOut,
+	}); err != nil {
+		return err
+	}
+	r.Workspaces.WhenEngaged(func(lc string) {
+		list := &platformv1alpha1.ProviderMachineFlavorList{}
+		if err := r.Catalog.List(context.Background(), list); err != nil {
+			return // not synced yet: its own events reach every engaged workspace
+		}
+		for _, f := range list.Items {
+			r.enqueue(lc, f.Name)
+		}
+	})
+	return fleet.NewController(mgr, "flavorcatalog", r.Workspaces, &platformv1alpha1.ProviderMachineFlavor{},
+		mccontroller.Options{Reconciler: r, MaxConcurrentReconciles: 4}, fleet.Watch{Trigger: r.trigger})
+}
+
+func (r *Reconciler) enqueue(lc, name string) {
+	r.trigger.Enqueue(mcreconcile.Request{ClusterName: r.Workspaces.ClusterName(lc), Request: ctrl.Request{NamespacedName: types.NamespacedName{Name: name}}})
+}
+
+// Reconcile makes one workspace's copy of one flavor match the catalog: created or updated when
+// the catalog has it, deleted when it does not. A flavor of the same name that is not a catalog
+// copy is left alone.
+func (r *Reconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (ctrl.Result, error) {
+	ctx, log := reconcile.RequestLogger(ctx, req, "ProviderMachineFlavor")
+	ws, ok := r.Workspaces.Workspace(req.ClusterName)
+	if !ok {
+		return ctrl.Result{}, nil
+	}
+	want := &platformv1alpha1.ProviderMachineFlavor{}
+	err := r.Catalog.Get(ctx, client.ObjectKey{Name: req.Name}, want)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return ctrl.Result{}, fmt.Errorf("failed to read the catalog: %w", err)
+	}
+	inCatalog := err == nil
+	c := ws.Client()
+	cur := &platformv1alpha1.ProviderMachineFlavor{}
+	err = c.Get(ctx, client.ObjectKey{Name: req.Name}, cur)
+	exists := err == nil
+	if err != nil && !apierrors.IsNotFound(err) {
+		return ctrl.Result{}, err
+	}
+	switch {
+	case !inCatalog && exists && cur.Labels[CatalogLabel] == "true":
+		log.Info("Flavor left the catalog; removing the workspace's copy")
+		return ctrl.Result{}, client.IgnoreNotFound(c.Delete(ctx, cur))
+	case !inCatalog:
+		return ctrl.Result{}, nil
+	case !exists:
+		cp := &platformv1alpha1.ProviderMachineFlavor{
+			ObjectMeta: metav1.ObjectMeta{Name: want.Name, Labels: copyLabels(want), Annotations: want.Annotations},
+			Spec:       want.Spec,
+		}
+		log.V(1).Info("Publishing a catalog flavor to the workspace")
+		return ctrl.Result{}, client.IgnoreAlreadyExists(c.Create(ctx, cp))
+	case cur.Labels[CatalogLabel] != "true":
+		log.Info("A flavor of the catalog's name exists in the workspace and is not the catalog's; leaving it")
+		return ctrl.Result{}, nil
+	case equality.Semantic.DeepEqual(cur.Spec, want.Spec) && maps.Equal(cur.Labels, copyLabels(want)):
+		return ctrl.Result{}, nil
+	}
+	before := cur.DeepCopy()
+	cur.Spec, cur.Labels = want.Spec, copyLabels(want)
+	log.V(1).Info("Updating the workspace's copy of a catalog flavor")
+	return ctrl.Result{}, c.Patch(ctx, cur, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
+}
+
+func copyLabels(f *platformv1alpha1.ProviderMachineFlavor) map[string]string {
+	l := maps.Clone(f.Labels)
+	if l == nil {
+		l = map[string]string{}
+	}
+	l[CatalogLabel] = "true"
+	return l
+}
