@@ -27,6 +27,7 @@ import (
 	platformv1alpha1 "github.com/kubeopera/kubeopera/apis/platform/v1alpha1"
 	flavorcatalog "github.com/kubeopera/kubeopera/controllers/catalog"
 	"github.com/kubeopera/kubeopera/controllers/hostcluster"
+	"github.com/kubeopera/kubeopera/controllers/machinecapabilities"
 	"github.com/kubeopera/kubeopera/controllers/tenant"
 	"github.com/kubeopera/kubeopera/internal/authapi"
 	"github.com/kubeopera/kubeopera/internal/fleet"
@@ -323,6 +324,9 @@ func setupCatalog(ctx context.Context, mgr mcmanager.Manager, kcpCfg *rest.Confi
 	}
 	if err := (&flavorcatalog.Reconciler{Workspaces: ws, Catalog: catalog}).SetupWithManager(ctx, mgr); err != nil {
 		return fmt.Errorf("failed to set up the flavor catalog controller: %w", err)
+	}
+	if err := (&machinecapabilities.Reconciler{Workspaces: ws}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("failed to set up the machinecapabilities controller: %w", err)
 	}
 	return nil
 }

@@ -1,0 +1,138 @@
+// Package machinecapabilities lists, in a MachineCapabilities' status, the flavors of the
+// platform's catalog (the copies in its workspace, see controllers/catalog) that satisfy it, for
+// every provider of the catalog, best first (internal/flavors' rule). It watches the
+// MachineCapabilities and the workspace's catalog: a flavor added, changed or removed re-matches
+// every MachineCapabilities of the workspace.
+package machinecapabilities
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/kcp-dev/logicalcluster/v3"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	mccontroller "sigs.k8s.io/multicluster-runtime/pkg/controller"
+	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
+	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
+
+	commonv1alpha1 "github.com/kubeopera/kubeopera/apis/common/v1alpha1"
+	platformv1alpha1 "github.com/kubeopera/kubeopera/apis/platform/v1alpha1"
+	"github.com/kubeopera/kubeopera/internal/flavors"
+	"github.com/kubeopera/kubeopera/internal/fleet"
+	"github.com/kubeopera/kubeopera/internal/reconcile"
+)
+
+// ControllerName names the controller and its event reporter.
+const ControllerName = "machinecapabilities-controller"
+
+// finalizer is the MachineCapabilities' finalizer; it holds nothing outside the object, so its
+// delete steps are empty.
+const finalizer = "platform.edgeconnect.eu/machinecapabilities"
+
+// noMatchRecheck is how often a MachineCapabilities without a match is matched again, besides
+// every change of the catalog.
+const noMatchRecheck = 10 * time.Minute
+
+// Reconciler matches MachineCapabilities to the catalog.
+type Reconciler struct {
+	// Workspaces serves every workspace bound to the platform.edgeconnect.eu export.
+	Workspaces *fleet.Provider
+}
+
+// SetupWithManager registers the controller.
+func (r *Reconciler) SetupWithManager(mgr mcmanager.Manager) error {
+	if r.Workspaces == nil {
+		return errors.New("machinecapabilities controller needs the platform export's workspaces")
+	}
+	return fleet.NewController(mgr, "machinecapabilities", r.Workspaces, &platformv1alpha1.MachineCapabilities{},
+		mccontroller.Options{Reconciler: r, MaxConcurrentReconciles: 4},
+		fleet.Watch{Object: &platformv1alpha1.ProviderMachineFlavor{}, Map: r.allOfWorkspace})
+}
+
+// allOfWorkspace maps a flavor of a workspace's catalog to every MachineCapabilities there.
+func (r *Reconciler) allOfWorkspace(obj client.Object) []types.NamespacedName {
+	ws, ok := r.Workspaces.Workspace(r.Workspaces.ClusterName(logicalcluster.From(obj).String()))
+	if !ok {
+		return nil
+	}
+	list := &platformv1alpha1.MachineCapabilitiesList{}
+	if err := ws.Client().List(context.Background(), list); err != nil {
+		return nil
+	}
+	out := make([]types.NamespacedName, 0, len(list.Items))
+	for _, m := range list.Items {
+		out = append(out, types.NamespacedName{Namespace: m.Namespace, Name: m.Name})
+	}
+	return out
+}
+
+type scope struct {
+	mc *platformv1alpha1.MachineCapabilities
+	ws fleet.Workspace
+}
+
+// Reconcile implements mcreconcile.Reconciler.
+func (r *Reconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (ctrl.Result, error) {
+	ctx, _ = reconcile.RequestLogger(ctx, req, "MachineCapabilities")
+	ws, ok := r.Workspaces.Workspace(req.ClusterName)
+	if !ok {
+		return ctrl.Result{}, nil
+	}
+	mc := &platformv1alpha1.MachineCapabilities{}
+	if err := ws.Client().Get(ctx, req.NamespacedName, mc); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	s := &scope{mc: mc, ws: ws}
+	return reconcile.Pass[*scope]{
+		Client:    ws.Client(),
+		Object:    mc,
+		Scope:     s,
+		Finalizer: finalizer,
+		Normal:    []reconcile.Step[*scope]{{Name: "match the catalog", Condition: platformv1alpha1.FlavorMatchedCondition, Run: r.match}},
+		Recorder:  ws.Recorder(ControllerName),
+		ReadyMessage: func(s *scope) string {
+			return fmt.Sprintf("%d flavors of the catalog satisfy these capabilities", len(s.mc.Status.MatchingFlavors))
+		},
+	}.Run(ctx)
+}
+
+// match lists every satisfying flavor of every provider of the workspace's catalog.
+func (r *Reconciler) match(ctx context.Context, s *scope) error {
+	catalog := &platformv1alpha1.ProviderMachineFlavorList{}
+	if err := s.ws.Client().List(ctx, catalog); err != nil {
+		return fmt.Errorf("failed to read the flavor catalog: %w", err)
+	}
+	var providers []string
+	for _, f := range catalog.Items {
+		if p := strings.ToUpper(f.Spec.ProviderRef.Type); p != "" && !slices.Contains(providers, p) {
+			providers = append(providers, p)
+		}
+	}
+	slices.Sort(providers)
+	var matching, missing []string
+	for _, p := range providers {
+		res := flavors.Match(catalog.Items, flavors.Request{Provider: p, Capabilities: s.mc.Spec})
+		matching = append(matching, res.Matching...)
+		if res.Best == nil {
+			missing = append(missing, res.Missing)
+		}
+	}
+	s.mc.Status.MatchingFlavors = matching
+	if len(matching) == 0 {
+		msg := "The platform's catalog has no flavors"
+		if len(missing) > 0 {
+			msg = strings.Join(missing, "; ")
+		}
+		return reconcile.Waiting(platformv1alpha1.NoMatchingFlavorReason, msg, wait.Jitter(noMatchRecheck, 0.2))
+	}
+	reconcile.MarkTrue(s.mc, platformv1alpha1.FlavorMatchedCondition, commonv1alpha1.SucceededReason,
+		fmt.Sprintf("Best per provider first: %s", strings.Join(matching, ", ")))
+	return nil
+}

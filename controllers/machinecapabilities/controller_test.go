@@ -1,0 +1,106 @@
+package machinecapabilities_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	platformv1alpha1 "github.com/kubeopera/kubeopera/apis/platform/v1alpha1"
+	"github.com/kubeopera/kubeopera/controllers/catalog"
+	"github.com/kubeopera/kubeopera/controllers/machinecapabilities"
+	imanager "github.com/kubeopera/kubeopera/internal/manager"
+	"github.com/kubeopera/kubeopera/internal/reconcile"
+	"github.com/kubeopera/kubeopera/test/framework"
+	"github.com/kubeopera/kubeopera/test/framework/fleettest"
+	"github.com/kubeopera/kubeopera/workspaces"
+)
+
+func flavor(name, flavorName string, cpu int32, mem string, gpu *string) *platformv1alpha1.ProviderMachineFlavor {
+	return &platformv1alpha1.ProviderMachineFlavor{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: platformv1alpha1.ProviderMachineFlavorSpec{
+			Available: true, ProviderRef: platformv1alpha1.ProviderRef{Type: "OTC"}, Flavor: flavorName,
+			Capabilities:   platformv1alpha1.Capabilities{VCPUCount: cpu, MemorySize: resource.MustParse(mem), GPUModelName: gpu},
+			AvailableZones: []string{"eu-de-01"},
+		},
+	}
+}
+
+// TestMatchingFlavorsFollowTheCatalog: a MachineCapabilities' status lists the catalog's
+// satisfying flavors, best first, says what is missing when none does, and follows the catalog.
+func TestMatchingFlavorsFollowTheCatalog(t *testing.T) {
+	h := fleettest.StartExport(t, imanager.PlatformProvider, "platform.edgeconnect.eu", "acme")
+	ctx := t.Context()
+	admin, err := client.New(workspaces.ClusterConfig(h.KCP.Config, workspaces.PlatformWorkspace), client.Options{Scheme: imanager.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []*platformv1alpha1.ProviderMachineFlavor{
+		flavor("otc-s3-xlarge-2", "s3.xlarge.2", 4, "8Gi", nil),
+		flavor("otc-s3-2xlarge-2", "s3.2xlarge.2", 8, "16Gi", nil),
+		flavor("otc-s3-large-2", "s3.large.2", 2, "4Gi", nil),
+	} {
+		framework.Eventually(t, time.Minute, "catalog flavor "+f.Name, func() (bool, string) {
+			err := admin.Create(ctx, f)
+			return err == nil || apierrors.IsAlreadyExists(err), fmt.Sprint(err)
+		})
+	}
+	cat, err := cache.New(h.PlatformKCP, cache.Options{Scheme: imanager.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Manager.GetLocalManager().Add(cat); err != nil {
+		t.Fatal(err)
+	}
+	if err := (&catalog.Reconciler{Workspaces: h.Fleet, Catalog: cat}).SetupWithManager(ctx, h.Manager); err != nil {
+		t.Fatal(err)
+	}
+	if err := (&machinecapabilities.Reconciler{Workspaces: h.Fleet}).SetupWithManager(h.Manager); err != nil {
+		t.Fatal(err)
+	}
+	h.Run(t)
+
+	c := h.WS["acme"]
+	for _, mc := range []*platformv1alpha1.MachineCapabilities{
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "my-capabilities"}, Spec: platformv1alpha1.Capabilities{VCPUCount: 4, MemorySize: resource.MustParse("8Gi")}},
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "gpu"}, Spec: platformv1alpha1.Capabilities{VCPUCount: 4, MemorySize: resource.MustParse("8Gi"), GPUModelName: ptr.To("V100")}},
+	} {
+		if err := c.Create(ctx, mc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	get := func(name string) *platformv1alpha1.MachineCapabilities {
+		mc := &platformv1alpha1.MachineCapabilities{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: "default", Name: name}, mc); err != nil {
+			t.Fatal(err)
+		}
+		return mc
+	}
+	framework.Eventually(t, time.Minute, "matching flavors listed best first", func() (bool, string) {
+		mc := get("my-capabilities")
+		return strings.Join(mc.Status.MatchingFlavors, ",") == "otc-s3-xlarge-2,otc-s3-2xlarge-2" && reconcile.IsTrue(mc, platformv1alpha1.FlavorMatchedCondition),
+			fmt.Sprint(mc.Status.MatchingFlavors, mc.Status.Conditions)
+	})
+	framework.Eventually(t, time.Minute, "no GPU flavor: the condition says so", func() (bool, string) {
+		mc := get("gpu")
+		cond := reconcile.GetCondition(mc, platformv1alpha1.FlavorMatchedCondition)
+		return cond != nil && cond.Reason == platformv1alpha1.NoMatchingFlavorReason && strings.Contains(cond.Message, "V100"), fmt.Sprint(mc.Status.Conditions)
+	})
+
+	// The catalog gains a GPU flavor: the GPU request matches it without being touched.
+	if err := admin.Create(ctx, flavor("otc-p2s-2xlarge-8", "p2s.2xlarge.8", 8, "64Gi", ptr.To("V100"))); err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, time.Minute, "the GPU request matches the new flavor", func() (bool, string) {
+		mc := get("gpu")
+		return strings.Join(mc.Status.MatchingFlavors, ",") == "otc-p2s-2xlarge-8", fmt.Sprint(mc.Status.MatchingFlavors, mc.Status.Conditions)
+	})
+}
