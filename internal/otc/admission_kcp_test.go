@@ -26,7 +26,7 @@ import (
 // whose spec.credentials.secretRef.namespace is not its own namespace can be refused at
 // admission:
 //
-//	(a) a ValidatingAdmissionPolicy + Binding in the APIExport's workspace (config/kcp/) is
+//	(a) a ValidatingAdmissionPolicy + Binding in the APIExport's workspace (apiexports/bootstrap/providerconfig-policy.yaml) is
 //	    applied by kcp to the bound resource in every tenant workspace: works;
 //	(b) a schema CEL rule comparing with metadata.namespace: impossible, kcp refuses the rule
 //	    (CEL in schemas sees metadata.name and metadata.generateName only);
@@ -81,39 +81,12 @@ func TestSecretRefNamespaceAdmissionOnRealKCP(t *testing.T) {
 		}
 	}
 
-	// Without the policy the schema lets a foreign namespace through (it is only documented).
-	framework.Eventually(t, time.Minute, "ProviderConfigs served in root:orgs:acme", func() (bool, string) {
-		err := acme.Create(ctx, pc("legacy", "team-a", "other"))
-		if err != nil && !apierrors.IsAlreadyExists(err) {
-			return false, err.Error()
-		}
-		return true, ""
-	})
-
-	// (a) The policy from config/kcp/, created in the platform workspace only.
-	raw, err := os.ReadFile(filepath.Join(framework.RepoRoot(), "config", "kcp", "providerconfig-secret-namespace.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	objs, err := manifests.Decode(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, obj := range objs {
-		if err := kc(platform).Create(ctx, obj); err != nil {
-			t.Fatalf("create %s %s in %s: %v", obj.GetKind(), obj.GetName(), platform, err)
-		}
-	}
+	// (a) The policy (apiexports/bootstrap/providerconfig-policy.yaml) is the platform
+	// workspace's, applied by Bootstrap: every tenant workspace is guarded by it.
 	const wantMsg = "spec.credentials.secretRef.namespace must be empty or team-a (the ProviderConfig's own namespace)"
 	dryRun := []client.CreateOption{client.DryRunAll}
-	for _, name := range tenants {
-		c := kc("root:orgs:" + name)
-		if name != "acme" {
-			if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-a"}}); err != nil {
-				t.Fatal(err)
-			}
-		}
-		framework.Eventually(t, time.Minute, "the platform workspace's policy refusing a foreign secretRef.namespace in root:orgs:"+name, func() (bool, string) {
+	refused := func(c client.Client, what string) {
+		framework.Eventually(t, time.Minute, "the platform workspace's policy refusing a foreign secretRef.namespace in "+what, func() (bool, string) {
 			err := c.Create(ctx, pc("foreign", "team-a", "other"), dryRun...)
 			if err == nil {
 				return false, "accepted"
@@ -121,6 +94,49 @@ func TestSecretRefNamespaceAdmissionOnRealKCP(t *testing.T) {
 			return apierrors.IsInvalid(err) && strings.Contains(err.Error(), wantMsg), err.Error()
 		})
 	}
+	for _, name := range tenants {
+		c := kc("root:orgs:" + name)
+		if name != "acme" {
+			if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-a"}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		refused(c, "root:orgs:"+name)
+	}
+
+	// Without the policy's binding the schema lets a foreign namespace through (it is only
+	// documented): a ProviderConfig made so is the "legacy" object of the ratcheting checks below.
+	raw, err := os.ReadFile(filepath.Join(framework.RepoRoot(), "apiexports", "bootstrap", "providerconfig-policy.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := manifests.Decode(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var binding *unstructured.Unstructured
+	for _, obj := range objs {
+		if obj.GetKind() == "ValidatingAdmissionPolicyBinding" {
+			binding = obj
+		}
+	}
+	if binding == nil {
+		t.Fatal("the policy file has no binding")
+	}
+	if err := kc(platform).Delete(ctx, binding.DeepCopy()); err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, time.Minute, "a foreign secretRef.namespace accepted without the binding", func() (bool, string) {
+		err := acme.Create(ctx, pc("legacy", "team-a", "other"))
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			return false, err.Error()
+		}
+		return true, ""
+	})
+	if err := kc(platform).Create(ctx, binding.DeepCopy()); err != nil {
+		t.Fatal(err)
+	}
+	refused(acme, "root:orgs:acme, the binding back")
 	err = acme.Create(ctx, pc("foreign", "team-a", "kube-system"))
 	t.Logf("kcp's answer to a foreign secretRef.namespace: %v", err)
 	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "ValidatingAdmissionPolicy 'kubeopera-providerconfig-secret-namespace'") {
