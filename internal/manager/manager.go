@@ -27,6 +27,8 @@ import (
 	platformv1alpha1 "github.com/kubeopera/kubeopera/apis/platform/v1alpha1"
 	flavorcatalog "github.com/kubeopera/kubeopera/controllers/catalog"
 	"github.com/kubeopera/kubeopera/controllers/hostcluster"
+	"github.com/kubeopera/kubeopera/controllers/kubernetescluster"
+	"github.com/kubeopera/kubeopera/controllers/providerconfig"
 	"github.com/kubeopera/kubeopera/controllers/machinecapabilities"
 	"github.com/kubeopera/kubeopera/controllers/tenant"
 	"github.com/kubeopera/kubeopera/internal/authapi"
@@ -204,6 +206,12 @@ func Run(ctx context.Context, o Options, cfgs *Configs) error {
 	}
 	if err := setupCatalog(ctx, mgr, kcpCfg, scheme, fleets[PlatformProvider]); err != nil {
 		return err
+	}
+	if err := (&providerconfig.Reconciler{Workspaces: fleets[PlatformProvider], Backend: backend}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("failed to set up the providerconfig controller: %w", err)
+	}
+	if err := (&kubernetescluster.Reconciler{Workspaces: fleets[PlatformProvider], Backend: backend}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("failed to set up the kubernetescluster controller: %w", err)
 	}
 	// The backend admits tenant Ingresses of the allowed class only (config/policies).
 	if err := tenant.EnsureIngressClassParam(ctx, backend.Reader, backend.Client, o.ClaimsNamespace, o.VClusterIngressClass); err != nil {

@@ -21,3 +21,30 @@ const (
 	// NoMatchingFlavorReason: no available flavor satisfies the requested capabilities.
 	NoMatchingFlavorReason = "NoMatchingFlavor"
 )
+
+// KubernetesCluster step conditions beyond the shared ones, in the order the reconciler takes the
+// steps: CredentialsValid (its ProviderConfig is Ready), FlavorMatched, then these, then
+// KubeconfigDelivered. While the cluster is deleted they say how its teardown goes.
+const (
+	// NetworkReadyCondition is True once the VPC and subnet (the tenant's, or the ones the
+	// platform created) are Ready.
+	NetworkReadyCondition = "NetworkReady"
+	// ClusterReadyCondition is True once the cluster resource is Synced and Ready.
+	ClusterReadyCondition = "ClusterReady"
+	// NodePoolReadyCondition is True once the worker node pool is Synced and Ready.
+	NodePoolReadyCondition = "NodePoolReady"
+)
+
+// More reasons of the KubernetesCluster's conditions.
+const (
+	// ProviderConfigNotReadyReason: the referenced ProviderConfig is missing or not Ready.
+	ProviderConfigNotReadyReason = "ProviderConfigNotReady"
+	// MachineCapabilitiesMissingReason: the referenced MachineCapabilities does not exist.
+	MachineCapabilitiesMissingReason = "MachineCapabilitiesMissing"
+	// UnsupportedProviderReason: spec.providerRef.type names no provider the platform implements.
+	UnsupportedProviderReason = "UnsupportedProvider"
+	// CreatingReason: Crossplane is creating the cloud resource.
+	CreatingReason = "Creating"
+	// SoldOutReason: the node pool's flavor has no capacity in its zone.
+	SoldOutReason = "SoldOut"
+)

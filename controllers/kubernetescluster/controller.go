@@ -1,0 +1,496 @@
+// Package kubernetescluster is the KubernetesCluster reconciler (seed 004): a managed Kubernetes
+// cluster built by Crossplane on the backend, in the workspace's namespace kcp-<fp>, for a tenant
+// who asked for it in their workspace.
+//
+// For spec.providerRef.type OTC it writes provider-opentelekomcloud's Crossplane v2 namespaced
+// managed resources (internal/crossplane/otc): VpcV1 and SubnetV1 when the tenant gave no vpcID
+// and subnetID, ClusterV3 wired to them by references, and NodePoolV3 with the cluster's id and the
+// key pair written literally (never references, so deleting it cannot deadlock). The node flavor is
+// spec.nodeFlavor, or the catalog's best match of the referenced MachineCapabilities
+// (internal/flavors). Status mirrors each resource's Synced and Ready conditions; a sold-out node
+// pool says so with the seed's advice. When the cluster is Ready its kubeconfig, read from the
+// cluster resource's connection Secret, is delivered as <name>-kubeconfig.
+//
+// Deleting tears down in a safe order, waiting for each to be gone: node pool, cluster, subnet,
+// VPC (only those this controller created), then the delivered kubeconfig; then the finalizer.
+//
+// Backend names are kc-<namespace>-<name> (workspaces.ObjectName: no collisions across the
+// workspace's namespaces; the namespace kcp-<fp> separates workspaces) plus -vpc, -subnet,
+// -cluster, -pool, -conn; every object is labelled with the workspace fingerprint and the
+// KubernetesCluster it belongs to.
+package kubernetescluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	mccontroller "sigs.k8s.io/multicluster-runtime/pkg/controller"
+	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
+	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
+
+	commonv1alpha1 "github.com/kubeopera/kubeopera/apis/common/v1alpha1"
+	platformv1alpha1 "github.com/kubeopera/kubeopera/apis/platform/v1alpha1"
+	"github.com/kubeopera/kubeopera/controllers/providerconfig"
+	"github.com/kubeopera/kubeopera/internal/crossplane/otc"
+	"github.com/kubeopera/kubeopera/internal/flavors"
+	"github.com/kubeopera/kubeopera/internal/fleet"
+	"github.com/kubeopera/kubeopera/internal/reconcile"
+	"github.com/kubeopera/kubeopera/syncer"
+	"github.com/kubeopera/kubeopera/workspaces"
+)
+
+const (
+	// ControllerName names the controller, its field owner and its event reporter.
+	ControllerName = "kubernetescluster-controller"
+	// ProviderOTC is the provider type with a Crossplane implementation.
+	ProviderOTC = "OTC"
+	// DeliveredKubeconfigKey is the key of the kubeconfig in the delivered Secret.
+	DeliveredKubeconfigKey = "kubeconfig"
+	// DefaultPollInterval is how often a cluster being built or torn down is looked at again.
+	DefaultPollInterval = 10 * time.Second
+	// ConnectionKubeconfigKey is the key of the kubeconfig in ClusterV3's connection Secret.
+	ConnectionKubeconfigKey = "kubeconfig"
+	// NodePoolSoldOut is NodePoolV3 status.atProvider.status when OTC has no capacity for it.
+	NodePoolSoldOut = "SoldOut"
+	// The network the platform creates when the tenant gives none.
+	defaultVPCCIDR    = "192.168.0.0/16"
+	defaultSubnetCIDR = "192.168.0.0/24"
+)
+
+// Reconciler drives KubernetesClusters.
+type Reconciler struct {
+	// Workspaces serves every workspace bound to the platform.edgeconnect.eu export.
+	Workspaces *fleet.Provider
+	// Backend reads (uncached) and writes the backend.
+	Backend workspaces.Backend
+	// ConnectionSecretKey is the key of the kubeconfig in the cluster resource's connection Secret.
+	ConnectionSecretKey string
+	// PollInterval; DefaultPollInterval when zero.
+	PollInterval time.Duration
+}
+
+// SetupWithManager registers the controller; a ProviderConfig or MachineCapabilities changing
+// requeues the KubernetesClusters of its namespace that name it.
+func (r *Reconciler) SetupWithManager(mgr mcmanager.Manager) error {
+	if r.Workspaces == nil {
+		return errors.New("kubernetescluster controller needs the platform export's workspaces")
+	}
+	if r.PollInterval == 0 {
+		r.PollInterval = DefaultPollInterval
+	}
+	if r.ConnectionSecretKey == "" {
+		r.ConnectionSecretKey = ConnectionKubeconfigKey
+	}
+	return fleet.NewController(mgr, "kubernetescluster", r.Workspaces, &platformv1alpha1.KubernetesCluster{},
+		mccontroller.Options{Reconciler: r, MaxConcurrentReconciles: 8},
+		fleet.Watch{Object: &platformv1alpha1.ProviderConfig{}, Map: r.naming(func(kc *platformv1alpha1.KubernetesCluster) string {
+			if kc.Spec.ProviderRef.ConfigRef == nil {
+				return ""
+			}
+			return kc.Spec.ProviderRef.ConfigRef.Name
+		})},
+		fleet.Watch{Object: &platformv1alpha1.MachineCapabilities{}, Map: r.naming(func(kc *platformv1alpha1.KubernetesCluster) string {
+			return kc.Spec.MachineCapabilitiesRef.Name
+		})})
+}
+
+// naming maps an object to the KubernetesClusters of its namespace whose ref names it.
+func (r *Reconciler) naming(ref func(*platformv1alpha1.KubernetesCluster) string) fleet.MapFunc {
+	return func(obj client.Object) []types.NamespacedName {
+		ws, ok := r.Workspaces.Workspace(r.Workspaces.ClusterName(logicalClusterOf(obj)))
+		if !ok {
+			return nil
+		}
+		list := &platformv1alpha1.KubernetesClusterList{}
+		if err := ws.Client().List(context.Background(), list, client.InNamespace(obj.GetNamespace())); err != nil {
+			return nil
+		}
+		var out []types.NamespacedName
+		for i := range list.Items {
+			if ref(&list.Items[i]) == obj.GetName() {
+				out = append(out, types.NamespacedName{Namespace: obj.GetNamespace(), Name: list.Items[i].Name})
+			}
+		}
+		return out
+	}
+}
+
+// scope carries what one pass knows.
+type scope struct {
+	kc             *platformv1alpha1.KubernetesCluster
+	ws             fleet.Workspace
+	logicalCluster string
+	storeNamespace string
+	owner          string
+	base           string
+	// providerConfig is the OTC ProviderConfig's name on the backend (provider step).
+	providerConfig string
+	// flavor is the node flavor (flavor step).
+	flavor string
+}
+
+func (s *scope) name(suffix string) string { return s.base + "-" + suffix }
+
+// Reconcile implements mcreconcile.Reconciler.
+func (r *Reconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (ctrl.Result, error) {
+	ctx, _ = reconcile.RequestLogger(ctx, req, "KubernetesCluster")
+	ws, ok := r.Workspaces.Workspace(req.ClusterName)
+	if !ok {
+		return ctrl.Result{}, nil
+	}
+	kc := &platformv1alpha1.KubernetesCluster{}
+	if err := ws.Client().Get(ctx, req.NamespacedName, kc); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	s := &scope{
+		kc: kc, ws: ws, logicalCluster: ws.LogicalCluster,
+		storeNamespace: workspaces.Namespace(ws.LogicalCluster),
+		owner:          "KubernetesCluster " + kc.Namespace + "/" + kc.Name,
+		base:           "kc-" + workspaces.ObjectName(kc.Namespace, kc.Name, 40),
+	}
+	return reconcile.Pass[*scope]{
+		Client:    ws.Client(),
+		Object:    kc,
+		Scope:     s,
+		Finalizer: platformv1alpha1.KubernetesClusterFinalizer,
+		Normal: []reconcile.Step[*scope]{
+			{Name: "check the provider and its credentials", Condition: platformv1alpha1.CredentialsValidCondition, Run: r.provider},
+			{Name: "match a node flavor", Condition: platformv1alpha1.FlavorMatchedCondition, Run: r.matchFlavor},
+			{Name: "prepare the backend namespace", Run: r.backendNamespace},
+			{Name: "build the network", Condition: platformv1alpha1.NetworkReadyCondition, Run: r.network},
+			{Name: "build the cluster", Condition: platformv1alpha1.ClusterReadyCondition, Run: r.cluster},
+			{Name: "build the node pool", Condition: platformv1alpha1.NodePoolReadyCondition, Run: r.nodePool},
+			{Name: "deliver the kubeconfig", Condition: platformv1alpha1.KubeconfigDeliveredCondition, Run: r.kubeconfig},
+		},
+		Delete: []reconcile.Step[*scope]{
+			{Name: "delete the node pool", Condition: platformv1alpha1.NodePoolReadyCondition, Run: r.deleteOf(otc.NodePoolGVK, "pool")},
+			{Name: "delete the cluster", Condition: platformv1alpha1.ClusterReadyCondition, Run: r.deleteOf(otc.ClusterGVK, "cluster")},
+			{Name: "delete the subnet", Condition: platformv1alpha1.NetworkReadyCondition, Run: r.deleteOf(otc.SubnetGVK, "subnet")},
+			{Name: "delete the VPC", Condition: platformv1alpha1.NetworkReadyCondition, Run: r.deleteOf(otc.VPCGVK, "vpc")},
+			{Name: "remove the kubeconfig", Condition: platformv1alpha1.KubeconfigDeliveredCondition, Run: r.removeKubeconfig},
+		},
+		Recorder: ws.Recorder(ControllerName),
+		ReadyMessage: func(s *scope) string {
+			return fmt.Sprintf("Cluster ready with %d %s nodes; kubeconfig in Secret %s", s.kc.Spec.NodeCount, s.kc.Status.Flavor, s.kc.Status.KubeconfigSecret)
+		},
+		ReadyRequeue: func() time.Duration { return 10 * time.Minute },
+	}.Run(ctx)
+}
+
+// provider checks the provider type and waits for the ProviderConfig to be Ready.
+func (r *Reconciler) provider(ctx context.Context, s *scope) error {
+	kc := s.kc
+	if !strings.EqualFold(kc.Spec.ProviderRef.Type, ProviderOTC) {
+		return reconcile.Stalledf(platformv1alpha1.UnsupportedProviderReason,
+			"spec.providerRef.type %q is not a provider this platform implements; supported: %s", kc.Spec.ProviderRef.Type, ProviderOTC)
+	}
+	if kc.Spec.ProviderRef.ConfigRef == nil || kc.Spec.ProviderRef.ConfigRef.Name == "" {
+		return reconcile.Stalled(commonv1alpha1.InvalidSpecReason, "spec.providerRef.configRef.name must name a ProviderConfig in this namespace")
+	}
+	name := kc.Spec.ProviderRef.ConfigRef.Name
+	pc := &platformv1alpha1.ProviderConfig{}
+	if err := s.ws.Client().Get(ctx, client.ObjectKey{Namespace: kc.Namespace, Name: name}, pc); err != nil {
+		if apierrors.IsNotFound(err) {
+			return reconcile.Waiting(platformv1alpha1.ProviderConfigNotReadyReason, fmt.Sprintf("ProviderConfig %s/%s does not exist", kc.Namespace, name), 5*time.Minute)
+		}
+		return err
+	}
+	if !reconcile.IsTrue(pc, commonv1alpha1.ReadyCondition) {
+		msg := fmt.Sprintf("ProviderConfig %s/%s is not Ready", kc.Namespace, name)
+		if c := reconcile.GetCondition(pc, platformv1alpha1.CredentialsValidCondition); c != nil && c.Message != "" {
+			msg += ": " + c.Reason + ": " + c.Message
+		}
+		return reconcile.Waiting(platformv1alpha1.ProviderConfigNotReadyReason, reconcile.Truncate(msg), 5*time.Minute)
+	}
+	s.providerConfig = providerconfig.BackendName(kc.Namespace, name)
+	reconcile.MarkTrue(kc, platformv1alpha1.CredentialsValidCondition, commonv1alpha1.SucceededReason, fmt.Sprintf("ProviderConfig %s is Ready", name))
+	return nil
+}
+
+// matchFlavor picks the node flavor: spec.nodeFlavor, checked against the catalog, or the
+// catalog's best match of the MachineCapabilities.
+func (r *Reconciler) matchFlavor(ctx context.Context, s *scope) error {
+	kc := s.kc
+	catalog := &platformv1alpha1.ProviderMachineFlavorList{}
+	if err := s.ws.Client().List(ctx, catalog); err != nil {
+		return fmt.Errorf("failed to read the flavor catalog: %w", err)
+	}
+	if kc.Spec.NodeFlavor != "" {
+		f, err := flavors.Override(catalog.Items, kc.Spec.ProviderRef.Type, kc.Spec.NodeFlavor, kc.Spec.NodeAvailableZone)
+		if err != nil {
+			return reconcile.Waiting(platformv1alpha1.NoMatchingFlavorReason, "spec.nodeFlavor: "+err.Error(), 5*time.Minute)
+		}
+		s.flavor = f.Spec.Flavor
+		kc.Status.Flavor = s.flavor
+		reconcile.MarkTrue(kc, platformv1alpha1.FlavorMatchedCondition, commonv1alpha1.SucceededReason, "spec.nodeFlavor "+s.flavor+" is in the catalog")
+		return nil
+	}
+	mc := &platformv1alpha1.MachineCapabilities{}
+	name := kc.Spec.MachineCapabilitiesRef.Name
+	if err := s.ws.Client().Get(ctx, client.ObjectKey{Namespace: kc.Namespace, Name: name}, mc); err != nil {
+		if apierrors.IsNotFound(err) {
+			return reconcile.Waiting(platformv1alpha1.MachineCapabilitiesMissingReason, fmt.Sprintf("MachineCapabilities %s/%s does not exist", kc.Namespace, name), 5*time.Minute)
+		}
+		return err
+	}
+	res := flavors.Match(catalog.Items, flavors.Request{Provider: kc.Spec.ProviderRef.Type, Zone: kc.Spec.NodeAvailableZone, Capabilities: mc.Spec})
+	if res.Best == nil {
+		return reconcile.Waiting(platformv1alpha1.NoMatchingFlavorReason, res.Missing, 5*time.Minute)
+	}
+	s.flavor = res.Best.Spec.Flavor
+	kc.Status.Flavor = s.flavor
+	reconcile.MarkTrue(kc, platformv1alpha1.FlavorMatchedCondition, commonv1alpha1.SucceededReason,
+		fmt.Sprintf("%s (%s) is the smallest catalog flavor with what MachineCapabilities %s asks", s.flavor, res.Best.Name, name))
+	return nil
+}
+
+// backendNamespace makes kcp-<fp> exist and belong to this workspace.
+func (r *Reconciler) backendNamespace(ctx context.Context, s *scope) error {
+	err := r.Backend.EnsureNamespaces(ctx, s.logicalCluster, workspaces.NamespaceClaim{Name: s.storeNamespace})
+	if workspaces.IsCollision(err) {
+		return reconcile.Stalled(commonv1alpha1.FingerprintCollisionReason, err.Error())
+	}
+	return err
+}
+
+func (s *scope) object(suffix string) otc.Object {
+	return otc.Object{Name: s.name(suffix), Namespace: s.storeNamespace, Labels: map[string]string{
+		workspaces.FingerprintLabel:               workspaces.Fingerprint(s.logicalCluster),
+		"platform.edgeconnect.eu/owner-kind":      "KubernetesCluster",
+		"platform.edgeconnect.eu/owner-namespace": s.kc.Namespace,
+		"platform.edgeconnect.eu/owner-name":      workspaces.ShortName(s.kc.Name, 63),
+	}}
+}
+
+// apply writes a managed resource this KubernetesCluster owns and returns it as stored.
+func (r *Reconciler) apply(ctx context.Context, s *scope, u *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	cur := &unstructured.Unstructured{}
+	cur.SetGroupVersionKind(u.GroupVersionKind())
+	err := r.Backend.Client.Get(ctx, client.ObjectKeyFromObject(u), cur)
+	switch {
+	case err == nil && !workspaces.OwnedBy(cur, s.logicalCluster, s.owner):
+		return nil, reconcile.Stalledf(commonv1alpha1.NameConflictReason, "%s %s/%s on the backend belongs to %s", u.GetKind(), u.GetNamespace(), u.GetName(), cur.GetAnnotations()[workspaces.OwnerAnnotation])
+	case err != nil && !apierrors.IsNotFound(err):
+		return nil, err
+	}
+	u.SetAnnotations(map[string]string{workspaces.LogicalClusterAnnotation: s.logicalCluster, workspaces.OwnerAnnotation: s.owner})
+	if err := providerconfig.Apply(ctx, r.Backend.Client, u); err != nil {
+		return nil, fmt.Errorf("failed to write %s %s/%s: %w", u.GetKind(), u.GetNamespace(), u.GetName(), err)
+	}
+	return u, nil
+}
+
+// mirror reads a managed resource's Synced and Ready conditions (crossplane-runtime's) and says
+// whether it is ready, and if not, what it shows.
+func mirror(u *unstructured.Unstructured) (ready bool, reason, message string) {
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	get := func(typ string) (status, reason, msg string) {
+		for _, c := range conds {
+			m, ok := c.(map[string]any)
+			if ok && m["type"] == typ {
+				status, _ = m["status"].(string)
+				reason, _ = m["reason"].(string)
+				msg, _ = m["message"].(string)
+			}
+		}
+		return
+	}
+	ss, sr, sm := get("Synced")
+	rs, rr, rm := get("Ready")
+	what := fmt.Sprintf("%s %s", u.GetKind(), u.GetName())
+	switch {
+	case ss == "False":
+		return false, orDefault(sr, "NotSynced"), fmt.Sprintf("%s is not Synced (%s): %s", what, sr, sm)
+	case rs == "True" && ss == "True":
+		return true, "", ""
+	case rs == "":
+		return false, platformv1alpha1.CreatingReason, what + " has no Ready condition yet"
+	default:
+		return false, orDefault(rr, platformv1alpha1.CreatingReason), strings.TrimSuffix(fmt.Sprintf("%s is not Ready (%s): %s", what, rr, rm), ": ")
+	}
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// network makes the VPC and subnet the tenant did not give, and waits until they are Ready.
+func (r *Reconciler) network(ctx context.Context, s *scope) error {
+	kc := s.kc
+	if kc.Spec.VpcID != "" && kc.Spec.SubnetID != "" {
+		reconcile.MarkTrue(kc, platformv1alpha1.NetworkReadyCondition, commonv1alpha1.SucceededReason, "Using the tenant's VPC "+kc.Spec.VpcID+" and subnet "+kc.Spec.SubnetID)
+		return nil
+	}
+	s.setPhase(platformv1alpha1.KubernetesClusterPhaseProvisioning)
+	var built []*unstructured.Unstructured
+	if kc.Spec.VpcID == "" {
+		vpc, err := r.apply(ctx, s, otc.VPC(otc.VPCParams{Object: s.object("vpc"), ProviderConfigName: s.providerConfig, CIDR: defaultVPCCIDR, Region: kc.Spec.Region}))
+		if err != nil {
+			return err
+		}
+		built = append(built, vpc)
+	}
+	gw, err := otc.GatewayIP(defaultSubnetCIDR)
+	if err != nil {
+		return err
+	}
+	subnet, err := r.apply(ctx, s, otc.Subnet(otc.SubnetParams{Object: s.object("subnet"), ProviderConfigName: s.providerConfig,
+		CIDR: defaultSubnetCIDR, GatewayIP: gw, VPCID: kc.Spec.VpcID, VPCName: s.name("vpc"), Region: kc.Spec.Region}))
+	if err != nil {
+		return err
+	}
+	built = append(built, subnet)
+	for _, u := range built {
+		if ready, reason, msg := mirror(u); !ready {
+			return reconcile.Waiting(reason, msg, r.PollInterval)
+		}
+	}
+	reconcile.MarkTrue(kc, platformv1alpha1.NetworkReadyCondition, commonv1alpha1.SucceededReason, "VPC and subnet are Ready")
+	return nil
+}
+
+// cluster makes the ClusterV3 and waits until it is Synced and Ready.
+func (r *Reconciler) cluster(ctx context.Context, s *scope) error {
+	kc := s.kc
+	s.setPhase(platformv1alpha1.KubernetesClusterPhaseProvisioning)
+	p := otc.ClusterParams{Object: s.object("cluster"), ProviderConfigName: s.providerConfig, Region: kc.Spec.Region,
+		KubernetesVersion: kc.Spec.Kubernetes.Version, AvailabilityZone: kc.Spec.AvailableZone, ConnectionSecretName: s.name("conn")}
+	if kc.Spec.VpcID != "" {
+		p.VPCID = kc.Spec.VpcID
+	} else {
+		p.VPCName = s.name("vpc")
+	}
+	if kc.Spec.SubnetID != "" {
+		p.SubnetID = kc.Spec.SubnetID
+	} else {
+		p.SubnetName = s.name("subnet")
+	}
+	u, err := r.apply(ctx, s, otc.Cluster(p))
+	if err != nil {
+		return err
+	}
+	if ready, reason, msg := mirror(u); !ready {
+		return reconcile.Waiting(reason, msg, r.PollInterval)
+	}
+	reconcile.MarkTrue(kc, platformv1alpha1.ClusterReadyCondition, commonv1alpha1.SucceededReason, "ClusterV3 "+u.GetName()+" is Synced and Ready")
+	return nil
+}
+
+// nodePool makes the NodePoolV3 with the cluster's id and the key pair written literally, and
+// waits until it is Synced and Ready; a sold-out pool says so, with what to change.
+func (r *Reconciler) nodePool(ctx context.Context, s *scope) error {
+	kc := s.kc
+	cl := &unstructured.Unstructured{}
+	cl.SetGroupVersionKind(otc.ClusterGVK)
+	if err := r.Backend.Client.Get(ctx, client.ObjectKey{Namespace: s.storeNamespace, Name: s.name("cluster")}, cl); err != nil {
+		return err
+	}
+	id, ok := otc.AtProviderID(cl)
+	if !ok {
+		return reconcile.Waiting(platformv1alpha1.CreatingReason, "Waiting for the cluster's id", r.PollInterval)
+	}
+	u, err := r.apply(ctx, s, otc.NodePool(otc.NodePoolParams{Object: s.object("pool"), ProviderConfigName: s.providerConfig,
+		ClusterID: id, Flavor: s.flavor, NodeCount: kc.Spec.NodeCount, AvailabilityZone: kc.Spec.NodeAvailableZone,
+		KeyPair: kc.Spec.KeyPair, DiskSize: kc.Spec.NodeDiskSize}))
+	if err != nil {
+		return err
+	}
+	if st, _, _ := unstructured.NestedString(u.Object, "status", "atProvider", "status"); strings.EqualFold(st, NodePoolSoldOut) {
+		return reconcile.Waiting(platformv1alpha1.SoldOutReason, fmt.Sprintf(
+			"OTC has no capacity for flavor %s in zone %s (node pool SoldOut): set spec.nodeAvailableZone: random to let OTC pick a zone with capacity, or pick another spec.nodeFlavor and/or a lower spec.nodeCount",
+			s.flavor, orDefault(kc.Spec.NodeAvailableZone, otc.DefaultNodeAvailabilityZone)), r.PollInterval)
+	}
+	if ready, reason, msg := mirror(u); !ready {
+		return reconcile.Waiting(reason, msg, r.PollInterval)
+	}
+	reconcile.MarkTrue(kc, platformv1alpha1.NodePoolReadyCondition, commonv1alpha1.SucceededReason,
+		fmt.Sprintf("NodePoolV3 %s (%d × %s) is Synced and Ready", u.GetName(), kc.Spec.NodeCount, s.flavor))
+	return nil
+}
+
+// kubeconfig delivers the cluster's kubeconfig from its connection Secret.
+func (r *Reconciler) kubeconfig(ctx context.Context, s *scope) error {
+	kc := s.kc
+	conn := &corev1.Secret{}
+	err := r.Backend.Reader.Get(ctx, client.ObjectKey{Namespace: s.storeNamespace, Name: s.name("conn")}, conn)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	raw := conn.Data[r.ConnectionSecretKey]
+	if len(raw) == 0 {
+		return reconcile.Waiting(commonv1alpha1.WaitingReason, fmt.Sprintf("Waiting for Crossplane to write the cluster's connection Secret %s (key %s)", s.name("conn"), r.ConnectionSecretKey), r.PollInterval)
+	}
+	name := kc.Name + "-kubeconfig"
+	err = syncer.Deliver(ctx, s.ws.Direct(), kc, platformv1alpha1.GroupVersion.WithKind("KubernetesCluster"), name,
+		map[string]string{commonv1alpha1.ManagedByLabel: ControllerName}, map[string][]byte{DeliveredKubeconfigKey: raw})
+	var conflict *syncer.DeliveryConflictError
+	if errors.As(err, &conflict) {
+		return reconcile.Stalled(commonv1alpha1.NameConflictReason, conflict.Error())
+	}
+	if err != nil {
+		return err
+	}
+	kc.Status.KubeconfigSecret = name
+	reconcile.MarkTrue(kc, platformv1alpha1.KubeconfigDeliveredCondition, commonv1alpha1.SucceededReason, fmt.Sprintf("Kubeconfig delivered in Secret %s (key %q)", name, DeliveredKubeconfigKey))
+	return nil
+}
+
+func (s *scope) setPhase(p platformv1alpha1.KubernetesClusterPhase) {
+	if s.kc.Status.Phase != platformv1alpha1.KubernetesClusterPhaseReady {
+		s.kc.Status.Phase = p
+	}
+}
+
+// deleteOf deletes this KubernetesCluster's managed resource of kind gvk and waits until it is
+// gone, so the next one is deleted only then.
+func (r *Reconciler) deleteOf(gvk schema.GroupVersionKind, suffix string) func(context.Context, *scope) error {
+	return func(ctx context.Context, s *scope) error {
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(gvk)
+		err := r.Backend.Client.Get(ctx, client.ObjectKey{Namespace: s.storeNamespace, Name: s.name(suffix)}, u)
+		switch {
+		case apierrors.IsNotFound(err) || meta404(err):
+			return nil
+		case err != nil:
+			return err
+		case !workspaces.OwnedBy(u, s.logicalCluster, s.owner):
+			return nil
+		}
+		if u.GetDeletionTimestamp() == nil {
+			if err := r.Backend.Client.Delete(ctx, u); client.IgnoreNotFound(err) != nil {
+				return err
+			}
+		}
+		return reconcile.Waiting(commonv1alpha1.DeletingReason, fmt.Sprintf("Waiting for %s %s to be deleted", gvk.Kind, u.GetName()), r.PollInterval)
+	}
+}
+
+// meta404 reports an error saying the kind is not served (Crossplane's CRDs absent): nothing of
+// it can exist.
+func meta404(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "no matches for kind")
+}
+
+// removeKubeconfig removes the delivered kubeconfig.
+func (r *Reconciler) removeKubeconfig(ctx context.Context, s *scope) error {
+	return syncer.Undeliver(ctx, s.ws.Direct(), s.kc, s.kc.Name+"-kubeconfig")
+}
+
+// logicalClusterOf is the logical cluster of an object read through the export's virtual
+// workspace.
+func logicalClusterOf(obj client.Object) string {
+	return obj.GetAnnotations()["kcp.io/cluster"]
+}

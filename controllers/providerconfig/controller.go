@@ -1,0 +1,218 @@
+// Package providerconfig is the ProviderConfig reconciler (seed 004): it reads the tenant's
+// provider credentials from a Secret in the ProviderConfig's own namespace, checks their shape
+// (internal/otc: the seed's key=value password form and its AK/SK JSON form), and gives Crossplane
+// what it needs in the workspace's backend namespace kcp-<fp>: the credentials, normalized to the
+// JSON object the OTC provider reads, and the provider's namespaced ProviderConfig pointing at
+// them. KubernetesClusters name the ProviderConfig and wait until it is Ready.
+//
+// Watches: ProviderConfigs of every workspace bound to the platform.edgeconnect.eu export. Owns: on
+// the backend, the credentials Secret and the OTC ProviderConfig (both labelled with the
+// workspace's fingerprint and annotated with the owner). Credentials are never logged, put in
+// status, events or errors.
+package providerconfig
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	mccontroller "sigs.k8s.io/multicluster-runtime/pkg/controller"
+	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
+	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
+
+	commonv1alpha1 "github.com/kubeopera/kubeopera/apis/common/v1alpha1"
+	platformv1alpha1 "github.com/kubeopera/kubeopera/apis/platform/v1alpha1"
+	"github.com/kubeopera/kubeopera/internal/crossplane/otc"
+	"github.com/kubeopera/kubeopera/internal/fleet"
+	iotc "github.com/kubeopera/kubeopera/internal/otc"
+	"github.com/kubeopera/kubeopera/internal/reconcile"
+	"github.com/kubeopera/kubeopera/syncer"
+	"github.com/kubeopera/kubeopera/workspaces"
+)
+
+const (
+	// ControllerName names the controller, its field owner and its event reporter.
+	ControllerName = "providerconfig-controller"
+	// Finalizer is set on every ProviderConfig so its backend objects go with it.
+	Finalizer = "platform.edgeconnect.eu/providerconfig"
+	// InvalidCredentialsReason: the credentials Secret does not hold well-formed credentials.
+	InvalidCredentialsReason = "InvalidCredentials"
+	// recheck is how soon credentials that are missing or malformed are read again: the fix is in
+	// a Secret, which is not watched.
+	recheck = 30 * time.Second
+	// ownerKindLabel, ownerNamespaceLabel and ownerNameLabel name the workspace object a backend
+	// object was made for.
+	ownerKindLabel      = "platform.edgeconnect.eu/owner-kind"
+	ownerNamespaceLabel = "platform.edgeconnect.eu/owner-namespace"
+	ownerNameLabel      = "platform.edgeconnect.eu/owner-name"
+)
+
+// BackendName is the name of a ProviderConfig's objects on the backend (its OTC ProviderConfig,
+// and with "-credentials" its credentials Secret): derived from its namespace and name, never
+// colliding within the workspace's backend namespace.
+func BackendName(namespace, name string) string {
+	return "pc-" + workspaces.ObjectName(namespace, name, 40)
+}
+
+// Reconciler drives ProviderConfigs.
+type Reconciler struct {
+	// Workspaces serves every workspace bound to the platform.edgeconnect.eu export.
+	Workspaces *fleet.Provider
+	// Backend reads (uncached) and writes backend namespaces and objects.
+	Backend workspaces.Backend
+}
+
+// SetupWithManager registers the controller.
+func (r *Reconciler) SetupWithManager(mgr mcmanager.Manager) error {
+	if r.Workspaces == nil {
+		return errors.New("providerconfig controller needs the platform export's workspaces")
+	}
+	return fleet.NewController(mgr, "providerconfig", r.Workspaces, &platformv1alpha1.ProviderConfig{},
+		mccontroller.Options{Reconciler: r, MaxConcurrentReconciles: 4})
+}
+
+type scope struct {
+	pc             *platformv1alpha1.ProviderConfig
+	ws             fleet.Workspace
+	logicalCluster string
+	storeNamespace string
+	owner          string
+	name           string
+}
+
+// Reconcile implements mcreconcile.Reconciler.
+func (r *Reconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (ctrl.Result, error) {
+	ctx, _ = reconcile.RequestLogger(ctx, req, "ProviderConfig")
+	ws, ok := r.Workspaces.Workspace(req.ClusterName)
+	if !ok {
+		return ctrl.Result{}, nil
+	}
+	pc := &platformv1alpha1.ProviderConfig{}
+	if err := ws.Client().Get(ctx, req.NamespacedName, pc); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	s := &scope{
+		pc: pc, ws: ws, logicalCluster: ws.LogicalCluster,
+		storeNamespace: workspaces.Namespace(ws.LogicalCluster),
+		owner:          "ProviderConfig " + pc.Namespace + "/" + pc.Name,
+		name:           BackendName(pc.Namespace, pc.Name),
+	}
+	return reconcile.Pass[*scope]{
+		Client:    ws.Client(),
+		Object:    pc,
+		Scope:     s,
+		Finalizer: Finalizer,
+		Normal: []reconcile.Step[*scope]{
+			{Name: "check the credentials", Condition: platformv1alpha1.CredentialsValidCondition, Run: r.credentials},
+		},
+		Delete:   []reconcile.Step[*scope]{{Name: "remove the backend objects", Run: r.remove}},
+		Recorder: ws.Recorder(ControllerName),
+		ReadyMessage: func(s *scope) string {
+			return "Credentials are well-formed and handed to Crossplane in the workspace's backend namespace"
+		},
+		ReadyRequeue: func() time.Duration { return 10 * time.Minute },
+	}.Run(ctx)
+}
+
+// credentials reads, checks and hands over the credentials.
+func (r *Reconciler) credentials(ctx context.Context, s *scope) error {
+	ref := s.pc.Spec.Credentials.SecretRef
+	if s.pc.Spec.Credentials.Source != platformv1alpha1.CredentialsSourceSecret || ref == nil {
+		return reconcile.Stalled(commonv1alpha1.InvalidSpecReason, "spec.credentials must name a Secret (source: Secret, secretRef)")
+	}
+	if ref.Namespace != "" && ref.Namespace != s.pc.Namespace {
+		// Admission refuses this (the platform workspace's policy); an object from before it is
+		// refused here, and no Secret of another namespace is ever read.
+		return reconcile.Stalledf(commonv1alpha1.InvalidSpecReason, "spec.credentials.secretRef.namespace must be empty or %s: credentials are read from the ProviderConfig's own namespace only", s.pc.Namespace)
+	}
+	src, err := syncer.ReadReferencedSecret(ctx, s.ws.Direct(), s.pc, ref.Name)
+	if err != nil {
+		var missing *syncer.MissingSecretError
+		var unshared *syncer.UnsharedSecretError
+		if errors.As(err, &missing) || errors.As(err, &unshared) {
+			return reconcile.Waiting(commonv1alpha1.CredentialsMissingReason, err.Error(), recheck)
+		}
+		return err
+	}
+	raw, ok := src.Data[ref.Key]
+	if !ok {
+		return reconcile.Waiting(commonv1alpha1.CredentialsMissingReason, fmt.Sprintf("secret %s/%s has no key %q", src.Namespace, src.Name, ref.Key), recheck)
+	}
+	creds, err := iotc.ParseCredentials(raw)
+	if err != nil {
+		return reconcile.Waiting(InvalidCredentialsReason, fmt.Sprintf("secret %s/%s key %q: %v", src.Namespace, src.Name, ref.Key, err), recheck)
+	}
+	data, err := creds.ProviderSecretData()
+	if err != nil {
+		return reconcile.Waiting(InvalidCredentialsReason, fmt.Sprintf("secret %s/%s key %q: %v", src.Namespace, src.Name, ref.Key, err), recheck)
+	}
+	if err := r.Backend.EnsureNamespaces(ctx, s.logicalCluster, workspaces.NamespaceClaim{Name: s.storeNamespace}); err != nil {
+		if workspaces.IsCollision(err) {
+			return reconcile.Stalled(commonv1alpha1.FingerprintCollisionReason, err.Error())
+		}
+		return err
+	}
+	stored := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: s.storeNamespace, Name: s.name + "-credentials", Labels: s.labels(), Annotations: s.annotations()},
+		Type:       corev1.SecretTypeOpaque,
+		Data:       map[string][]byte{otc.DefaultCredentialsKey: data},
+	}
+	if err := syncer.Store(ctx, r.Backend.Reader, r.Backend.Client, stored, func(cur *corev1.Secret) error {
+		if !workspaces.OwnedBy(cur, s.logicalCluster, s.owner) {
+			return reconcile.Stalledf(commonv1alpha1.NameConflictReason, "backend Secret %s/%s belongs to %s", cur.Namespace, cur.Name, cur.Annotations[workspaces.OwnerAnnotation])
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	pc := otc.ProviderConfig(otc.ProviderConfigParams{
+		Object:     otc.Object{Name: s.name, Namespace: s.storeNamespace, Labels: s.labels()},
+		SecretName: stored.Name,
+	})
+	pc.SetAnnotations(s.annotations())
+	if err := Apply(ctx, r.Backend.Client, pc); err != nil {
+		return fmt.Errorf("failed to write the OTC ProviderConfig %s/%s: %w", s.storeNamespace, s.name, err)
+	}
+	reconcile.MarkTrue(s.pc, platformv1alpha1.CredentialsValidCondition, commonv1alpha1.SucceededReason,
+		fmt.Sprintf("Well-formed %s credentials for %s (region %s); Crossplane uses them as ProviderConfig %s", creds.Mode, creds.AuthURL, creds.Region, s.name))
+	return nil
+}
+
+// Apply server-side applies a backend object the controllers own.
+func Apply(ctx context.Context, c client.Client, u *unstructured.Unstructured) error {
+	return c.Patch(ctx, u, client.Apply, client.FieldOwner(ControllerName), client.ForceOwnership) //nolint:staticcheck // unstructured objects have no apply configuration
+}
+
+// remove deletes the backend objects when they are this ProviderConfig's.
+func (r *Reconciler) remove(ctx context.Context, s *scope) error {
+	pc := otc.ProviderConfig(otc.ProviderConfigParams{Object: otc.Object{Name: s.name, Namespace: s.storeNamespace}})
+	if err := r.Backend.Client.Get(ctx, client.ObjectKeyFromObject(pc), pc); err == nil && workspaces.OwnedBy(pc, s.logicalCluster, s.owner) {
+		if err := client.IgnoreNotFound(r.Backend.Client.Delete(ctx, pc)); err != nil {
+			return err
+		}
+	} else if client.IgnoreNotFound(err) != nil {
+		return err
+	}
+	return syncer.DeleteIf(ctx, r.Backend.Reader, r.Backend.Client, client.ObjectKey{Namespace: s.storeNamespace, Name: s.name + "-credentials"}, func(cur *corev1.Secret) bool {
+		return workspaces.OwnedBy(cur, s.logicalCluster, s.owner)
+	})
+}
+
+func (s *scope) labels() map[string]string {
+	return map[string]string{
+		workspaces.FingerprintLabel: workspaces.Fingerprint(s.logicalCluster),
+		ownerKindLabel:              "ProviderConfig",
+		ownerNamespaceLabel:         s.pc.Namespace,
+		ownerNameLabel:              workspaces.ShortName(s.pc.Name, 63),
+	}
+}
+
+func (s *scope) annotations() map[string]string {
+	return map[string]string{workspaces.LogicalClusterAnnotation: s.logicalCluster, workspaces.OwnerAnnotation: s.owner}
+}
