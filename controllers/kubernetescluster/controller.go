@@ -282,12 +282,51 @@ func (r *Reconciler) apply(ctx context.Context, s *scope, u *unstructured.Unstru
 		return nil, reconcile.Stalledf(commonv1alpha1.NameConflictReason, "%s %s/%s on the backend belongs to %s", u.GetKind(), u.GetNamespace(), u.GetName(), cur.GetAnnotations()[workspaces.OwnerAnnotation])
 	case err != nil && !apierrors.IsNotFound(err):
 		return nil, err
+	case err == nil && contains(cur.Object["spec"], u.Object["spec"]) && contains(cur.Object["metadata"].(map[string]any)["labels"], u.Object["metadata"].(map[string]any)["labels"]):
+		// Already as wanted: no write (each pass stays cheap, and Crossplane's own writes to the
+		// object do not race ours).
+		return cur, nil
 	}
 	u.SetAnnotations(map[string]string{workspaces.LogicalClusterAnnotation: s.logicalCluster, workspaces.OwnerAnnotation: s.owner})
 	if err := providerconfig.Apply(ctx, r.Backend.Client, u); err != nil {
 		return nil, fmt.Errorf("failed to write %s %s/%s: %w", u.GetKind(), u.GetNamespace(), u.GetName(), err)
 	}
 	return u, nil
+}
+
+// contains reports whether have holds everything of want (maps: every key of want, recursively;
+// lists: the same length, element by element; values: equal as printed, so an int64 written and a
+// number read back compare equal). Fields others added (resolved references, defaults) are
+// ignored.
+func contains(have, want any) bool {
+	switch w := want.(type) {
+	case map[string]any:
+		h, ok := have.(map[string]any)
+		if !ok {
+			return false
+		}
+		for k, v := range w {
+			if !contains(h[k], v) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		h, ok := have.([]any)
+		if !ok || len(h) != len(w) {
+			return false
+		}
+		for i := range w {
+			if !contains(h[i], w[i]) {
+				return false
+			}
+		}
+		return true
+	case nil:
+		return true
+	default:
+		return fmt.Sprint(have) == fmt.Sprint(want)
+	}
 }
 
 // mirror reads a managed resource's Synced and Ready conditions (crossplane-runtime's) and says
@@ -421,7 +460,9 @@ func (r *Reconciler) nodePool(ctx context.Context, s *scope) error {
 	return nil
 }
 
-// kubeconfig delivers the cluster's kubeconfig from its connection Secret.
+// kubeconfig delivers the cluster's kubeconfig: from its connection Secret when that holds one
+// (key ConnectionSecretKey), otherwise built from the certificates the ClusterV3 observes (the
+// OTC provider publishes no connection details for CCE clusters: see otc.Kubeconfig).
 func (r *Reconciler) kubeconfig(ctx context.Context, s *scope) error {
 	kc := s.kc
 	conn := &corev1.Secret{}
@@ -431,7 +472,19 @@ func (r *Reconciler) kubeconfig(ctx context.Context, s *scope) error {
 	}
 	raw := conn.Data[r.ConnectionSecretKey]
 	if len(raw) == 0 {
-		return reconcile.Waiting(commonv1alpha1.WaitingReason, fmt.Sprintf("Waiting for Crossplane to write the cluster's connection Secret %s (key %s)", s.name("conn"), r.ConnectionSecretKey), r.PollInterval)
+		cl := &unstructured.Unstructured{}
+		cl.SetGroupVersionKind(otc.ClusterGVK)
+		if err := r.Backend.Client.Get(ctx, client.ObjectKey{Namespace: s.storeNamespace, Name: s.name("cluster")}, cl); err != nil {
+			return err
+		}
+		built, ok, err := otc.Kubeconfig(cl)
+		if err != nil {
+			return reconcile.Waiting(commonv1alpha1.WaitingReason, "The cluster's observed certificates cannot make a kubeconfig: "+err.Error(), r.PollInterval)
+		}
+		if !ok {
+			return reconcile.Waiting(commonv1alpha1.WaitingReason, fmt.Sprintf("Waiting for ClusterV3 %s to observe its certificates", cl.GetName()), r.PollInterval)
+		}
+		raw = built
 	}
 	name := kc.Name + "-kubeconfig"
 	err = syncer.Deliver(ctx, s.ws.Direct(), kc, platformv1alpha1.GroupVersion.WithKind("KubernetesCluster"), name,

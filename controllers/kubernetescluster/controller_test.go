@@ -1,0 +1,333 @@
+package kubernetescluster_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	platformv1alpha1 "github.com/kubeopera/kubeopera/apis/platform/v1alpha1"
+	"github.com/kubeopera/kubeopera/controllers/catalog"
+	"github.com/kubeopera/kubeopera/controllers/kubernetescluster"
+	"github.com/kubeopera/kubeopera/controllers/providerconfig"
+	"github.com/kubeopera/kubeopera/internal/crossplane/otc"
+	imanager "github.com/kubeopera/kubeopera/internal/manager"
+	"github.com/kubeopera/kubeopera/internal/manifests"
+	"github.com/kubeopera/kubeopera/internal/reconcile"
+	"github.com/kubeopera/kubeopera/syncer"
+	"github.com/kubeopera/kubeopera/test/framework"
+	"github.com/kubeopera/kubeopera/test/framework/actors"
+	"github.com/kubeopera/kubeopera/test/framework/fleettest"
+	"github.com/kubeopera/kubeopera/workspaces"
+)
+
+// This suite runs the catalog, ProviderConfig and KubernetesCluster controllers in process as the
+// manager does (test/framework/fleettest), on real kcp with two tenant workspaces and a real
+// backend carrying the OTC provider's CRDs (test/fixtures/crossplane/otc, trimmed from the real
+// schemas). actors.CrossplaneOTC plays Crossplane and the OTC API.
+
+const akskCredentials = `{"access_key":"AKEXAMPLE0123456789","secret_key":"sk-do-not-leak-0123456789abcdef","auth_url":"https://iam.eu-de.otc.t-systems.com/v3","region":"eu-de"}`
+
+const passwordCredentials = `auth_url=https://iam.eu-de.otc.t-systems.com/v3
+user_name=demo-user
+password=pw-do-not-leak-0123
+domain_name=OTC-EU-DE-000000000010000
+tenant_name=eu-de
+`
+
+type suite struct {
+	h   *fleettest.Harness
+	xp  *actors.CrossplaneOTC
+	ctx context.Context
+}
+
+func setup(t *testing.T) *suite {
+	t.Helper()
+	h := fleettest.StartExport(t, imanager.PlatformProvider, "platform.edgeconnect.eu", "acme", "globex")
+	ctx := t.Context()
+	if _, err := envtest.InstallCRDs(h.BackendAdmin, envtest.CRDInstallOptions{Paths: []string{filepath.Join(framework.RepoRoot(), "test", "fixtures", "crossplane", "otc")}}); err != nil {
+		t.Fatal(err)
+	}
+	// The platform admin's catalog: the sample OTC catalog make run loads.
+	admin, err := client.New(workspaces.ClusterConfig(h.KCP.Config, workspaces.PlatformWorkspace), client.Options{Scheme: imanager.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(filepath.Join(framework.RepoRoot(), "config", "samples", "otc-flavors.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := manifests.Decode(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range objs {
+		framework.Eventually(t, time.Minute, "catalog flavor "+o.GetName(), func() (bool, string) {
+			err := admin.Create(ctx, o.DeepCopy())
+			return err == nil || apierrors.IsAlreadyExists(err), fmt.Sprint(err)
+		})
+	}
+	cat, err := cache.New(h.PlatformKCP, cache.Options{Scheme: imanager.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Manager.GetLocalManager().Add(cat); err != nil {
+		t.Fatal(err)
+	}
+	if err := (&catalog.Reconciler{Workspaces: h.Fleet, Catalog: cat}).SetupWithManager(ctx, h.Manager); err != nil {
+		t.Fatal(err)
+	}
+	if err := (&providerconfig.Reconciler{Workspaces: h.Fleet, Backend: h.BackendStore()}).SetupWithManager(h.Manager); err != nil {
+		t.Fatal(err)
+	}
+	if err := (&kubernetescluster.Reconciler{Workspaces: h.Fleet, Backend: h.BackendStore(), PollInterval: 300 * time.Millisecond}).SetupWithManager(h.Manager); err != nil {
+		t.Fatal(err)
+	}
+	h.Run(t)
+	xp := &actors.CrossplaneOTC{Backend: h.BackendAdmin, ReadyAfter: 500 * time.Millisecond,
+		SoldOut: func(namespace, name string) bool { return strings.Contains(name, "-sold-") }}
+	actx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = xp.Run(actx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return &suite{h: h, xp: xp, ctx: ctx}
+}
+
+// demo applies the seed's demo objects in namespace default of a workspace.
+func (s *suite) demo(t *testing.T, ws, credentials, capsName string, caps platformv1alpha1.Capabilities, kc *platformv1alpha1.KubernetesCluster) {
+	t.Helper()
+	c := s.h.WS[ws]
+	objs := []client.Object{
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "otc-creds-" + kc.Name, Labels: map[string]string{syncer.AccessLabel: syncer.AccessLabelValue}},
+			Data: map[string][]byte{"credentials": []byte(credentials)}},
+		&platformv1alpha1.ProviderConfig{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "provider-" + kc.Name},
+			Spec: platformv1alpha1.ProviderConfigSpec{Credentials: platformv1alpha1.ProviderCredentials{Source: platformv1alpha1.CredentialsSourceSecret,
+				SecretRef: &platformv1alpha1.SecretKeySelector{Name: "otc-creds-" + kc.Name, Key: "credentials"}}}},
+		&platformv1alpha1.MachineCapabilities{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: capsName}, Spec: caps},
+	}
+	kc.Namespace = "default"
+	kc.Spec.ProviderRef = platformv1alpha1.ProviderRef{Type: "OTC", ConfigRef: &platformv1alpha1.LocalObjectReference{Name: "provider-" + kc.Name}}
+	kc.Spec.MachineCapabilitiesRef = platformv1alpha1.LocalObjectReference{Name: capsName}
+	if kc.Spec.NodeCount == 0 {
+		kc.Spec.NodeCount = 3
+	}
+	kc.Spec.NodeDiskSize = ptr.To(resource.MustParse("100Gi"))
+	kc.Spec.Kubernetes.Version = "1.28.0"
+	kc.Spec.NodeAvailableZone = "random"
+	objs = append(objs, kc)
+	for _, o := range objs {
+		if err := c.Create(s.ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatalf("create %T %s: %v", o, o.GetName(), err)
+		}
+	}
+}
+
+func (s *suite) get(t *testing.T, ws, name string) *platformv1alpha1.KubernetesCluster {
+	t.Helper()
+	kc := &platformv1alpha1.KubernetesCluster{}
+	if err := s.h.WS[ws].Get(s.ctx, client.ObjectKey{Namespace: "default", Name: name}, kc); err != nil {
+		t.Fatal(err)
+	}
+	return kc
+}
+
+func describe(kc *platformv1alpha1.KubernetesCluster) string {
+	var conds []string
+	for _, c := range kc.Status.Conditions {
+		conds = append(conds, fmt.Sprintf("%s=%s/%s(%s)", c.Type, c.Status, c.Reason, c.Message))
+	}
+	return fmt.Sprintf("phase %q conditions %v", kc.Status.Phase, conds)
+}
+
+func (s *suite) waitReady(t *testing.T, ws, name string) *platformv1alpha1.KubernetesCluster {
+	t.Helper()
+	var kc *platformv1alpha1.KubernetesCluster
+	framework.Eventually(t, 2*time.Minute, "KubernetesCluster "+ws+"/"+name+" Ready", func() (bool, string) {
+		kc = s.get(t, ws, name)
+		return kc.Status.Phase == platformv1alpha1.KubernetesClusterPhaseReady, describe(kc)
+	})
+	return kc
+}
+
+func (s *suite) waitCondition(t *testing.T, ws, name, typ, reason, msgPart string) *platformv1alpha1.KubernetesCluster {
+	t.Helper()
+	var kc *platformv1alpha1.KubernetesCluster
+	framework.Eventually(t, 2*time.Minute, fmt.Sprintf("%s %s/%s", typ, ws, name), func() (bool, string) {
+		kc = s.get(t, ws, name)
+		c := reconcile.GetCondition(kc, typ)
+		return c != nil && c.Reason == reason && strings.Contains(c.Message, msgPart), describe(kc)
+	})
+	return kc
+}
+
+func (s *suite) backendObject(t *testing.T, ws string, gvkKind string, name string) *unstructured.Unstructured {
+	t.Helper()
+	u := &unstructured.Unstructured{}
+	switch gvkKind {
+	case "VpcV1":
+		u.SetGroupVersionKind(otc.VPCGVK)
+	case "SubnetV1":
+		u.SetGroupVersionKind(otc.SubnetGVK)
+	case "ClusterV3":
+		u.SetGroupVersionKind(otc.ClusterGVK)
+	case "NodePoolV3":
+		u.SetGroupVersionKind(otc.NodePoolGVK)
+	}
+	if err := s.h.Backend.Get(s.ctx, client.ObjectKey{Namespace: workspaces.Namespace(s.h.LC[ws]), Name: name}, u); err != nil {
+		return nil
+	}
+	return u
+}
+
+func TestKubernetesCluster(t *testing.T) {
+	s := setup(t)
+	demoCaps := platformv1alpha1.Capabilities{VCPUCount: 4, MemorySize: resource.MustParse("8Gi")}
+
+	t.Run("the seed's demo flow in two workspaces with identical names", func(t *testing.T) {
+		s.demo(t, "acme", akskCredentials, "my-capabilities", demoCaps, &platformv1alpha1.KubernetesCluster{ObjectMeta: metav1.ObjectMeta{Name: "my-cluster"}})
+		s.demo(t, "globex", passwordCredentials, "my-capabilities", demoCaps, &platformv1alpha1.KubernetesCluster{ObjectMeta: metav1.ObjectMeta{Name: "my-cluster"}})
+		for _, ws := range []string{"acme", "globex"} {
+			kc := s.waitReady(t, ws, "my-cluster")
+			for _, typ := range []string{platformv1alpha1.CredentialsValidCondition, platformv1alpha1.FlavorMatchedCondition, platformv1alpha1.NetworkReadyCondition,
+				platformv1alpha1.ClusterReadyCondition, platformv1alpha1.NodePoolReadyCondition, platformv1alpha1.KubeconfigDeliveredCondition} {
+				if !reconcile.IsTrue(kc, typ) {
+					t.Errorf("%s: %s not True: %s", ws, typ, describe(kc))
+				}
+			}
+			if kc.Status.Flavor != "c4.xlarge.2" {
+				t.Errorf("%s: flavor %q, want the catalog's smallest match c4.xlarge.2", ws, kc.Status.Flavor)
+			}
+			sec := &corev1.Secret{}
+			if err := s.h.WS[ws].Get(s.ctx, client.ObjectKey{Namespace: "default", Name: "my-cluster-kubeconfig"}, sec); err != nil || len(sec.Data["kubeconfig"]) == 0 {
+				t.Errorf("%s: kubeconfig not delivered: %v", ws, err)
+			}
+			for _, kind := range []string{"VpcV1", "SubnetV1", "ClusterV3", "NodePoolV3"} {
+				suffix := map[string]string{"VpcV1": "vpc", "SubnetV1": "subnet", "ClusterV3": "cluster", "NodePoolV3": "pool"}[kind]
+				u := s.backendObject(t, ws, kind, "kc-default-my-cluster-"+suffix)
+				if u == nil {
+					t.Errorf("%s: %s kc-default-my-cluster-%s not in %s", ws, kind, suffix, workspaces.Namespace(s.h.LC[ws]))
+					continue
+				}
+				if u.GetLabels()[workspaces.FingerprintLabel] != workspaces.Fingerprint(s.h.LC[ws]) {
+					t.Errorf("%s: %s labels %v", ws, kind, u.GetLabels())
+				}
+			}
+			pool := s.backendObject(t, ws, "NodePoolV3", "kc-default-my-cluster-pool")
+			cl := s.backendObject(t, ws, "ClusterV3", "kc-default-my-cluster-cluster")
+			if pool != nil && cl != nil {
+				id, _ := otc.AtProviderID(cl)
+				got, _, _ := unstructured.NestedString(pool.Object, "spec", "forProvider", "clusterId")
+				if got == "" || got != id {
+					t.Errorf("%s: node pool clusterId %q, want the cluster's id %q literally", ws, got, id)
+				}
+				if _, has, _ := unstructured.NestedMap(pool.Object, "spec", "forProvider", "clusterIdRef"); has {
+					t.Errorf("%s: the node pool has a clusterIdRef", ws)
+				}
+			}
+		}
+		// The credentials reached the backend normalized to the provider's JSON, never elsewhere.
+		sec := &corev1.Secret{}
+		if err := s.h.Backend.Get(s.ctx, client.ObjectKey{Namespace: workspaces.Namespace(s.h.LC["globex"]), Name: providerconfig.BackendName("default", "provider-my-cluster") + "-credentials"}, sec); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(sec.Data["credentials"]), `"user_name":"demo-user"`) {
+			t.Error("the password-form credentials were not normalized to the provider's JSON")
+		}
+		if strings.Contains(s.h.Log.String(), "pw-do-not-leak") || strings.Contains(s.h.Log.String(), "sk-do-not-leak") {
+			t.Error("the manager logged credentials")
+		}
+	})
+
+	t.Run("with the tenant's VPC and subnet nothing of the network is created", func(t *testing.T) {
+		s.demo(t, "acme", akskCredentials, "caps-net", demoCaps, &platformv1alpha1.KubernetesCluster{ObjectMeta: metav1.ObjectMeta{Name: "with-net"},
+			Spec: platformv1alpha1.KubernetesClusterSpec{VpcID: "vpc-0123", SubnetID: "net-4567"}})
+		s.waitReady(t, "acme", "with-net")
+		if s.backendObject(t, "acme", "VpcV1", "kc-default-with-net-vpc") != nil || s.backendObject(t, "acme", "SubnetV1", "kc-default-with-net-subnet") != nil {
+			t.Error("a VPC or subnet was created although the tenant gave both")
+		}
+		cl := s.backendObject(t, "acme", "ClusterV3", "kc-default-with-net-cluster")
+		if v, _, _ := unstructured.NestedString(cl.Object, "spec", "forProvider", "vpcId"); v != "vpc-0123" {
+			t.Errorf("cluster vpcId %q", v)
+		}
+	})
+
+	t.Run("no matching flavor waits, naming what is missing; spec.nodeFlavor overrides", func(t *testing.T) {
+		gpu := platformv1alpha1.Capabilities{VCPUCount: 4, MemorySize: resource.MustParse("8Gi"), GPUModelName: ptr.To("RTX3080")}
+		s.demo(t, "acme", akskCredentials, "caps-gpu", gpu, &platformv1alpha1.KubernetesCluster{ObjectMeta: metav1.ObjectMeta{Name: "gpu"}})
+		s.waitCondition(t, "acme", "gpu", platformv1alpha1.FlavorMatchedCondition, platformv1alpha1.NoMatchingFlavorReason, "RTX3080")
+		s.demo(t, "acme", akskCredentials, "caps-gpu", gpu, &platformv1alpha1.KubernetesCluster{ObjectMeta: metav1.ObjectMeta{Name: "override"},
+			Spec: platformv1alpha1.KubernetesClusterSpec{NodeFlavor: "s3.xlarge.4"}})
+		kc := s.waitReady(t, "acme", "override")
+		if kc.Status.Flavor != "s3.xlarge.4" {
+			t.Errorf("flavor %q, want the override", kc.Status.Flavor)
+		}
+	})
+
+	t.Run("a sold-out node pool says so, with the seed's advice", func(t *testing.T) {
+		s.demo(t, "acme", akskCredentials, "caps-sold", demoCaps, &platformv1alpha1.KubernetesCluster{ObjectMeta: metav1.ObjectMeta{Name: "x-sold-out"}})
+		t.Cleanup(func() {
+			if t.Failed() {
+				if u := s.backendObject(t, "acme", "NodePoolV3", "kc-default-x-sold-out-pool"); u != nil {
+					st, _, _ := unstructured.NestedMap(u.Object, "status")
+					t.Logf("node pool status on the backend: %v", st)
+				}
+			}
+		})
+		s.waitCondition(t, "acme", "x-sold-out", platformv1alpha1.NodePoolReadyCondition, platformv1alpha1.SoldOutReason, "nodeAvailableZone: random")
+	})
+
+	t.Run("malformed credentials: the ProviderConfig says what is wrong, the cluster waits on it", func(t *testing.T) {
+		s.demo(t, "globex", "auth_url=http://iam.example\nuser_name=x\n", "caps-bad", demoCaps, &platformv1alpha1.KubernetesCluster{ObjectMeta: metav1.ObjectMeta{Name: "bad"}})
+		framework.Eventually(t, time.Minute, "ProviderConfig not Ready with the reason", func() (bool, string) {
+			pc := &platformv1alpha1.ProviderConfig{}
+			if err := s.h.WS["globex"].Get(s.ctx, client.ObjectKey{Namespace: "default", Name: "provider-bad"}, pc); err != nil {
+				return false, err.Error()
+			}
+			c := reconcile.GetCondition(pc, platformv1alpha1.CredentialsValidCondition)
+			return c != nil && c.Reason == providerconfig.InvalidCredentialsReason, fmt.Sprint(pc.Status.Conditions)
+		})
+		s.waitCondition(t, "globex", "bad", platformv1alpha1.CredentialsValidCondition, platformv1alpha1.ProviderConfigNotReadyReason, "provider-bad")
+	})
+
+	t.Run("deletion tears down node pool, cluster, subnet, VPC in order, then the finalizer", func(t *testing.T) {
+		c := s.h.WS["acme"]
+		if err := c.Delete(s.ctx, s.get(t, "acme", "my-cluster")); err != nil {
+			t.Fatal(err)
+		}
+		framework.Eventually(t, 2*time.Minute, "my-cluster gone", func() (bool, string) {
+			err := c.Get(s.ctx, client.ObjectKey{Namespace: "default", Name: "my-cluster"}, &platformv1alpha1.KubernetesCluster{})
+			return apierrors.IsNotFound(err), fmt.Sprint(err)
+		})
+		ns := workspaces.Namespace(s.h.LC["acme"])
+		var order []string
+		for _, d := range s.xp.Deleted() {
+			if strings.Contains(d, "/"+ns+"/kc-default-my-cluster-") {
+				order = append(order, strings.SplitN(d, "/", 2)[0])
+			}
+		}
+		if want := []string{"NodePoolV3", "ClusterV3", "SubnetV1", "VpcV1"}; !slices.Equal(order, want) {
+			t.Errorf("deletion order %v, want %v", order, want)
+		}
+		if err := c.Get(s.ctx, client.ObjectKey{Namespace: "default", Name: "my-cluster-kubeconfig"}, &corev1.Secret{}); !apierrors.IsNotFound(err) {
+			t.Errorf("delivered kubeconfig still there: %v", err)
+		}
+		// The other workspace's cluster of the same name is untouched.
+		if kc := s.get(t, "globex", "my-cluster"); kc.Status.Phase != platformv1alpha1.KubernetesClusterPhaseReady {
+			t.Errorf("globex's my-cluster: %s", describe(kc))
+		}
+	})
+}
