@@ -12,6 +12,12 @@
 // a local git server and the gitops-scaffolder stand-in. `devenv hostcluster-secrets [clusterID]`
 // prints the two Secrets a tenant puts next to their HostCluster (the target's kubeconfig and the
 // git credentials), ready for `kubectl apply -f -`.
+//
+// For KubernetesClusters it loads the sample OTC flavor catalog (config/samples/otc-flavors.yaml)
+// into the platform workspace and, on the embedded backend, installs the OTC Crossplane
+// provider's CRDs (test/fixtures/crossplane/otc: no Crossplane runs here). `devenv
+// simulate-crossplane` plays Crossplane and the OTC API on the embedded backend until Ctrl-C, so
+// the seed's demo flow (config/samples/kubernetescluster-demo.yaml) reaches Ready.
 package main
 
 import (
@@ -28,12 +34,16 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubeopera/kubeopera/internal/devenv"
 	"github.com/kubeopera/kubeopera/internal/helm"
+	"github.com/kubeopera/kubeopera/internal/manifests"
 	"github.com/kubeopera/kubeopera/syncer"
 	"github.com/kubeopera/kubeopera/test/framework/actors"
 	"github.com/kubeopera/kubeopera/test/framework/hostenv"
@@ -52,6 +62,13 @@ const (
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == "hostcluster-secrets" {
 		if err := hostClusterSecrets(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "error:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if len(os.Args) > 1 && os.Args[1] == "simulate-crossplane" {
+		if err := simulateCrossplane(); err != nil {
 			fmt.Fprintln(os.Stderr, "error:", err)
 			os.Exit(1)
 		}
@@ -168,6 +185,16 @@ func run() error {
 	if _, err := workspaces.EnsureWorkspace(ctx, kcp.Config, "root", "orgs", workspaces.WorkspaceType{}); err != nil {
 		return err
 	}
+	say("Loading the sample OTC flavor catalog (config/samples/otc-flavors.yaml) into %s", workspaces.PlatformWorkspace)
+	if err := applyFile(ctx, workspaces.ClusterConfig(kcp.Config, workspaces.PlatformWorkspace), filepath.Join(root, "config", "samples", "otc-flavors.yaml")); err != nil {
+		return err
+	}
+	if os.Getenv("BACKEND_KUBECONFIG") == "" {
+		say("Installing the OTC Crossplane provider's CRDs on the embedded backend (test/fixtures/crossplane/otc; no Crossplane runs here: bin/devenv simulate-crossplane plays it)")
+		if _, err := envtest.InstallCRDs(backendCfg, envtest.CRDInstallOptions{Paths: []string{filepath.Join(root, "test", "fixtures", "crossplane", "otc")}}); err != nil {
+			return err
+		}
+	}
 	demoLC, err := workspaces.EnsureWorkspace(ctx, kcp.Config, "root:orgs", "demo", workspaces.TenantWorkspaceTypeIn(workspaces.PlatformWorkspace))
 	if err != nil {
 		return err
@@ -259,6 +286,14 @@ Provisioning. To play the vCluster writing its kubeconfig Secret, run:
 `, demoWorkspace)
 	}
 	fmt.Printf(`
+KubernetesCluster demo (the seed's): the catalog is in %s; as a tenant:
+  kubectl --context demo get providermachineflavors
+  kubectl --context demo apply -f config/samples/kubernetescluster-demo.yaml
+  bin/devenv simulate-crossplane          # plays Crossplane and the OTC API until Ctrl-C
+  kubectl --context demo -n demo wait --for=condition=Ready kubernetescluster/my-cluster --timeout=5m
+  kubectl --context demo -n demo get secret my-cluster-kubeconfig -o jsonpath='{.data.kubeconfig}' | base64 -d
+`, workspaces.PlatformWorkspace)
+	fmt.Printf(`
 HostCluster walkthrough: connect the local target cluster from the demo workspace.
   bin/devenv hostcluster-secrets | kubectl --context demo apply -f -
   kubectl --context demo apply -f config/samples/hostcluster.yaml
@@ -281,6 +316,46 @@ ServiceAccount kubeopera-system/kubeopera-metrics-reader; probes are plain HTTP:
 		return nil
 	}
 	return fmt.Errorf("the manager exited: %v (see %s)", err, mgrLog)
+}
+
+// applyFile creates the objects of a manifest file (kept when they exist).
+func applyFile(ctx context.Context, cfg *rest.Config, path string) error {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	objs, err := manifests.Decode(raw)
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	c, err := client.New(cfg, client.Options{})
+	if err != nil {
+		return err
+	}
+	for _, o := range objs {
+		err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+			err := c.Create(ctx, o.DeepCopy())
+			return err == nil || apierrors.IsAlreadyExists(err), nil
+		})
+		if err != nil {
+			return fmt.Errorf("failed to create %s %s from %s: %w", o.GetKind(), o.GetName(), path, err)
+		}
+	}
+	return nil
+}
+
+// simulateCrossplane plays Crossplane core and provider-opentelekomcloud (and the OTC API) on the
+// embedded backend until Ctrl-C: test/framework/actors.CrossplaneOTC says what it does and cites
+// where each behaviour comes from.
+func simulateCrossplane() error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	backendCfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(stateDir(), "backend.kubeconfig"))
+	if err != nil {
+		return err
+	}
+	say("Playing Crossplane and the OTC API on the embedded backend (VpcV1, SubnetV1, ClusterV3, NodePoolV3 in every kcp-* namespace); Ctrl-C stops")
+	return (&actors.CrossplaneOTC{Backend: backendCfg, ReadyAfter: 3 * time.Second}).Run(ctx)
 }
 
 // devScaffolderAPIKey is the API key the manager and the local gitops-scaffolder stand-in share.

@@ -22,8 +22,10 @@ import (
 	"sigs.k8s.io/yaml"
 
 	kov1alpha1 "github.com/kubeopera/kubeopera/apis/kubeopera/v1alpha1"
+	platformv1alpha1 "github.com/kubeopera/kubeopera/apis/platform/v1alpha1"
 	"github.com/kubeopera/kubeopera/internal/devenv"
 	"github.com/kubeopera/kubeopera/internal/manager"
+	"github.com/kubeopera/kubeopera/internal/manifests"
 	"github.com/kubeopera/kubeopera/test/framework"
 )
 
@@ -130,6 +132,48 @@ func TestLocalEnvironment(t *testing.T) {
 	pw := &corev1.Secret{}
 	if err := demo.Get(ctx, client.ObjectKey{Namespace: hc.Namespace, Name: readyHC.Status.AdminPasswordSecretRef}, pw); err != nil || len(pw.Data["password"]) == 0 {
 		t.Errorf("admin password not delivered: %v", err)
+	}
+
+	// The KubernetesCluster demo it printed: the catalog is visible, the seed's demo objects
+	// applied, Crossplane played by bin/devenv simulate-crossplane, Ready with the kubeconfig.
+	flavors := &platformv1alpha1.ProviderMachineFlavorList{}
+	framework.Eventually(t, 2*time.Minute, "the sample catalog in root:orgs:demo", func() (bool, string) {
+		err := demo.List(ctx, flavors)
+		return err == nil && len(flavors.Items) > 10, fmt.Sprintf("%d flavors, %v", len(flavors.Items), err)
+	})
+	raw, err = os.ReadFile(filepath.Join(framework.RepoRoot(), "config", "samples", "kubernetescluster-demo.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := manifests.Decode(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range objs {
+		if err := demo.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatalf("create %s %s: %v", o.GetKind(), o.GetName(), err)
+		}
+	}
+	xp := exec.Command(filepath.Join(bin, "devenv"), "simulate-crossplane")
+	xp.Dir, xp.Env = framework.RepoRoot(), env
+	xpOut := &syncBuffer{}
+	xp.Stdout, xp.Stderr = xpOut, xpOut
+	if err := xp.Start(); err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, 3*time.Minute, "the demo KubernetesCluster Ready", func() (bool, string) {
+		kc := &platformv1alpha1.KubernetesCluster{}
+		if err := demo.Get(ctx, client.ObjectKey{Namespace: "demo", Name: "my-cluster"}, kc); err != nil {
+			return false, err.Error()
+		}
+		return kc.Status.Phase == platformv1alpha1.KubernetesClusterPhaseReady, fmt.Sprintf("%s %v", kc.Status.Phase, kc.Status.Conditions)
+	})
+	if err := demo.Get(ctx, client.ObjectKey{Namespace: "demo", Name: "my-cluster-kubeconfig"}, &corev1.Secret{}); err != nil {
+		t.Errorf("the demo cluster's kubeconfig was not delivered: %v", err)
+	}
+	_ = xp.Process.Signal(syscall.SIGINT)
+	if err := xp.Wait(); err != nil {
+		t.Errorf("simulate-crossplane did not stop cleanly on Ctrl-C: %v\n%s", err, xpOut.String())
 	}
 
 	// Ctrl-C stops everything.
