@@ -277,6 +277,41 @@ func TestKubernetesCluster(t *testing.T) {
 		}
 	})
 
+	t.Run("a missing MachineCapabilities or ProviderConfig is waited for, named", func(t *testing.T) {
+		c := s.h.WS["globex"]
+		kc := &platformv1alpha1.KubernetesCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "orphan"}, Spec: platformv1alpha1.KubernetesClusterSpec{
+			MachineCapabilitiesRef: platformv1alpha1.LocalObjectReference{Name: "nowhere-caps"}, NodeCount: 1, Kubernetes: platformv1alpha1.KubernetesSpec{Version: "1.28.0"},
+			ProviderRef: platformv1alpha1.ProviderRef{Type: "OTC", ConfigRef: &platformv1alpha1.LocalObjectReference{Name: "nowhere-provider"}}}}
+		if err := c.Create(s.ctx, kc); err != nil {
+			t.Fatal(err)
+		}
+		s.waitCondition(t, "globex", "orphan", platformv1alpha1.CredentialsValidCondition, platformv1alpha1.ProviderConfigNotReadyReason, "ProviderConfig default/nowhere-provider does not exist")
+		kc = s.get(t, "globex", "orphan")
+		kc.Spec.ProviderRef.ConfigRef.Name = "provider-my-cluster"
+		if err := c.Update(s.ctx, kc); err != nil {
+			t.Fatal(err)
+		}
+		s.waitCondition(t, "globex", "orphan", platformv1alpha1.FlavorMatchedCondition, platformv1alpha1.MachineCapabilitiesMissingReason, "MachineCapabilities default/nowhere-caps does not exist")
+		// Creating it is noticed without waiting for the (long) recheck: the watch maps it.
+		if err := c.Create(s.ctx, &platformv1alpha1.MachineCapabilities{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "nowhere-caps"}, Spec: demoCaps}); err != nil {
+			t.Fatal(err)
+		}
+		s.waitReady(t, "globex", "orphan")
+	})
+
+	t.Run("an unknown provider type is refused with a clear reason", func(t *testing.T) {
+		kc := &platformv1alpha1.KubernetesCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "equinix"}, Spec: platformv1alpha1.KubernetesClusterSpec{
+			MachineCapabilitiesRef: platformv1alpha1.LocalObjectReference{Name: "my-capabilities"}, NodeCount: 1, Kubernetes: platformv1alpha1.KubernetesSpec{Version: "1.28.0"},
+			ProviderRef: platformv1alpha1.ProviderRef{Type: "EquinixMetal", ConfigRef: &platformv1alpha1.LocalObjectReference{Name: "provider-my-cluster"}}}}
+		if err := s.h.WS["globex"].Create(s.ctx, kc); err != nil {
+			t.Fatal(err)
+		}
+		kc = s.waitCondition(t, "globex", "equinix", platformv1alpha1.CredentialsValidCondition, platformv1alpha1.UnsupportedProviderReason, "EquinixMetal")
+		if kc.Status.Phase != platformv1alpha1.KubernetesClusterPhaseFailed {
+			t.Errorf("phase %q, want Failed", kc.Status.Phase)
+		}
+	})
+
 	t.Run("a sold-out node pool says so, with the seed's advice", func(t *testing.T) {
 		s.demo(t, "acme", akskCredentials, "caps-sold", demoCaps, &platformv1alpha1.KubernetesCluster{ObjectMeta: metav1.ObjectMeta{Name: "x-sold-out"}})
 		t.Cleanup(func() {
