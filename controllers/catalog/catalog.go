@@ -19,15 +19,18 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	toolscache "k8s.io/client-go/tools/cache"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	mccontroller "sigs.k8s.io/multicluster-runtime/pkg/controller"
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
 	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
@@ -63,9 +66,44 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr mcmanager.Manager
 		return errors.New("catalog controller needs the platform export's workspaces and the catalog cache")
 	}
 	r.trigger = &fleet.Trigger{}
-	inf, err := r.Catalog.GetInformer(ctx, &platformv1alpha1.ProviderMachineFlavor{}, cache.BlockUntilSynced(false))
+	// The catalog's kind may not be served yet when the manager starts (its CRD was just applied):
+	// the watch is set up by a runnable that retries until it is.
+	if err := mgr.GetLocalManager().Add(manager.RunnableFunc(r.watchCatalog)); err != nil {
+		return err
+	}
+	r.Workspaces.WhenEngaged(func(lc string) {
+		// Not in the provider's goroutine: the list may wait for the catalog's cache to sync.
+		go func() {
+			list := &platformv1alpha1.ProviderMachineFlavorList{}
+			if err := r.Catalog.List(context.Background(), list); err != nil {
+				return // not watched yet: once it is, its events reach every engaged workspace
+			}
+			for _, f := range list.Items {
+				r.enqueue(lc, f.Name)
+			}
+		}()
+	})
+	return fleet.NewController(mgr, "flavorcatalog", r.Workspaces, &platformv1alpha1.ProviderMachineFlavor{},
+		mccontroller.Options{Reconciler: r, MaxConcurrentReconciles: 4}, fleet.Watch{Trigger: r.trigger})
+}
+
+// watchCatalog sets up the catalog's informer, retrying with backoff until the kind is served,
+// and fans every change out to every engaged workspace.
+func (r *Reconciler) watchCatalog(ctx context.Context) error {
+	log := ctrl.LoggerFrom(ctx).WithName("flavor-catalog")
+	backoff := wait.Backoff{Duration: time.Second, Factor: 2, Jitter: 0.2, Steps: 100, Cap: 30 * time.Second}
+	var inf cache.Informer
+	err := wait.ExponentialBackoffWithContext(ctx, backoff, func(ctx context.Context) (bool, error) {
+		var err error
+		inf, err = r.Catalog.GetInformer(ctx, &platformv1alpha1.ProviderMachineFlavor{}, cache.BlockUntilSynced(false))
+		if err != nil {
+			log.Info("The catalog cannot be watched yet; retrying", "error", err.Error())
+			return false, nil
+		}
+		return true, nil
+	})
 	if err != nil {
-		return fmt.Errorf("failed to watch the catalog: %w", err)
+		return nil // the context ended
 	}
 	fanOut := func(obj any) {
 		if tomb, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
@@ -84,17 +122,8 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr mcmanager.Manager
 	}); err != nil {
 		return err
 	}
-	r.Workspaces.WhenEngaged(func(lc string) {
-		list := &platformv1alpha1.ProviderMachineFlavorList{}
-		if err := r.Catalog.List(context.Background(), list); err != nil {
-			return // not synced yet: its own events reach every engaged workspace
-		}
-		for _, f := range list.Items {
-			r.enqueue(lc, f.Name)
-		}
-	})
-	return fleet.NewController(mgr, "flavorcatalog", r.Workspaces, &platformv1alpha1.ProviderMachineFlavor{},
-		mccontroller.Options{Reconciler: r, MaxConcurrentReconciles: 4}, fleet.Watch{Trigger: r.trigger})
+	<-ctx.Done()
+	return nil
 }
 
 func (r *Reconciler) enqueue(lc, name string) {

@@ -9,11 +9,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	platformv1alpha1 "github.com/kubeopera/kubeopera/apis/platform/v1alpha1"
-	"github.com/kubeopera/kubeopera/controllers/catalog"
 	imanager "github.com/kubeopera/kubeopera/internal/manager"
 	"github.com/kubeopera/kubeopera/test/framework"
 	"github.com/kubeopera/kubeopera/test/framework/fleettest"
@@ -39,30 +37,11 @@ func flavor(name, flavorName string, cpu int32, mem string, available bool) *pla
 func TestCatalogIsPublishedReadOnly(t *testing.T) {
 	h := fleettest.StartExport(t, imanager.PlatformProvider, "platform.edgeconnect.eu", "acme", "globex")
 	ctx := t.Context()
-	admin, err := client.New(workspaces.ClusterConfig(h.KCP.Config, workspaces.PlatformWorkspace), client.Options{Scheme: imanager.Scheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	admin := h.PlatformAdmin(t)
 	// The platform admin's catalog, in the platform workspace (the CRD is bootstrap's).
-	for _, f := range []*platformv1alpha1.ProviderMachineFlavor{
+	h.PublishCatalog(t,
 		flavor("otc-s3-xlarge-4", "s3.xlarge.4", 4, "16Gi", true),
-		flavor("otc-c4-2xlarge-2", "c4.2xlarge.2", 8, "16Gi", true),
-	} {
-		framework.Eventually(t, time.Minute, "catalog flavor "+f.Name+" created", func() (bool, string) {
-			err := admin.Create(ctx, f.DeepCopy())
-			return err == nil || apierrors.IsAlreadyExists(err), fmt.Sprint(err)
-		})
-	}
-	cat, err := cache.New(h.PlatformKCP, cache.Options{Scheme: imanager.Scheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := h.Manager.GetLocalManager().Add(cat); err != nil {
-		t.Fatal(err)
-	}
-	if err := (&catalog.Reconciler{Workspaces: h.Fleet, Catalog: cat}).SetupWithManager(ctx, h.Manager); err != nil {
-		t.Fatal(err)
-	}
+		flavor("otc-c4-2xlarge-2", "c4.2xlarge.2", 8, "16Gi", true))
 	h.Run(t)
 
 	names := func(c client.Client) (string, error) {

@@ -16,12 +16,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	platformv1alpha1 "github.com/kubeopera/kubeopera/apis/platform/v1alpha1"
-	"github.com/kubeopera/kubeopera/controllers/catalog"
 	"github.com/kubeopera/kubeopera/controllers/kubernetescluster"
 	"github.com/kubeopera/kubeopera/controllers/providerconfig"
 	"github.com/kubeopera/kubeopera/internal/crossplane/otc"
@@ -63,10 +61,6 @@ func setup(t *testing.T) *suite {
 		t.Fatal(err)
 	}
 	// The platform admin's catalog: the sample OTC catalog make run loads.
-	admin, err := client.New(workspaces.ClusterConfig(h.KCP.Config, workspaces.PlatformWorkspace), client.Options{Scheme: imanager.Scheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
 	raw, err := os.ReadFile(filepath.Join(framework.RepoRoot(), "config", "samples", "otc-flavors.yaml"))
 	if err != nil {
 		t.Fatal(err)
@@ -75,22 +69,11 @@ func setup(t *testing.T) *suite {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var flavors []client.Object
 	for _, o := range objs {
-		framework.Eventually(t, time.Minute, "catalog flavor "+o.GetName(), func() (bool, string) {
-			err := admin.Create(ctx, o.DeepCopy())
-			return err == nil || apierrors.IsAlreadyExists(err), fmt.Sprint(err)
-		})
+		flavors = append(flavors, o)
 	}
-	cat, err := cache.New(h.PlatformKCP, cache.Options{Scheme: imanager.Scheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := h.Manager.GetLocalManager().Add(cat); err != nil {
-		t.Fatal(err)
-	}
-	if err := (&catalog.Reconciler{Workspaces: h.Fleet, Catalog: cat}).SetupWithManager(ctx, h.Manager); err != nil {
-		t.Fatal(err)
-	}
+	h.PublishCatalog(t, flavors...)
 	if err := (&providerconfig.Reconciler{Workspaces: h.Fleet, Backend: h.BackendStore()}).SetupWithManager(h.Manager); err != nil {
 		t.Fatal(err)
 	}

@@ -6,21 +6,17 @@ import (
 	"testing"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	platformv1alpha1 "github.com/kubeopera/kubeopera/apis/platform/v1alpha1"
-	"github.com/kubeopera/kubeopera/controllers/catalog"
 	"github.com/kubeopera/kubeopera/controllers/machinecapabilities"
 	imanager "github.com/kubeopera/kubeopera/internal/manager"
 	"github.com/kubeopera/kubeopera/internal/reconcile"
 	"github.com/kubeopera/kubeopera/test/framework"
 	"github.com/kubeopera/kubeopera/test/framework/fleettest"
-	"github.com/kubeopera/kubeopera/workspaces"
 )
 
 func flavor(name, flavorName string, cpu int32, mem string, gpu *string) *platformv1alpha1.ProviderMachineFlavor {
@@ -39,30 +35,11 @@ func flavor(name, flavorName string, cpu int32, mem string, gpu *string) *platfo
 func TestMatchingFlavorsFollowTheCatalog(t *testing.T) {
 	h := fleettest.StartExport(t, imanager.PlatformProvider, "platform.edgeconnect.eu", "acme")
 	ctx := t.Context()
-	admin, err := client.New(workspaces.ClusterConfig(h.KCP.Config, workspaces.PlatformWorkspace), client.Options{Scheme: imanager.Scheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range []*platformv1alpha1.ProviderMachineFlavor{
+	admin := h.PlatformAdmin(t)
+	h.PublishCatalog(t,
 		flavor("otc-s3-xlarge-2", "s3.xlarge.2", 4, "8Gi", nil),
 		flavor("otc-s3-2xlarge-2", "s3.2xlarge.2", 8, "16Gi", nil),
-		flavor("otc-s3-large-2", "s3.large.2", 2, "4Gi", nil),
-	} {
-		framework.Eventually(t, time.Minute, "catalog flavor "+f.Name, func() (bool, string) {
-			err := admin.Create(ctx, f)
-			return err == nil || apierrors.IsAlreadyExists(err), fmt.Sprint(err)
-		})
-	}
-	cat, err := cache.New(h.PlatformKCP, cache.Options{Scheme: imanager.Scheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := h.Manager.GetLocalManager().Add(cat); err != nil {
-		t.Fatal(err)
-	}
-	if err := (&catalog.Reconciler{Workspaces: h.Fleet, Catalog: cat}).SetupWithManager(ctx, h.Manager); err != nil {
-		t.Fatal(err)
-	}
+		flavor("otc-s3-large-2", "s3.large.2", 2, "4Gi", nil))
 	if err := (&machinecapabilities.Reconciler{Workspaces: h.Fleet}).SetupWithManager(h.Manager); err != nil {
 		t.Fatal(err)
 	}

@@ -321,9 +321,9 @@ func setupHostClusters(mgr mcmanager.Manager, o Options, ws *fleet.Provider, bac
 // setupCatalog publishes the machine-flavor catalog kept in the platform workspace (kcpCfg points
 // at it) to every workspace bound to the platform.edgeconnect.eu export.
 func setupCatalog(ctx context.Context, mgr mcmanager.Manager, kcpCfg *rest.Config, scheme *runtime.Scheme, ws *fleet.Provider) error {
-	catalog, err := cache.New(kcpCfg, cache.Options{Scheme: scheme, ByObject: map[client.Object]cache.ByObject{
-		&platformv1alpha1.ProviderMachineFlavor{}: {},
-	}})
+	// No ByObject: that would need the kind's REST mapping now, and the catalog's CRD may not be
+	// served yet right after the platform workspace was bootstrapped.
+	catalog, err := cache.New(kcpCfg, cache.Options{Scheme: scheme})
 	if err != nil {
 		return fmt.Errorf("failed to create the catalog cache: %w", err)
 	}

@@ -23,6 +23,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -32,6 +33,7 @@ import (
 
 	kov1alpha1 "github.com/kubeopera/kubeopera/apis/kubeopera/v1alpha1"
 	platformv1alpha1 "github.com/kubeopera/kubeopera/apis/platform/v1alpha1"
+	"github.com/kubeopera/kubeopera/controllers/catalog"
 	"github.com/kubeopera/kubeopera/internal/devenv"
 	"github.com/kubeopera/kubeopera/internal/fleet"
 	imanager "github.com/kubeopera/kubeopera/internal/manager"
@@ -215,4 +217,39 @@ func managerLog(t *testing.T, out *LogBuffer) logr.Logger {
 		t.Logf("manager log (last %d lines):\n%s", len(lines), strings.Join(lines, "\n"))
 	})
 	return zap.New(zap.WriteTo(out), zap.Level(zapcore.Level(-1)))
+}
+
+// PlatformAdmin returns a kcp admin client of the platform workspace.
+func (h *Harness) PlatformAdmin(t *testing.T) client.Client {
+	t.Helper()
+	c, err := client.New(workspaces.ClusterConfig(h.KCP.Config, workspaces.PlatformWorkspace), client.Options{Scheme: imanager.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// PublishCatalog creates flavors in the platform workspace, as a platform admin does, and
+// registers the catalog controller as internal/manager does (the harness must serve the
+// platform.edgeconnect.eu export), so every bound workspace gets them. Call it before Run.
+func (h *Harness) PublishCatalog(t *testing.T, flavors ...client.Object) {
+	t.Helper()
+	ctx := t.Context()
+	admin := h.PlatformAdmin(t)
+	for _, f := range flavors {
+		framework.Eventually(t, time.Minute, "catalog flavor "+f.GetName()+" created", func() (bool, string) {
+			err := admin.Create(ctx, f.DeepCopyObject().(client.Object))
+			return err == nil || apierrors.IsAlreadyExists(err), fmt.Sprint(err)
+		})
+	}
+	cat, err := cache.New(h.PlatformKCP, cache.Options{Scheme: imanager.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Manager.GetLocalManager().Add(cat); err != nil {
+		t.Fatal(err)
+	}
+	if err := (&catalog.Reconciler{Workspaces: h.Fleet, Catalog: cat}).SetupWithManager(ctx, h.Manager); err != nil {
+		t.Fatal(err)
+	}
 }

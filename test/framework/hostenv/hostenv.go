@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"k8s.io/client-go/rest"
 
@@ -92,14 +93,21 @@ func StartTarget(dir, binDir string, keepData bool) (t *Target, stop func(), err
 	return t, stop, nil
 }
 
-// run runs fn until the returned stop is called, reporting an early end to log.
+// run runs fn until the returned stop is called; an actor that ends early (e.g. authapi's, whose
+// Service had not come yet) is reported to log and run again, as the kubelet restarts a Pod.
 func run(fn func(context.Context) error, log io.Writer) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		if err := fn(ctx); err != nil && !errors.Is(err, context.Canceled) {
-			fmt.Fprintf(log, "actor stopped: %v\n", err)
+		for ctx.Err() == nil {
+			if err := fn(ctx); err != nil && !errors.Is(err, context.Canceled) {
+				fmt.Fprintf(log, "actor stopped: %v; starting it again\n", err)
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(2 * time.Second):
+			}
 		}
 	}()
 	return func() { cancel(); <-done }
