@@ -156,14 +156,13 @@ type scope struct {
 // Reconcile implements mcreconcile.Reconciler.
 func (r *Reconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (ctrl.Result, error) {
 	ctx, log := reconcile.RequestLogger(ctx, req, "HostCluster")
-	ws, ok := r.Workspaces.Workspace(req.ClusterName)
-	if !ok {
-		log.V(1).Info("Workspace no longer engaged; dropping the request")
-		return ctrl.Result{}, nil
-	}
 	hc := &kov1alpha1.HostCluster{}
-	if err := ws.Client().Get(ctx, req.NamespacedName, hc); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+	ws, found, err := r.Workspaces.Read(ctx, req, hc)
+	if !found {
+		if err == nil {
+			log.V(1).Info("Workspace unbound or object gone; dropping the request")
+		}
+		return ctrl.Result{}, err
 	}
 	lc := ws.LogicalCluster
 	s := &scope{

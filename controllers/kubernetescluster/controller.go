@@ -144,13 +144,10 @@ func (s *scope) name(suffix string) string { return s.base + "-" + suffix }
 // Reconcile implements mcreconcile.Reconciler.
 func (r *Reconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (ctrl.Result, error) {
 	ctx, _ = reconcile.RequestLogger(ctx, req, "KubernetesCluster")
-	ws, ok := r.Workspaces.Workspace(req.ClusterName)
-	if !ok {
-		return ctrl.Result{}, nil
-	}
 	kc := &platformv1alpha1.KubernetesCluster{}
-	if err := ws.Client().Get(ctx, req.NamespacedName, kc); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+	ws, found, err := r.Workspaces.Read(ctx, req, kc)
+	if !found {
+		return ctrl.Result{}, err
 	}
 	s := &scope{
 		kc: kc, ws: ws, logicalCluster: ws.LogicalCluster,

@@ -81,13 +81,10 @@ type scope struct {
 // Reconcile implements mcreconcile.Reconciler.
 func (r *Reconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (ctrl.Result, error) {
 	ctx, _ = reconcile.RequestLogger(ctx, req, "MachineCapabilities")
-	ws, ok := r.Workspaces.Workspace(req.ClusterName)
-	if !ok {
-		return ctrl.Result{}, nil
-	}
 	mc := &platformv1alpha1.MachineCapabilities{}
-	if err := ws.Client().Get(ctx, req.NamespacedName, mc); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+	ws, found, err := r.Workspaces.Read(ctx, req, mc)
+	if !found {
+		return ctrl.Result{}, err
 	}
 	s := &scope{mc: mc, ws: ws}
 	return reconcile.Pass[*scope]{

@@ -89,13 +89,10 @@ type scope struct {
 // Reconcile implements mcreconcile.Reconciler.
 func (r *Reconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (ctrl.Result, error) {
 	ctx, _ = reconcile.RequestLogger(ctx, req, "ProviderConfig")
-	ws, ok := r.Workspaces.Workspace(req.ClusterName)
-	if !ok {
-		return ctrl.Result{}, nil
-	}
 	pc := &platformv1alpha1.ProviderConfig{}
-	if err := ws.Client().Get(ctx, req.NamespacedName, pc); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+	ws, found, err := r.Workspaces.Read(ctx, req, pc)
+	if !found {
+		return ctrl.Result{}, err
 	}
 	s := &scope{
 		pc: pc, ws: ws, logicalCluster: ws.LogicalCluster,

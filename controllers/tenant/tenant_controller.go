@@ -138,16 +138,13 @@ type scope struct {
 // Reconcile implements mcreconcile.Reconciler.
 func (r *Reconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (ctrl.Result, error) {
 	ctx, log := reconcile.RequestLogger(ctx, req, "Tenant")
-	ws, ok := r.Workspaces.Workspace(req.ClusterName)
-	if !ok {
-		// The workspace was disengaged (unbound or deleted) since the request was queued; its
-		// backend state is the terminator's and the orphan sweep's business.
-		log.V(1).Info("Workspace no longer engaged; dropping the request")
-		return ctrl.Result{}, nil
-	}
 	t := &kov1alpha1.Tenant{}
-	if err := ws.Client().Get(ctx, req.NamespacedName, t); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+	ws, found, err := r.Workspaces.Read(ctx, req, t)
+	if !found {
+		if err == nil {
+			log.V(1).Info("Workspace unbound or object gone; dropping the request")
+		}
+		return ctrl.Result{}, err
 	}
 	lc := ws.LogicalCluster
 	release := "vc-" + t.Spec.TenantName

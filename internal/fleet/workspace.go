@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
 )
 
 // Workspace is an engaged workspace: a small value made per request over its shard's shared
@@ -112,4 +113,19 @@ func (l legacyRecorder) Eventf(obj runtime.Object, eventtype, reason, format str
 }
 func (l legacyRecorder) AnnotatedEventf(obj runtime.Object, _ map[string]string, eventtype, reason, format string, args ...any) {
 	l.r.Eventf(obj, nil, eventtype, reason, reason, format, args...)
+}
+
+// Read reads the object of req into obj from its workspace's cache and returns the workspace.
+// found is false, with no error, when the workspace is no longer engaged (unbound or deleted
+// since the request was queued: its backend state is the terminator's and the orphan sweep's
+// business) or the object is gone: the request is then dropped.
+func (p *Provider) Read(ctx context.Context, req mcreconcile.Request, obj client.Object) (ws Workspace, found bool, err error) {
+	ws, ok := p.Workspace(req.ClusterName)
+	if !ok {
+		return Workspace{}, false, nil
+	}
+	if err := ws.Client().Get(ctx, req.NamespacedName, obj); err != nil {
+		return Workspace{}, false, client.IgnoreNotFound(err)
+	}
+	return ws, true, nil
 }
