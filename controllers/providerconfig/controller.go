@@ -12,12 +12,16 @@
 package providerconfig
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -41,6 +45,11 @@ const (
 	ControllerName = "providerconfig-controller"
 	// Finalizer is set on every ProviderConfig so its backend objects go with it.
 	Finalizer = "platform.edgeconnect.eu/providerconfig"
+	// ProviderOTC is the provider type whose credentials are checked and given an OTC
+	// ProviderConfig on the backend.
+	ProviderOTC = "OTC"
+	// CredentialsKey is the key of the credentials in the backend Secret.
+	CredentialsKey = otc.DefaultCredentialsKey
 	// InvalidCredentialsReason: the credentials Secret does not hold well-formed credentials.
 	InvalidCredentialsReason = "InvalidCredentials"
 	// recheck is how soon credentials that are missing or malformed are read again: the fix is in
@@ -141,6 +150,9 @@ func (r *Reconciler) credentials(ctx context.Context, s *scope) error {
 	if !ok {
 		return reconcile.Waiting(commonv1alpha1.CredentialsMissingReason, fmt.Sprintf("secret %s/%s has no key %q", src.Namespace, src.Name, ref.Key), recheck)
 	}
+	if !IsOTC(s.pc) {
+		return r.handOver(ctx, s, src, ref.Key, raw)
+	}
 	creds, err := iotc.ParseCredentials(raw)
 	if err != nil {
 		return reconcile.Waiting(InvalidCredentialsReason, fmt.Sprintf("secret %s/%s key %q: %v", src.Namespace, src.Name, ref.Key, err), recheck)
@@ -149,23 +161,8 @@ func (r *Reconciler) credentials(ctx context.Context, s *scope) error {
 	if err != nil {
 		return reconcile.Waiting(InvalidCredentialsReason, fmt.Sprintf("secret %s/%s key %q: %v", src.Namespace, src.Name, ref.Key, err), recheck)
 	}
-	if err := r.Backend.EnsureNamespaces(ctx, s.logicalCluster, workspaces.NamespaceClaim{Name: s.storeNamespace}); err != nil {
-		if workspaces.IsCollision(err) {
-			return reconcile.Stalled(commonv1alpha1.FingerprintCollisionReason, err.Error())
-		}
-		return err
-	}
-	stored := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: s.storeNamespace, Name: s.name + "-credentials", Labels: s.labels(), Annotations: s.annotations()},
-		Type:       corev1.SecretTypeOpaque,
-		Data:       map[string][]byte{otc.DefaultCredentialsKey: data},
-	}
-	if err := syncer.Store(ctx, r.Backend.Reader, r.Backend.Client, stored, func(cur *corev1.Secret) error {
-		if !workspaces.OwnedBy(cur, s.logicalCluster, s.owner) {
-			return reconcile.Stalledf(commonv1alpha1.NameConflictReason, "backend Secret %s/%s belongs to %s", cur.Namespace, cur.Name, cur.Annotations[workspaces.OwnerAnnotation])
-		}
-		return nil
-	}); err != nil {
+	stored, err := r.store(ctx, s, data)
+	if err != nil {
 		return err
 	}
 	pc := otc.ProviderConfig(otc.ProviderConfigParams{
@@ -181,6 +178,57 @@ func (r *Reconciler) credentials(ctx context.Context, s *scope) error {
 	return nil
 }
 
+// IsOTC reports whether a ProviderConfig holds OTC credentials (spec.type OTC, the default).
+func IsOTC(pc *platformv1alpha1.ProviderConfig) bool {
+	return pc.Spec.Type == "" || strings.EqualFold(pc.Spec.Type, ProviderOTC)
+}
+
+// CredentialsSecretName is the backend Secret a ProviderConfig's credentials are copied into, in
+// the workspace's backend namespace, under key CredentialsKey.
+func CredentialsSecretName(namespace, name string) string {
+	return BackendName(namespace, name) + "-credentials"
+}
+
+// handOver copies another provider's credentials to the backend as they are: their format is the
+// provider's, checked by its Crossplane composition, so only their presence and size are checked
+// here. An OTC ProviderConfig left from when spec.type was OTC is removed.
+func (r *Reconciler) handOver(ctx context.Context, s *scope, src *corev1.Secret, key string, raw []byte) error {
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return reconcile.Waiting(InvalidCredentialsReason, fmt.Sprintf("secret %s/%s key %q is empty", src.Namespace, src.Name, key), recheck)
+	}
+	if err := r.removeOTCProviderConfig(ctx, s); err != nil {
+		return err
+	}
+	stored, err := r.store(ctx, s, raw)
+	if err != nil {
+		return err
+	}
+	reconcile.MarkTrue(s.pc, platformv1alpha1.CredentialsValidCondition, commonv1alpha1.SucceededReason,
+		fmt.Sprintf("%s credentials handed to Crossplane as Secret %s (key %q); their format is checked by the %s composition", s.pc.Spec.Type, stored.Name, CredentialsKey, s.pc.Spec.Type))
+	return nil
+}
+
+// store writes the credentials Secret on the backend.
+func (r *Reconciler) store(ctx context.Context, s *scope, data []byte) (*corev1.Secret, error) {
+	if err := r.Backend.EnsureNamespaces(ctx, s.logicalCluster, workspaces.NamespaceClaim{Name: s.storeNamespace}); err != nil {
+		if workspaces.IsCollision(err) {
+			return nil, reconcile.Stalled(commonv1alpha1.FingerprintCollisionReason, err.Error())
+		}
+		return nil, err
+	}
+	stored := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: s.storeNamespace, Name: CredentialsSecretName(s.pc.Namespace, s.pc.Name), Labels: s.labels(), Annotations: s.annotations()},
+		Type:       corev1.SecretTypeOpaque,
+		Data:       map[string][]byte{CredentialsKey: data},
+	}
+	return stored, syncer.Store(ctx, r.Backend.Reader, r.Backend.Client, stored, func(cur *corev1.Secret) error {
+		if !workspaces.OwnedBy(cur, s.logicalCluster, s.owner) {
+			return reconcile.Stalledf(commonv1alpha1.NameConflictReason, "backend Secret %s/%s belongs to %s", cur.Namespace, cur.Name, cur.Annotations[workspaces.OwnerAnnotation])
+		}
+		return nil
+	})
+}
+
 // Apply server-side applies a backend object the controllers own.
 func Apply(ctx context.Context, c client.Client, u *unstructured.Unstructured) error {
 	return c.Patch(ctx, u, client.Apply, client.FieldOwner(ControllerName), client.ForceOwnership) //nolint:staticcheck // unstructured objects have no apply configuration
@@ -188,17 +236,28 @@ func Apply(ctx context.Context, c client.Client, u *unstructured.Unstructured) e
 
 // remove deletes the backend objects when they are this ProviderConfig's.
 func (r *Reconciler) remove(ctx context.Context, s *scope) error {
-	pc := otc.ProviderConfig(otc.ProviderConfigParams{Object: otc.Object{Name: s.name, Namespace: s.storeNamespace}})
-	if err := r.Backend.Client.Get(ctx, client.ObjectKeyFromObject(pc), pc); err == nil && workspaces.OwnedBy(pc, s.logicalCluster, s.owner) {
-		if err := client.IgnoreNotFound(r.Backend.Client.Delete(ctx, pc)); err != nil {
-			return err
-		}
-	} else if client.IgnoreNotFound(err) != nil {
+	if err := r.removeOTCProviderConfig(ctx, s); err != nil {
 		return err
 	}
-	return syncer.DeleteIf(ctx, r.Backend.Reader, r.Backend.Client, client.ObjectKey{Namespace: s.storeNamespace, Name: s.name + "-credentials"}, func(cur *corev1.Secret) bool {
+	return syncer.DeleteIf(ctx, r.Backend.Reader, r.Backend.Client, client.ObjectKey{Namespace: s.storeNamespace, Name: CredentialsSecretName(s.pc.Namespace, s.pc.Name)}, func(cur *corev1.Secret) bool {
 		return workspaces.OwnedBy(cur, s.logicalCluster, s.owner)
 	})
+}
+
+// removeOTCProviderConfig deletes the OTC ProviderConfig when it is this ProviderConfig's. A
+// backend without the OTC provider's kinds has none.
+func (r *Reconciler) removeOTCProviderConfig(ctx context.Context, s *scope) error {
+	pc := otc.ProviderConfig(otc.ProviderConfigParams{Object: otc.Object{Name: s.name, Namespace: s.storeNamespace}})
+	err := r.Backend.Client.Get(ctx, client.ObjectKeyFromObject(pc), pc)
+	switch {
+	case apierrors.IsNotFound(err) || meta.IsNoMatchError(err):
+		return nil
+	case err != nil:
+		return err
+	case !workspaces.OwnedBy(pc, s.logicalCluster, s.owner):
+		return nil
+	}
+	return client.IgnoreNotFound(r.Backend.Client.Delete(ctx, pc))
 }
 
 func (s *scope) labels() map[string]string {

@@ -48,6 +48,17 @@ type ProviderCredentials struct {
 
 // ProviderConfigSpec holds provider credentials and configuration.
 type ProviderConfigSpec struct {
+	// type is the provider these credentials are for; a KubernetesCluster uses a ProviderConfig
+	// of its own spec.providerRef.type only. OTC credentials are checked for the seed's two
+	// formats (key=value password form, AK/SK JSON form); other providers' credentials are handed
+	// to their Crossplane composition as they are.
+	// +optional
+	// +kubebuilder:default=OTC
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[A-Za-z][A-Za-z0-9]*$`
+	Type string `json:"type,omitempty"`
+
 	// credentials of the provider.
 	// +required
 	Credentials ProviderCredentials `json:"credentials"`
@@ -83,6 +94,7 @@ type ProviderConfigStatus struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:categories=kubeopera
+// +kubebuilder:printcolumn:name="Type",type=string,JSONPath=`.spec.type`
 // +kubebuilder:printcolumn:name="Source",type=string,JSONPath=`.spec.credentials.source`
 // +kubebuilder:printcolumn:name="Secret",type=string,JSONPath=`.spec.credentials.secretRef.name`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
