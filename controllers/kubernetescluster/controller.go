@@ -11,6 +11,13 @@
 // pool says so with the seed's advice. When the cluster is Ready its kubeconfig, read from the
 // cluster resource's connection Secret, is delivered as <name>-kubeconfig.
 //
+// Every other provider type is built by Crossplane from one namespaced composite resource, a
+// ManagedCluster (internal/crossplane/xr; its XRD and Compositions are in config/crossplane),
+// selected to the Composition labelled for the provider. A type with no such Composition on the
+// backend is Stalled with UnsupportedProvider naming the supported ones. ClusterReady mirrors
+// the XR's Synced and Ready; the Composition writes the kubeconfig into Secret <base>-conn, which
+// is delivered as for OTC. The ProviderConfig must be of the same type (spec.type).
+//
 // Deleting tears down in a safe order, waiting for each to be gone: node pool, cluster, subnet,
 // VPC (only those this controller created), then the delivered kubeconfig; then the finalizer.
 //
@@ -24,11 +31,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -42,6 +51,7 @@ import (
 	platformv1alpha1 "github.com/kubeopera/kubeopera/apis/platform/v1alpha1"
 	"github.com/kubeopera/kubeopera/controllers/providerconfig"
 	"github.com/kubeopera/kubeopera/internal/crossplane/otc"
+	"github.com/kubeopera/kubeopera/internal/crossplane/xr"
 	"github.com/kubeopera/kubeopera/internal/flavors"
 	"github.com/kubeopera/kubeopera/internal/fleet"
 	"github.com/kubeopera/kubeopera/internal/reconcile"
@@ -133,8 +143,10 @@ type scope struct {
 	storeNamespace string
 	owner          string
 	base           string
-	// providerConfig is the OTC ProviderConfig's name on the backend (provider step).
-	providerConfig string
+	// providerConfig is the OTC ProviderConfig's name on the backend, and credentialsSecret the
+	// credentials Secret's (provider step).
+	providerConfig    string
+	credentialsSecret string
 	// flavor is the node flavor (flavor step).
 	flavor string
 }
@@ -160,18 +172,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (ct
 		Object:    kc,
 		Scope:     s,
 		Finalizer: platformv1alpha1.KubernetesClusterFinalizer,
-		Normal: []reconcile.Step[*scope]{
-			{Name: "check the provider and its credentials", Condition: platformv1alpha1.CredentialsValidCondition, Run: r.provider},
-			{Name: "match a node flavor", Condition: platformv1alpha1.FlavorMatchedCondition, Run: r.matchFlavor},
-			{Name: "prepare the backend namespace", Run: r.backendNamespace},
-			{Name: "build the network", Condition: platformv1alpha1.NetworkReadyCondition, Run: r.network},
-			{Name: "build the cluster", Condition: platformv1alpha1.ClusterReadyCondition, Run: r.cluster},
-			{Name: "build the node pool", Condition: platformv1alpha1.NodePoolReadyCondition, Run: r.nodePool},
-			{Name: "deliver the kubeconfig", Condition: platformv1alpha1.KubeconfigDeliveredCondition, Run: r.kubeconfig},
-		},
+		Normal:    r.steps(kc),
+		// Every kind either path writes is deleted, each only when it exists and is this
+		// KubernetesCluster's: an object left from another spec cannot be orphaned.
 		Delete: []reconcile.Step[*scope]{
 			{Name: "delete the node pool", Condition: platformv1alpha1.NodePoolReadyCondition, Run: r.deleteOf(otc.NodePoolGVK, "pool")},
 			{Name: "delete the cluster", Condition: platformv1alpha1.ClusterReadyCondition, Run: r.deleteOf(otc.ClusterGVK, "cluster")},
+			{Name: "delete the composite cluster", Condition: platformv1alpha1.ClusterReadyCondition, Run: r.deleteOf(xr.GVK, "cluster")},
 			{Name: "delete the subnet", Condition: platformv1alpha1.NetworkReadyCondition, Run: r.deleteOf(otc.SubnetGVK, "subnet")},
 			{Name: "delete the VPC", Condition: platformv1alpha1.NetworkReadyCondition, Run: r.deleteOf(otc.VPCGVK, "vpc")},
 			{Name: "remove the kubeconfig", Condition: platformv1alpha1.KubeconfigDeliveredCondition, Run: r.removeKubeconfig},
@@ -184,12 +191,40 @@ func (r *Reconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (ct
 	}.Run(ctx)
 }
 
-// provider checks the provider type and waits for the ProviderConfig to be Ready.
+// steps are the steps of a KubernetesCluster of its provider type: OTC's managed resources one by
+// one, or one composite resource for every other provider.
+func (r *Reconciler) steps(kc *platformv1alpha1.KubernetesCluster) []reconcile.Step[*scope] {
+	head := []reconcile.Step[*scope]{
+		{Name: "check the provider and its credentials", Condition: platformv1alpha1.CredentialsValidCondition, Run: r.provider},
+		{Name: "match a node flavor", Condition: platformv1alpha1.FlavorMatchedCondition, Run: r.matchFlavor},
+		{Name: "prepare the backend namespace", Run: r.backendNamespace},
+	}
+	deliver := reconcile.Step[*scope]{Name: "deliver the kubeconfig", Condition: platformv1alpha1.KubeconfigDeliveredCondition, Run: r.kubeconfig}
+	if !isOTC(kc) {
+		return append(head,
+			reconcile.Step[*scope]{Name: "build the composite cluster", Condition: platformv1alpha1.ClusterReadyCondition, Run: r.composite},
+			deliver)
+	}
+	return append(head,
+		reconcile.Step[*scope]{Name: "build the network", Condition: platformv1alpha1.NetworkReadyCondition, Run: r.network},
+		reconcile.Step[*scope]{Name: "build the cluster", Condition: platformv1alpha1.ClusterReadyCondition, Run: r.cluster},
+		reconcile.Step[*scope]{Name: "build the node pool", Condition: platformv1alpha1.NodePoolReadyCondition, Run: r.nodePool},
+		deliver)
+}
+
+func isOTC(kc *platformv1alpha1.KubernetesCluster) bool {
+	return strings.EqualFold(kc.Spec.ProviderRef.Type, ProviderOTC)
+}
+
+// provider checks that the platform builds clusters of the provider type (OTC, or a type with a
+// Crossplane Composition for ManagedCluster on the backend) and waits for the ProviderConfig to be
+// Ready and of that type.
 func (r *Reconciler) provider(ctx context.Context, s *scope) error {
 	kc := s.kc
-	if !strings.EqualFold(kc.Spec.ProviderRef.Type, ProviderOTC) {
-		return reconcile.Stalledf(platformv1alpha1.UnsupportedProviderReason,
-			"spec.providerRef.type %q is not a provider this platform implements; supported: %s", kc.Spec.ProviderRef.Type, ProviderOTC)
+	if !isOTC(kc) {
+		if err := r.composition(ctx, kc.Spec.ProviderRef.Type); err != nil {
+			return err
+		}
 	}
 	if kc.Spec.ProviderRef.ConfigRef == nil || kc.Spec.ProviderRef.ConfigRef.Name == "" {
 		return reconcile.Stalled(commonv1alpha1.InvalidSpecReason, "spec.providerRef.configRef.name must name a ProviderConfig in this namespace")
@@ -209,9 +244,48 @@ func (r *Reconciler) provider(ctx context.Context, s *scope) error {
 		}
 		return reconcile.Waiting(platformv1alpha1.ProviderConfigNotReadyReason, reconcile.Truncate(msg), 5*time.Minute)
 	}
+	if !strings.EqualFold(orDefault(pc.Spec.Type, ProviderOTC), kc.Spec.ProviderRef.Type) {
+		return reconcile.Waiting(platformv1alpha1.ProviderConfigNotReadyReason, fmt.Sprintf(
+			"ProviderConfig %s/%s holds %s credentials, not %s (spec.providerRef.type)", kc.Namespace, name, orDefault(pc.Spec.Type, ProviderOTC), kc.Spec.ProviderRef.Type), 5*time.Minute)
+	}
 	s.providerConfig = providerconfig.BackendName(kc.Namespace, name)
+	s.credentialsSecret = providerconfig.CredentialsSecretName(kc.Namespace, name)
 	reconcile.MarkTrue(kc, platformv1alpha1.CredentialsValidCondition, commonv1alpha1.SucceededReason, fmt.Sprintf("ProviderConfig %s is Ready", name))
 	return nil
+}
+
+// composition finds the Crossplane Composition of ManagedCluster labelled for the provider type on
+// the backend; without one, the type is not supported (Stalled: an admin installs one, then the
+// tenant retries).
+func (r *Reconciler) composition(ctx context.Context, providerType string) error {
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(xr.CompositionGVK.GroupVersion().WithKind(xr.CompositionGVK.Kind + "List"))
+	err := r.Backend.Reader.List(ctx, list)
+	if meta.IsNoMatchError(err) || meta404(err) {
+		return reconcile.Stalledf(platformv1alpha1.UnsupportedProviderReason,
+			"spec.providerRef.type %q is not a provider this platform implements: no Crossplane Compositions are installed on the platform's backend; supported: %s", providerType, ProviderOTC)
+	}
+	if err != nil {
+		return fmt.Errorf("failed to list Crossplane Compositions: %w", err)
+	}
+	supported := []string{ProviderOTC}
+	for _, c := range list.Items {
+		apiVersion, _, _ := unstructured.NestedString(c.Object, "spec", "compositeTypeRef", "apiVersion")
+		kind, _, _ := unstructured.NestedString(c.Object, "spec", "compositeTypeRef", "kind")
+		provider := c.GetLabels()[xr.ProviderLabel]
+		if apiVersion != xr.GVK.GroupVersion().String() || kind != xr.Kind || provider == "" {
+			continue
+		}
+		if provider == xr.ProviderValue(providerType) {
+			return nil
+		}
+		if !slices.Contains(supported, provider) {
+			supported = append(supported, provider)
+		}
+	}
+	return reconcile.Stalledf(platformv1alpha1.UnsupportedProviderReason,
+		"spec.providerRef.type %q is not a provider this platform implements (no Crossplane Composition of %s labelled %s=%s on the platform's backend); supported: %s",
+		providerType, xr.Kind, xr.ProviderLabel, xr.ProviderValue(providerType), strings.Join(supported, ", "))
 }
 
 // matchFlavor picks the node flavor: spec.nodeFlavor, checked against the catalog, or the
@@ -457,6 +531,34 @@ func (r *Reconciler) nodePool(ctx context.Context, s *scope) error {
 	return nil
 }
 
+// composite makes the ManagedCluster XR for a provider other than OTC and waits until Crossplane
+// says it is Synced and Ready: its Composition builds network, cluster and workers, and writes
+// the kubeconfig into Secret <base>-conn.
+func (r *Reconciler) composite(ctx context.Context, s *scope) error {
+	kc := s.kc
+	s.setPhase(platformv1alpha1.KubernetesClusterPhaseProvisioning)
+	o := s.object("cluster")
+	p := xr.Params{Name: o.Name, Namespace: o.Namespace, Labels: o.Labels,
+		Provider: kc.Spec.ProviderRef.Type, Region: kc.Spec.Region, KubernetesVersion: kc.Spec.Kubernetes.Version,
+		AvailableZone: kc.Spec.AvailableZone, NodeAvailableZone: kc.Spec.NodeAvailableZone,
+		NodeFlavor: s.flavor, NodeCount: kc.Spec.NodeCount, VPCID: kc.Spec.VpcID, SubnetID: kc.Spec.SubnetID, KeyPair: kc.Spec.KeyPair,
+		CredentialsSecretName: s.credentialsSecret, CredentialsKey: providerconfig.CredentialsKey,
+		KubeconfigSecretName: s.name("conn")}
+	if kc.Spec.NodeDiskSize != nil {
+		p.NodeDiskSizeGiB = otc.DiskSizeGiB(*kc.Spec.NodeDiskSize)
+	}
+	u, err := r.apply(ctx, s, xr.New(p).GetUnstructured())
+	if err != nil {
+		return err
+	}
+	if ready, reason, msg := xr.Status(xr.From(u)); !ready {
+		return reconcile.Waiting(reason, msg, r.PollInterval)
+	}
+	reconcile.MarkTrue(kc, platformv1alpha1.ClusterReadyCondition, commonv1alpha1.SucceededReason,
+		fmt.Sprintf("%s %s is Synced and Ready: network, cluster and %d × %s workers built by the %s composition", xr.Kind, u.GetName(), kc.Spec.NodeCount, s.flavor, kc.Spec.ProviderRef.Type))
+	return nil
+}
+
 // kubeconfig delivers the cluster's kubeconfig: from its connection Secret when that holds one
 // (key ConnectionSecretKey), otherwise built from the certificates the ClusterV3 observes (the
 // OTC provider publishes no connection details for CCE clusters: see otc.Kubeconfig).
@@ -468,6 +570,9 @@ func (r *Reconciler) kubeconfig(ctx context.Context, s *scope) error {
 		return err
 	}
 	raw := conn.Data[r.ConnectionSecretKey]
+	if len(raw) == 0 && !isOTC(kc) {
+		return reconcile.Waiting(commonv1alpha1.WaitingReason, fmt.Sprintf("Waiting for the %s composition to write the kubeconfig into Secret %s (key %q)", kc.Spec.ProviderRef.Type, s.name("conn"), r.ConnectionSecretKey), r.PollInterval)
+	}
 	if len(raw) == 0 {
 		cl := &unstructured.Unstructured{}
 		cl.SetGroupVersionKind(otc.ClusterGVK)

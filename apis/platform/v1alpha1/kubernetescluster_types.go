@@ -56,6 +56,7 @@ type KubernetesSpec struct {
 // KubernetesClusterSpec is a request for a managed cluster.
 // +kubebuilder:validation:XValidation:rule="has(self.providerRef.configRef)",message="spec.providerRef.configRef is required for a KubernetesCluster"
 // +kubebuilder:validation:XValidation:rule="!has(self.subnetID) || has(self.vpcID)",message="spec.subnetID requires spec.vpcID"
+// +kubebuilder:validation:XValidation:rule="self.providerRef.type == oldSelf.providerRef.type",message="spec.providerRef.type cannot be changed: delete the cluster and create one of the other provider"
 type KubernetesClusterSpec struct {
 	// machineCapabilitiesRef names the MachineCapabilities in the same namespace.
 	// +required
