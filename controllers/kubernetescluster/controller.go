@@ -360,9 +360,27 @@ func (r *Reconciler) apply(ctx context.Context, s *scope, u *unstructured.Unstru
 	}
 	u.SetAnnotations(map[string]string{workspaces.LogicalClusterAnnotation: s.logicalCluster, workspaces.OwnerAnnotation: s.owner})
 	if err := providerconfig.Apply(ctx, r.Backend.Client, u); err != nil {
+		if apierrors.IsInvalid(err) {
+			// The kind's schema on the backend (a provider's CRD, or a composite's XRD rules)
+			// refuses what the spec asks: retrying cannot help, the tenant changes the spec.
+			return nil, reconcile.Stalledf(commonv1alpha1.InvalidSpecReason, "the backend refuses %s %s: %s", u.GetKind(), u.GetName(), invalidCauses(err))
+		}
 		return nil, fmt.Errorf("failed to write %s %s/%s: %w", u.GetKind(), u.GetNamespace(), u.GetName(), err)
 	}
 	return u, nil
+}
+
+// invalidCauses is what a 422 from the backend says is wrong, field by field.
+func invalidCauses(err error) string {
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) || status.Status().Details == nil || len(status.Status().Details.Causes) == 0 {
+		return err.Error()
+	}
+	var causes []string
+	for _, c := range status.Status().Details.Causes {
+		causes = append(causes, strings.TrimSpace(c.Field+": "+c.Message))
+	}
+	return reconcile.Truncate(strings.Join(causes, "; "))
 }
 
 // contains reports whether have holds everything of want (maps: every key of want, recursively;
