@@ -22,6 +22,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -185,13 +186,18 @@ func run() error {
 	if _, err := workspaces.EnsureWorkspace(ctx, kcp.Config, "root", "orgs", workspaces.WorkspaceType{}); err != nil {
 		return err
 	}
-	say("Loading the sample OTC flavor catalog (config/samples/otc-flavors.yaml) into %s", workspaces.PlatformWorkspace)
-	if err := applyFile(ctx, workspaces.ClusterConfig(kcp.Config, workspaces.PlatformWorkspace), filepath.Join(root, "config", "samples", "otc-flavors.yaml")); err != nil {
-		return err
+	for _, catalog := range []string{"otc-flavors.yaml", "aws-flavors.yaml"} {
+		say("Loading the sample flavor catalog config/samples/%s into %s", catalog, workspaces.PlatformWorkspace)
+		if err := applyFile(ctx, workspaces.ClusterConfig(kcp.Config, workspaces.PlatformWorkspace), filepath.Join(root, "config", "samples", catalog)); err != nil {
+			return err
+		}
 	}
 	if os.Getenv("BACKEND_KUBECONFIG") == "" {
-		say("Installing the OTC Crossplane provider's CRDs on the embedded backend (test/fixtures/crossplane/otc; no Crossplane runs here: bin/devenv simulate-crossplane plays it)")
+		say("Installing Crossplane's and the OTC provider's CRDs on the embedded backend (test/fixtures/crossplane/core and otc; no Crossplane runs here: bin/devenv simulate-crossplane plays it), and the ManagedCluster XRD and Compositions (config/crossplane)")
 		if _, err := envtest.InstallCRDs(backendCfg, envtest.CRDInstallOptions{Paths: []string{filepath.Join(root, "test", "fixtures", "crossplane", "otc")}}); err != nil {
+			return err
+		}
+		if err := actors.InstallCrossplane(ctx, backendCfg, root); err != nil {
 			return err
 		}
 	}
@@ -344,9 +350,9 @@ func applyFile(ctx context.Context, cfg *rest.Config, path string) error {
 	return nil
 }
 
-// simulateCrossplane plays Crossplane core and provider-opentelekomcloud (and the OTC API) on the
-// embedded backend until Ctrl-C: test/framework/actors.CrossplaneOTC says what it does and cites
-// where each behaviour comes from.
+// simulateCrossplane plays Crossplane core, provider-opentelekomcloud (and the OTC API) and the
+// ManagedCluster Compositions on the embedded backend until Ctrl-C: test/framework/actors'
+// CrossplaneOTC and CrossplaneXR say what they do and cite where each behaviour comes from.
 func simulateCrossplane() error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -354,8 +360,13 @@ func simulateCrossplane() error {
 	if err != nil {
 		return err
 	}
-	say("Playing Crossplane and the OTC API on the embedded backend (VpcV1, SubnetV1, ClusterV3, NodePoolV3 in every kcp-* namespace); Ctrl-C stops")
-	return (&actors.CrossplaneOTC{Backend: backendCfg, ReadyAfter: 3 * time.Second}).Run(ctx)
+	say("Playing Crossplane and the OTC API on the embedded backend (VpcV1, SubnetV1, ClusterV3, NodePoolV3 and ManagedCluster composites in every kcp-* namespace); Ctrl-C stops")
+	errs := make(chan error, 2)
+	go func() { errs <- (&actors.CrossplaneOTC{Backend: backendCfg, ReadyAfter: 3 * time.Second}).Run(ctx) }()
+	go func() { errs <- (&actors.CrossplaneXR{Backend: backendCfg, ReadyAfter: 3 * time.Second}).Run(ctx) }()
+	err = <-errs
+	stop()
+	return errors.Join(err, <-errs)
 }
 
 // devScaffolderAPIKey is the API key the manager and the local gitops-scaffolder stand-in share.

@@ -38,6 +38,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -178,7 +179,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (ct
 		Delete: []reconcile.Step[*scope]{
 			{Name: "delete the node pool", Condition: platformv1alpha1.NodePoolReadyCondition, Run: r.deleteOf(otc.NodePoolGVK, "pool")},
 			{Name: "delete the cluster", Condition: platformv1alpha1.ClusterReadyCondition, Run: r.deleteOf(otc.ClusterGVK, "cluster")},
-			{Name: "delete the composite cluster", Condition: platformv1alpha1.ClusterReadyCondition, Run: r.deleteOf(xr.GVK, "cluster")},
+			// Foreground: the XR is gone only once the resources composed for it are (they are its
+			// dependents), so "deleted" means the cloud resources are.
+			{Name: "delete the composite cluster", Condition: platformv1alpha1.ClusterReadyCondition, Run: r.deleteOf(xr.GVK, "cluster", client.PropagationPolicy(metav1.DeletePropagationForeground))},
 			{Name: "delete the subnet", Condition: platformv1alpha1.NetworkReadyCondition, Run: r.deleteOf(otc.SubnetGVK, "subnet")},
 			{Name: "delete the VPC", Condition: platformv1alpha1.NetworkReadyCondition, Run: r.deleteOf(otc.VPCGVK, "vpc")},
 			{Name: "remove the kubeconfig", Condition: platformv1alpha1.KubeconfigDeliveredCondition, Run: r.removeKubeconfig},
@@ -187,7 +190,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (ct
 		ReadyMessage: func(s *scope) string {
 			return fmt.Sprintf("Cluster ready with %d %s nodes; kubeconfig in Secret %s", s.kc.Spec.NodeCount, s.kc.Status.Flavor, s.kc.Status.KubeconfigSecret)
 		},
-		ReadyRequeue: func() time.Duration { return 10 * time.Minute },
+		ReadyRequeue: func() time.Duration {
+			if isOTC(kc) {
+				return 10 * time.Minute
+			}
+			// A composition's kubeconfig may hold a short-lived token its provider renews in the
+			// backend Secret (provider-upjet-aws' ClusterAuth: 15 minutes, renewed every 10):
+			// the delivered copy follows it.
+			return 2 * time.Minute
+		},
 	}.Run(ctx)
 }
 
@@ -629,7 +640,7 @@ func (s *scope) setPhase(p platformv1alpha1.KubernetesClusterPhase) {
 
 // deleteOf deletes this KubernetesCluster's managed resource of kind gvk and waits until it is
 // gone, so the next one is deleted only then.
-func (r *Reconciler) deleteOf(gvk schema.GroupVersionKind, suffix string) func(context.Context, *scope) error {
+func (r *Reconciler) deleteOf(gvk schema.GroupVersionKind, suffix string, opts ...client.DeleteOption) func(context.Context, *scope) error {
 	return func(ctx context.Context, s *scope) error {
 		u := &unstructured.Unstructured{}
 		u.SetGroupVersionKind(gvk)
@@ -643,7 +654,7 @@ func (r *Reconciler) deleteOf(gvk schema.GroupVersionKind, suffix string) func(c
 			return nil
 		}
 		if u.GetDeletionTimestamp() == nil {
-			if err := r.Backend.Client.Delete(ctx, u); client.IgnoreNotFound(err) != nil {
+			if err := r.Backend.Client.Delete(ctx, u, opts...); client.IgnoreNotFound(err) != nil {
 				return err
 			}
 		}

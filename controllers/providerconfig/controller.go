@@ -24,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	mccontroller "sigs.k8s.io/multicluster-runtime/pkg/controller"
@@ -83,7 +84,16 @@ func (r *Reconciler) SetupWithManager(mgr mcmanager.Manager) error {
 		return errors.New("providerconfig controller needs the platform export's workspaces")
 	}
 	return fleet.NewController(mgr, "providerconfig", r.Workspaces, &platformv1alpha1.ProviderConfig{},
-		mccontroller.Options{Reconciler: r, MaxConcurrentReconciles: 4})
+		mccontroller.Options{Reconciler: r, MaxConcurrentReconciles: 4},
+		// A ProviderConfig being deleted waits for the KubernetesClusters naming it: one going
+		// is looked at at once.
+		fleet.Watch{Object: &platformv1alpha1.KubernetesCluster{}, Map: func(obj client.Object) []types.NamespacedName {
+			kc, ok := obj.(*platformv1alpha1.KubernetesCluster)
+			if !ok || kc.Spec.ProviderRef.ConfigRef == nil {
+				return nil
+			}
+			return []types.NamespacedName{{Namespace: kc.Namespace, Name: kc.Spec.ProviderRef.ConfigRef.Name}}
+		}})
 }
 
 type scope struct {
@@ -117,7 +127,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (ct
 		Normal: []reconcile.Step[*scope]{
 			{Name: "check the credentials", Condition: platformv1alpha1.CredentialsValidCondition, Run: r.credentials},
 		},
-		Delete:   []reconcile.Step[*scope]{{Name: "remove the backend objects", Run: r.remove}},
+		Delete: []reconcile.Step[*scope]{
+			{Name: "wait for the clusters using it", Run: r.unused},
+			{Name: "remove the backend objects", Run: r.remove},
+		},
 		Recorder: ws.Recorder(ControllerName),
 		ReadyMessage: func(s *scope) string {
 			return "Credentials are well-formed and handed to Crossplane in the workspace's backend namespace"
@@ -232,6 +245,27 @@ func (r *Reconciler) store(ctx context.Context, s *scope, data []byte) (*corev1.
 // Apply server-side applies a backend object the controllers own.
 func Apply(ctx context.Context, c client.Client, u *unstructured.Unstructured) error {
 	return c.Patch(ctx, u, client.Apply, client.FieldOwner(ControllerName), client.ForceOwnership) //nolint:staticcheck // unstructured objects have no apply configuration
+}
+
+// unused waits while a KubernetesCluster of the namespace names this ProviderConfig: Crossplane
+// needs the credentials to delete what it built, so they stay until the last such cluster is gone
+// (in a workspace being deleted, the clusters go first).
+func (r *Reconciler) unused(ctx context.Context, s *scope) error {
+	list := &platformv1alpha1.KubernetesClusterList{}
+	if err := s.ws.Client().List(ctx, list, client.InNamespace(s.pc.Namespace)); err != nil {
+		return err
+	}
+	var users []string
+	for _, kc := range list.Items {
+		if ref := kc.Spec.ProviderRef.ConfigRef; ref != nil && ref.Name == s.pc.Name {
+			users = append(users, kc.Name)
+		}
+	}
+	if len(users) > 0 {
+		return reconcile.Waiting(commonv1alpha1.DeletingReason, reconcile.Truncate(fmt.Sprintf(
+			"Waiting for the KubernetesClusters using these credentials to be deleted first (Crossplane needs them to tear down): %s", strings.Join(users, ", "))), recheck)
+	}
+	return nil
 }
 
 // remove deletes the backend objects when they are this ProviderConfig's.

@@ -1,13 +1,8 @@
 package actors_test
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -19,11 +14,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
-	"sigs.k8s.io/yaml"
 
 	"github.com/kubeopera/kubeopera/test/framework"
 	"github.com/kubeopera/kubeopera/test/framework/actors"
@@ -33,48 +26,6 @@ var (
 	xrdV2GVR = schema.GroupVersionResource{Group: "apiextensions.crossplane.io", Version: "v2", Resource: "compositeresourcedefinitions"}
 	xrGVR    = schema.GroupVersionResource{Group: "infra.kubeopera.io", Version: "v1alpha1", Resource: "managedclusters"}
 )
-
-// applyCrossplaneConfig creates the objects of config/crossplane, in kustomization.yaml's order,
-// as an admin's `kubectl apply -k` would (XRDs through apiextensions.crossplane.io/v2).
-func applyCrossplaneConfig(t *testing.T, ctx context.Context, dyn dynamic.Interface) {
-	t.Helper()
-	dir := filepath.Join(framework.RepoRoot(), "config", "crossplane")
-	raw, err := os.ReadFile(filepath.Join(dir, "kustomization.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var k struct {
-		Resources []string `json:"resources"`
-	}
-	if err := yaml.Unmarshal(raw, &k); err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range k.Resources {
-		data, err := os.ReadFile(filepath.Join(dir, f))
-		if err != nil {
-			t.Fatal(err)
-		}
-		dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
-		for {
-			u := &unstructured.Unstructured{}
-			if err := dec.Decode(&u.Object); errors.Is(err, io.EOF) {
-				break
-			} else if err != nil {
-				t.Fatalf("%s: %v", f, err)
-			}
-			if len(u.Object) == 0 {
-				continue
-			}
-			gvr := actors.CrossplaneCompositionGVR
-			if u.GetKind() == "CompositeResourceDefinition" {
-				gvr = xrdV2GVR
-			}
-			if _, err := dyn.Resource(gvr).Create(ctx, u, metav1.CreateOptions{}); err != nil {
-				t.Fatalf("create %s %s from %s: %v", u.GetKind(), u.GetName(), f, err)
-			}
-		}
-	}
-}
 
 // managedCluster is an XR as the KubernetesCluster controller writes it.
 func managedCluster(ns, name, provider string, spec map[string]any) *unstructured.Unstructured {
@@ -107,9 +58,7 @@ func managedCluster(ns, name, provider string, spec map[string]any) *unstructure
 }
 
 func TestCrossplaneXR(t *testing.T) {
-	backend := framework.StartCluster(t, framework.ClusterOptions{
-		CRDDirectoryPaths: []string{filepath.Join(framework.RepoRoot(), "test/fixtures/crossplane/core")},
-	})
+	backend := framework.StartCluster(t, framework.ClusterOptions{})
 	ctx := t.Context()
 	dyn := dynamic.NewForConfigOrDie(backend.Config)
 	cs := kubernetes.NewForConfigOrDie(backend.Config)
@@ -118,7 +67,9 @@ func TestCrossplaneXR(t *testing.T) {
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	applyCrossplaneConfig(t, ctx, dyn)
+	if err := actors.InstallCrossplane(ctx, backend.Config, framework.RepoRoot()); err != nil {
+		t.Fatal(err)
+	}
 
 	const readyAfter = 1500 * time.Millisecond
 	actor := &actors.CrossplaneXR{
