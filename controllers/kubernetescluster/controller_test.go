@@ -23,6 +23,7 @@ import (
 	"github.com/kubeopera/kubeopera/controllers/kubernetescluster"
 	"github.com/kubeopera/kubeopera/controllers/providerconfig"
 	"github.com/kubeopera/kubeopera/internal/crossplane/otc"
+	xrpkg "github.com/kubeopera/kubeopera/internal/crossplane/xr"
 	imanager "github.com/kubeopera/kubeopera/internal/manager"
 	"github.com/kubeopera/kubeopera/internal/manifests"
 	"github.com/kubeopera/kubeopera/internal/reconcile"
@@ -50,6 +51,7 @@ tenant_name=eu-de
 type suite struct {
 	h   *fleettest.Harness
 	xp  *actors.CrossplaneOTC
+	xr  *actors.CrossplaneXR
 	ctx context.Context
 }
 
@@ -60,18 +62,25 @@ func setup(t *testing.T) *suite {
 	if _, err := envtest.InstallCRDs(h.BackendAdmin, envtest.CRDInstallOptions{Paths: []string{filepath.Join(framework.RepoRoot(), "test", "fixtures", "crossplane", "otc")}}); err != nil {
 		t.Fatal(err)
 	}
-	// The platform admin's catalog: the sample OTC catalog make run loads.
-	raw, err := os.ReadFile(filepath.Join(framework.RepoRoot(), "config", "samples", "otc-flavors.yaml"))
-	if err != nil {
+	// Crossplane's API and the platform's ManagedCluster XRD and Compositions (config/crossplane),
+	// for providers other than OTC; actors.CrossplaneXR plays Crossplane composing them.
+	if err := actors.InstallCrossplane(ctx, h.BackendAdmin, framework.RepoRoot()); err != nil {
 		t.Fatal(err)
 	}
-	objs, err := manifests.Decode(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
+	// The platform admin's catalog: the sample OTC and AWS catalogs make run loads.
 	var flavors []client.Object
-	for _, o := range objs {
-		flavors = append(flavors, o)
+	for _, f := range []string{"otc-flavors.yaml", "aws-flavors.yaml"} {
+		raw, err := os.ReadFile(filepath.Join(framework.RepoRoot(), "config", "samples", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		objs, err := manifests.Decode(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range objs {
+			flavors = append(flavors, o)
+		}
 	}
 	h.PublishCatalog(t, flavors...)
 	if err := (&providerconfig.Reconciler{Workspaces: h.Fleet, Backend: h.BackendStore()}).SetupWithManager(h.Manager); err != nil {
@@ -83,11 +92,13 @@ func setup(t *testing.T) *suite {
 	h.Run(t)
 	xp := &actors.CrossplaneOTC{Backend: h.BackendAdmin, ReadyAfter: 500 * time.Millisecond,
 		SoldOut: func(namespace, name string) bool { return strings.Contains(name, "-sold-") }}
+	xr := &actors.CrossplaneXR{Backend: h.BackendAdmin, ReadyAfter: 500 * time.Millisecond}
 	actx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = xp.Run(actx) }()
-	t.Cleanup(func() { cancel(); <-done })
-	return &suite{h: h, xp: xp, ctx: ctx}
+	done := make(chan struct{}, 2)
+	go func() { defer func() { done <- struct{}{} }(); _ = xp.Run(actx) }()
+	go func() { defer func() { done <- struct{}{} }(); _ = xr.Run(actx) }()
+	t.Cleanup(func() { cancel(); <-done; <-done })
+	return &suite{h: h, xp: xp, xr: xr, ctx: ctx}
 }
 
 // demo applies the seed's demo objects in namespace default of a workspace.
@@ -117,6 +128,46 @@ func (s *suite) demo(t *testing.T, ws, credentials, capsName string, caps platfo
 			t.Fatalf("create %T %s: %v", o, o.GetName(), err)
 		}
 	}
+}
+
+const awsCredentials = `[default]
+aws_access_key_id = AKIAEXAMPLE0123456789
+aws_secret_access_key = aws-sk-do-not-leak-0123456789
+`
+
+// awsDemo applies config/samples/kubernetescluster-aws.yaml's objects in namespace default of a
+// workspace, with subnets subnetIDs.
+func (s *suite) awsDemo(t *testing.T, ws, name, subnetIDs string) {
+	t.Helper()
+	objs := []client.Object{
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "aws-creds-" + name, Labels: map[string]string{syncer.AccessLabel: syncer.AccessLabelValue}},
+			Data: map[string][]byte{"credentials": []byte(awsCredentials)}},
+		&platformv1alpha1.ProviderConfig{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "provider-" + name},
+			Spec: platformv1alpha1.ProviderConfigSpec{Type: "AWS", Credentials: platformv1alpha1.ProviderCredentials{Source: platformv1alpha1.CredentialsSourceSecret,
+				SecretRef: &platformv1alpha1.SecretKeySelector{Name: "aws-creds-" + name, Key: "credentials"}}}},
+		&platformv1alpha1.MachineCapabilities{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "workers-" + name},
+			Spec: platformv1alpha1.Capabilities{VCPUCount: 4, MemorySize: resource.MustParse("8Gi")}},
+		&platformv1alpha1.KubernetesCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name}, Spec: platformv1alpha1.KubernetesClusterSpec{
+			MachineCapabilitiesRef: platformv1alpha1.LocalObjectReference{Name: "workers-" + name}, NodeCount: 2, NodeDiskSize: ptr.To(resource.MustParse("50Gi")),
+			Region: "eu-central-1", VpcID: "vpc-0123", SubnetID: subnetIDs, Kubernetes: platformv1alpha1.KubernetesSpec{Version: "1.31"},
+			ProviderRef: platformv1alpha1.ProviderRef{Type: "AWS", ConfigRef: &platformv1alpha1.LocalObjectReference{Name: "provider-" + name}}}},
+	}
+	for _, o := range objs {
+		if err := s.h.WS[ws].Create(s.ctx, o); err != nil {
+			t.Fatalf("create %T %s: %v", o, o.GetName(), err)
+		}
+	}
+}
+
+// managedCluster reads a ManagedCluster XR of the workspace's backend namespace; nil when absent.
+func (s *suite) managedCluster(t *testing.T, ws, name string) *unstructured.Unstructured {
+	t.Helper()
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(xrpkg.GVK)
+	if err := s.h.Backend.Get(s.ctx, client.ObjectKey{Namespace: workspaces.Namespace(s.h.LC[ws]), Name: name}, u); err != nil {
+		return nil
+	}
+	return u
 }
 
 func (s *suite) get(t *testing.T, ws, name string) *platformv1alpha1.KubernetesCluster {
@@ -289,7 +340,11 @@ func TestKubernetesCluster(t *testing.T) {
 		if err := s.h.WS["globex"].Create(s.ctx, kc); err != nil {
 			t.Fatal(err)
 		}
-		kc = s.waitCondition(t, "globex", "equinix", platformv1alpha1.CredentialsValidCondition, platformv1alpha1.UnsupportedProviderReason, "EquinixMetal")
+		// The supported providers are OTC and those with a Composition installed (config/crossplane's aws).
+		kc = s.waitCondition(t, "globex", "equinix", platformv1alpha1.CredentialsValidCondition, platformv1alpha1.UnsupportedProviderReason, "supported: OTC, aws")
+		if !strings.Contains(reconcile.GetCondition(kc, platformv1alpha1.CredentialsValidCondition).Message, "EquinixMetal") {
+			t.Errorf("the reason does not name the type: %s", describe(kc))
+		}
 		if kc.Status.Phase != platformv1alpha1.KubernetesClusterPhaseFailed {
 			t.Errorf("phase %q, want Failed", kc.Status.Phase)
 		}
@@ -346,6 +401,133 @@ func TestKubernetesCluster(t *testing.T) {
 		// The other workspace's cluster of the same name is untouched.
 		if kc := s.get(t, "globex", "my-cluster"); kc.Status.Phase != platformv1alpha1.KubernetesClusterPhaseReady {
 			t.Errorf("globex's my-cluster: %s", describe(kc))
+		}
+	})
+
+	t.Run("another provider: one ManagedCluster composed by its Composition, then torn down", func(t *testing.T) {
+		c := s.h.WS["acme"]
+		ns := workspaces.Namespace(s.h.LC["acme"])
+		s.awsDemo(t, "acme", "eks", "subnet-0aaa,subnet-0bbb")
+		kc := s.waitReady(t, "acme", "eks")
+		for _, typ := range []string{platformv1alpha1.CredentialsValidCondition, platformv1alpha1.FlavorMatchedCondition,
+			platformv1alpha1.ClusterReadyCondition, platformv1alpha1.KubeconfigDeliveredCondition} {
+			if !reconcile.IsTrue(kc, typ) {
+				t.Errorf("%s not True: %s", typ, describe(kc))
+			}
+		}
+		// The composition builds network and workers: no OTC step claims them.
+		for _, typ := range []string{platformv1alpha1.NetworkReadyCondition, platformv1alpha1.NodePoolReadyCondition} {
+			if c := reconcile.GetCondition(kc, typ); c != nil {
+				t.Errorf("%s set on a composed cluster: %v", typ, c)
+			}
+		}
+		if kc.Status.Flavor != "c5.xlarge" {
+			t.Errorf("flavor %q, want the AWS catalog's smallest 4 vCPU/8Gi type c5.xlarge (c6i.xlarge ties, the name decides)", kc.Status.Flavor)
+		}
+		x := s.managedCluster(t, "acme", "kc-default-eks-cluster")
+		if x == nil {
+			t.Fatalf("no ManagedCluster kc-default-eks-cluster in %s", ns)
+		}
+		sel, _, _ := unstructured.NestedStringMap(x.Object, "spec", "crossplane", "compositionSelector", "matchLabels")
+		ref, _, _ := unstructured.NestedString(x.Object, "spec", "crossplane", "compositionRef", "name")
+		if sel[xrpkg.ProviderLabel] != "aws" || ref != "managedcluster-aws" {
+			t.Errorf("composition selector %v, selected %q; want provider aws and Composition managedcluster-aws", sel, ref)
+		}
+		spec, _, _ := unstructured.NestedMap(x.Object, "spec")
+		for k, want := range map[string]any{"provider": "AWS", "nodeFlavor": "c5.xlarge", "nodeCount": int64(2), "nodeDiskSizeGiB": int64(50),
+			"region": "eu-central-1", "kubernetesVersion": "1.31", "subnetID": "subnet-0aaa,subnet-0bbb", "kubeconfigSecretName": "kc-default-eks-conn"} {
+			if fmt.Sprint(spec[k]) != fmt.Sprint(want) {
+				t.Errorf("ManagedCluster spec.%s = %v, want %v", k, spec[k], want)
+			}
+		}
+		if x.GetLabels()[workspaces.FingerprintLabel] != workspaces.Fingerprint(s.h.LC["acme"]) {
+			t.Errorf("ManagedCluster labels %v", x.GetLabels())
+		}
+		// The credentials the composition's ProviderConfig reads: the tenant's, as they are.
+		credName, _, _ := unstructured.NestedString(x.Object, "spec", "credentialsSecretRef", "name")
+		creds := &corev1.Secret{}
+		if err := s.h.Backend.Get(s.ctx, client.ObjectKey{Namespace: ns, Name: credName}, creds); err != nil {
+			t.Fatalf("credentials Secret %s/%s: %v", ns, credName, err)
+		}
+		if string(creds.Data[providerconfig.CredentialsKey]) != awsCredentials {
+			t.Error("the AWS credentials were not handed over as they are")
+		}
+		// The kubeconfig delivered is the one the composition wrote.
+		conn, delivered := &corev1.Secret{}, &corev1.Secret{}
+		if err := s.h.Backend.Get(s.ctx, client.ObjectKey{Namespace: ns, Name: "kc-default-eks-conn"}, conn); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Get(s.ctx, client.ObjectKey{Namespace: "default", Name: "eks-kubeconfig"}, delivered); err != nil {
+			t.Fatal(err)
+		}
+		if len(conn.Data["kubeconfig"]) == 0 || string(delivered.Data["kubeconfig"]) != string(conn.Data["kubeconfig"]) {
+			t.Error("the delivered kubeconfig is not the composition's")
+		}
+		if strings.Contains(s.h.Log.String(), "aws-sk-do-not-leak") {
+			t.Error("the manager logged credentials")
+		}
+
+		// Deleting the ProviderConfig first: it waits for the cluster, whose teardown needs the
+		// credentials.
+		pc := &platformv1alpha1.ProviderConfig{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "provider-eks"}}
+		if err := c.Delete(s.ctx, pc); err != nil {
+			t.Fatal(err)
+		}
+		framework.Eventually(t, time.Minute, "the ProviderConfig waits for the cluster", func() (bool, string) {
+			if err := c.Get(s.ctx, client.ObjectKeyFromObject(pc), pc); err != nil {
+				return false, err.Error()
+			}
+			r := reconcile.GetCondition(pc, "Reconciling")
+			return r != nil && strings.Contains(r.Message, "eks"), fmt.Sprint(pc.Status.Conditions)
+		})
+		if err := s.h.Backend.Get(s.ctx, client.ObjectKey{Namespace: ns, Name: credName}, &corev1.Secret{}); err != nil {
+			t.Errorf("the credentials went before the cluster: %v", err)
+		}
+		if err := c.Delete(s.ctx, s.get(t, "acme", "eks")); err != nil {
+			t.Fatal(err)
+		}
+		framework.Eventually(t, 2*time.Minute, "eks and its ProviderConfig gone", func() (bool, string) {
+			errKC := c.Get(s.ctx, client.ObjectKey{Namespace: "default", Name: "eks"}, &platformv1alpha1.KubernetesCluster{})
+			errPC := c.Get(s.ctx, client.ObjectKeyFromObject(pc), &platformv1alpha1.ProviderConfig{})
+			return apierrors.IsNotFound(errKC) && apierrors.IsNotFound(errPC), fmt.Sprint(errKC, " / ", errPC)
+		})
+		if !slices.Contains(s.xr.Deleted(), ns+"/kc-default-eks-cluster") {
+			t.Errorf("Crossplane never finished deleting the ManagedCluster: %v", s.xr.Deleted())
+		}
+		if s.managedCluster(t, "acme", "kc-default-eks-cluster") != nil {
+			t.Error("the ManagedCluster is still there")
+		}
+		if err := c.Get(s.ctx, client.ObjectKey{Namespace: "default", Name: "eks-kubeconfig"}, &corev1.Secret{}); !apierrors.IsNotFound(err) {
+			t.Errorf("delivered kubeconfig still there: %v", err)
+		}
+		if err := s.h.Backend.Get(s.ctx, client.ObjectKey{Namespace: ns, Name: credName}, &corev1.Secret{}); !apierrors.IsNotFound(err) {
+			t.Errorf("backend credentials still there: %v", err)
+		}
+	})
+
+	t.Run("another provider: what its composition refuses is Stalled with the field; a ProviderConfig of another type is waited on", func(t *testing.T) {
+		s.awsDemo(t, "globex", "one-subnet", "subnet-0aaa")
+		kc := s.waitCondition(t, "globex", "one-subnet", platformv1alpha1.ClusterReadyCondition, "InvalidSpec", "at least two existing subnets")
+		if kc.Status.Phase != platformv1alpha1.KubernetesClusterPhaseFailed {
+			t.Errorf("phase %q, want Failed", kc.Status.Phase)
+		}
+		if s.managedCluster(t, "globex", "kc-default-one-subnet-cluster") != nil {
+			t.Error("a ManagedCluster was written although its XRD refuses it")
+		}
+		// An AWS cluster naming an OTC ProviderConfig (the demo's provider-my-cluster).
+		mixed := &platformv1alpha1.KubernetesCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "mixed"}, Spec: platformv1alpha1.KubernetesClusterSpec{
+			MachineCapabilitiesRef: platformv1alpha1.LocalObjectReference{Name: "my-capabilities"}, NodeCount: 1, Kubernetes: platformv1alpha1.KubernetesSpec{Version: "1.31"},
+			Region: "eu-central-1", VpcID: "vpc-1", SubnetID: "subnet-1,subnet-2",
+			ProviderRef: platformv1alpha1.ProviderRef{Type: "AWS", ConfigRef: &platformv1alpha1.LocalObjectReference{Name: "provider-my-cluster"}}}}
+		if err := s.h.WS["globex"].Create(s.ctx, mixed); err != nil {
+			t.Fatal(err)
+		}
+		s.waitCondition(t, "globex", "mixed", platformv1alpha1.CredentialsValidCondition, platformv1alpha1.ProviderConfigNotReadyReason, "holds OTC credentials, not AWS")
+		// And the type cannot be changed afterwards: kcp refuses it at admission.
+		mixed = s.get(t, "globex", "mixed")
+		mixed.Spec.ProviderRef.Type = "OTC"
+		if err := s.h.WS["globex"].Update(s.ctx, mixed); err == nil || !strings.Contains(err.Error(), "spec.providerRef.type cannot be changed") {
+			t.Errorf("changing spec.providerRef.type: %v, want refused", err)
 		}
 	})
 }
