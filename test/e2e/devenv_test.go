@@ -141,17 +141,20 @@ func TestLocalEnvironment(t *testing.T) {
 		err := demo.List(ctx, flavors)
 		return err == nil && len(flavors.Items) > 10, fmt.Sprintf("%d flavors, %v", len(flavors.Items), err)
 	})
-	raw, err = os.ReadFile(filepath.Join(framework.RepoRoot(), "config", "samples", "kubernetescluster-demo.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	objs, err := manifests.Decode(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, o := range objs {
-		if err := demo.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
-			t.Fatalf("create %s %s: %v", o.GetKind(), o.GetName(), err)
+	// And the AWS sample: a ManagedCluster composite, composed by the Composition make run installed.
+	for _, sample := range []string{"kubernetescluster-demo.yaml", "kubernetescluster-aws.yaml"} {
+		raw, err = os.ReadFile(filepath.Join(framework.RepoRoot(), "config", "samples", sample))
+		if err != nil {
+			t.Fatal(err)
+		}
+		objs, err := manifests.Decode(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range objs {
+			if err := demo.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
+				t.Fatalf("create %s %s from %s: %v", o.GetKind(), o.GetName(), sample, err)
+			}
 		}
 	}
 	xp := exec.Command(filepath.Join(bin, "devenv"), "simulate-crossplane")
@@ -161,15 +164,17 @@ func TestLocalEnvironment(t *testing.T) {
 	if err := xp.Start(); err != nil {
 		t.Fatal(err)
 	}
-	framework.Eventually(t, 3*time.Minute, "the demo KubernetesCluster Ready", func() (bool, string) {
-		kc := &platformv1alpha1.KubernetesCluster{}
-		if err := demo.Get(ctx, client.ObjectKey{Namespace: "demo", Name: "my-cluster"}, kc); err != nil {
-			return false, err.Error()
+	for _, key := range []client.ObjectKey{{Namespace: "demo", Name: "my-cluster"}, {Namespace: "demo-aws", Name: "eks-cluster"}} {
+		framework.Eventually(t, 3*time.Minute, "the demo KubernetesCluster "+key.String()+" Ready", func() (bool, string) {
+			kc := &platformv1alpha1.KubernetesCluster{}
+			if err := demo.Get(ctx, key, kc); err != nil {
+				return false, err.Error()
+			}
+			return kc.Status.Phase == platformv1alpha1.KubernetesClusterPhaseReady, fmt.Sprintf("%s %v", kc.Status.Phase, kc.Status.Conditions)
+		})
+		if err := demo.Get(ctx, client.ObjectKey{Namespace: key.Namespace, Name: key.Name + "-kubeconfig"}, &corev1.Secret{}); err != nil {
+			t.Errorf("the demo cluster %s's kubeconfig was not delivered: %v", key, err)
 		}
-		return kc.Status.Phase == platformv1alpha1.KubernetesClusterPhaseReady, fmt.Sprintf("%s %v", kc.Status.Phase, kc.Status.Conditions)
-	})
-	if err := demo.Get(ctx, client.ObjectKey{Namespace: "demo", Name: "my-cluster-kubeconfig"}, &corev1.Secret{}); err != nil {
-		t.Errorf("the demo cluster's kubeconfig was not delivered: %v", err)
 	}
 	_ = xp.Process.Signal(syscall.SIGINT)
 	if err := xp.Wait(); err != nil {
