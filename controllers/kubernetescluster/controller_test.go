@@ -374,6 +374,11 @@ func TestKubernetesCluster(t *testing.T) {
 			return c != nil && c.Reason == providerconfig.InvalidCredentialsReason, fmt.Sprint(pc.Status.Conditions)
 		})
 		s.waitCondition(t, "globex", "bad", platformv1alpha1.CredentialsValidCondition, platformv1alpha1.ProviderConfigNotReadyReason, "provider-bad")
+		// Well-formed, but naming a host that is not an OTC IAM endpoint (the provider would
+		// connect there from the backend's network): refused the same way.
+		s.demo(t, "globex", `{"access_key":"AK","secret_key":"SK","auth_url":"https://169.254.169.254/v3","region":"eu-de"}`, "caps-bad", demoCaps,
+			&platformv1alpha1.KubernetesCluster{ObjectMeta: metav1.ObjectMeta{Name: "metadata"}})
+		s.waitCondition(t, "globex", "metadata", platformv1alpha1.CredentialsValidCondition, platformv1alpha1.ProviderConfigNotReadyReason, "not an IAM endpoint this platform allows")
 	})
 
 	t.Run("deletion tears down node pool, cluster, subnet, VPC in order, then the finalizer", func(t *testing.T) {

@@ -76,6 +76,9 @@ type Reconciler struct {
 	Workspaces *fleet.Provider
 	// Backend reads (uncached) and writes backend namespaces and objects.
 	Backend workspaces.Backend
+	// AuthHosts are the hosts OTC credentials' auth_url may name (otc.AuthHostAllowed patterns);
+	// iotc.DefaultAuthHosts when nil.
+	AuthHosts []string
 }
 
 // SetupWithManager registers the controller.
@@ -170,6 +173,10 @@ func (r *Reconciler) credentials(ctx context.Context, s *scope) error {
 	if err != nil {
 		return reconcile.Waiting(InvalidCredentialsReason, fmt.Sprintf("secret %s/%s key %q: %v", src.Namespace, src.Name, ref.Key, err), recheck)
 	}
+	if hosts := r.authHosts(); !iotc.AuthHostAllowed(creds.AuthURL, hosts) {
+		return reconcile.Waiting(InvalidCredentialsReason, fmt.Sprintf("secret %s/%s key %q: auth_url's host is not an IAM endpoint this platform allows (%s)",
+			src.Namespace, src.Name, ref.Key, strings.Join(hosts, ", ")), recheck)
+	}
 	data, err := creds.ProviderSecretData()
 	if err != nil {
 		return reconcile.Waiting(InvalidCredentialsReason, fmt.Sprintf("secret %s/%s key %q: %v", src.Namespace, src.Name, ref.Key, err), recheck)
@@ -189,6 +196,13 @@ func (r *Reconciler) credentials(ctx context.Context, s *scope) error {
 	reconcile.MarkTrue(s.pc, platformv1alpha1.CredentialsValidCondition, commonv1alpha1.SucceededReason,
 		fmt.Sprintf("Well-formed %s credentials for %s (region %s); Crossplane uses them as ProviderConfig %s", creds.Mode, creds.AuthURL, creds.Region, s.name))
 	return nil
+}
+
+func (r *Reconciler) authHosts() []string {
+	if r.AuthHosts == nil {
+		return iotc.DefaultAuthHosts
+	}
+	return r.AuthHosts
 }
 
 // IsOTC reports whether a ProviderConfig holds OTC credentials (spec.type OTC, the default).

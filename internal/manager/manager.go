@@ -207,7 +207,7 @@ func Run(ctx context.Context, o Options, cfgs *Configs) error {
 	if err := setupCatalog(ctx, mgr, kcpCfg, scheme, fleets[PlatformProvider]); err != nil {
 		return err
 	}
-	if err := (&providerconfig.Reconciler{Workspaces: fleets[PlatformProvider], Backend: backend}).SetupWithManager(mgr); err != nil {
+	if err := (&providerconfig.Reconciler{Workspaces: fleets[PlatformProvider], Backend: backend, AuthHosts: o.OTCAuthHosts}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("failed to set up the providerconfig controller: %w", err)
 	}
 	if err := (&kubernetescluster.Reconciler{Workspaces: fleets[PlatformProvider], Backend: backend}).SetupWithManager(mgr); err != nil {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/kubeopera/kubeopera/controllers/tenant"
 	"github.com/kubeopera/kubeopera/internal/flux"
+	"github.com/kubeopera/kubeopera/internal/otc"
 )
 
 // Options configure the manager. Every option has a flag; the seeds' settings also read their
@@ -64,6 +65,8 @@ type Options struct {
 	FluxChartVersion string
 	// GitOpsBranch is the branch of spec.gitOpsRepoURL Flux follows.
 	GitOpsBranch string
+	// OTCAuthHosts are the hosts OTC credentials' auth_url may name (ProviderConfig).
+	OTCAuthHosts []string
 	// HostClusterAccessGiveUp is how long an unreachable target is retried before its HostCluster
 	// fails (seed 000: 5 minutes).
 	HostClusterAccessGiveUp time.Duration
@@ -157,6 +160,7 @@ func DefaultOptions() Options {
 		FluxChartVersion:             envOr("FLUX_CHART_VERSION", DefaultFluxChartVersion),
 		GitOpsBranch:                 "main",
 		HostClusterAccessGiveUp:      5 * time.Minute,
+		OTCAuthHosts:                 otc.DefaultAuthHosts,
 		HostClusterPollInterval:      10 * time.Second,
 		HostClusterInventoryInterval: 5 * time.Minute,
 		HostClusterConcurrency:       8,
@@ -206,6 +210,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.FluxChart, "flux-chart", o.FluxChart, "Flux Helm chart installed on HostClusters' targets: OCI reference, URL or local path (env FLUX_CHART)")
 	fs.StringVar(&o.FluxChartVersion, "flux-chart-version", o.FluxChartVersion, "Flux chart version (env FLUX_CHART_VERSION)")
 	fs.StringVar(&o.GitOpsBranch, "gitops-branch", o.GitOpsBranch, "branch of spec.gitOpsRepoURL that Flux follows on HostClusters' targets")
+	fs.StringSliceVar(&o.OTCAuthHosts, "otc-auth-hosts", o.OTCAuthHosts, "hosts the auth_url of tenants' OTC credentials may name: exact names, *.domain for any name under it, or * for any; Crossplane's OTC provider connects there from the backend")
 	fs.DurationVar(&o.HostClusterAccessGiveUp, "hostcluster-access-give-up", o.HostClusterAccessGiveUp, "how long an unreachable HostCluster target is retried before the HostCluster fails")
 	fs.DurationVar(&o.HostClusterPollInterval, "hostcluster-poll-interval", o.HostClusterPollInterval, "how often a HostCluster waiting on Flux, the scaffolder or its apps Kustomization is looked at again")
 	fs.DurationVar(&o.HostClusterInventoryInterval, "hostcluster-inventory-interval", o.HostClusterInventoryInterval, "how often a Ready HostCluster's inventory and health score are refreshed (jittered)")

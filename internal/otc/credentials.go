@@ -435,3 +435,35 @@ func (c Credentials) MarshalJSON() ([]byte, error) {
 		Tenant  string `json:"tenant,omitempty"`
 	}{c.Mode, c.AuthURL, c.Region, c.Domain, c.Tenant})
 }
+
+// DefaultAuthHosts are the IAM endpoints the platform lets credentials name by default: Open
+// Telekom Cloud's public regions (iam.eu-de.otc.t-systems.com, iam.eu-nl.otc.t-systems.com) and
+// its Swiss cloud (iam-pub.eu-ch2.sc.otc.t-systems.com).
+var DefaultAuthHosts = []string{"*.otc.t-systems.com"}
+
+// AuthHostAllowed reports whether the host of authURL (checked well-formed by ParseCredentials)
+// matches one of patterns: "*" matches any host; "*.example.com" matches every name under
+// example.com at any depth (not example.com itself); anything else matches that host exactly.
+// Hosts compare case-insensitively. The provider's Crossplane controller connects to auth_url
+// from the backend's network, so an admin limits it to the cloud's own endpoints.
+func AuthHostAllowed(authURL string, patterns []string) bool {
+	u, err := url.Parse(authURL)
+	if err != nil {
+		return false
+	}
+	host := strings.ToLower(strings.TrimSuffix(u.Hostname(), "."))
+	for _, p := range patterns {
+		p = strings.ToLower(strings.TrimSpace(p))
+		switch {
+		case p == "*":
+			return true
+		case strings.HasPrefix(p, "*."):
+			if strings.HasSuffix(host, p[1:]) && len(host) > len(p)-1 {
+				return true
+			}
+		case p != "" && host == p:
+			return true
+		}
+	}
+	return false
+}
