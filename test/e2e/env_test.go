@@ -143,6 +143,12 @@ func startEnv() (e *env, err error) {
 	if e.backendID, err = framework.ManagerIdentity(ctx, e.backend, backendDir); err != nil {
 		return e, err
 	}
+	// KubernetesClusters: the OTC Crossplane provider's CRDs on the backend and the sample
+	// machine-flavor catalog in the platform workspace, as make run installs them
+	// (kubernetescluster_test.go; Crossplane itself is played by crossplaneOTC).
+	if err := installOTC(ctx, e); err != nil {
+		return e, err
+	}
 	e.api = newKubeoperaAPI()
 	e.stops = append(e.stops, e.api.Close)
 	// The git server and the gitops-scaffolder stand-in HostClusters use (the target cluster they
