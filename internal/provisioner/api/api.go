@@ -1,0 +1,240 @@
+// Package api is the provisioner's HTTP contract (seed 001, "API"), shared by the server
+// (cmd/provisioner), its client (the HostCluster controller) and the runner's Job (the names and
+// keys the Job and its Secrets carry). Every route below /api/v1 takes the shared key in header
+// X-Api-Key. JSON in and out.
+//
+//	POST /api/v1/provisions                   CreateRequest -> 202 Provision (never blocks)
+//	GET  /api/v1/provisions/{id}              -> 200 Provision (sync-on-read from the Job)
+//	GET  /api/v1/provisions/{id}/logs         -> 200 text/plain (the run's pod logs)
+//	GET  /api/v1/provisions/{id}/kubeconfig   -> 200 {"kubeconfig": "..."}; 409 until succeeded
+//	GET  /health                              -> 200 (no key)
+//
+// Errors are ErrorResponse with 400 (naming the field), 401 (no detail), 404 (unknown id), 409.
+package api
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+)
+
+// Status of a run.
+type Status string
+
+// A run's statuses: queued (its Job has no running pod yet), planning, applying (reported by the
+// runner as it goes), succeeded, failed.
+const (
+	StatusQueued    Status = "queued"
+	StatusPlanning  Status = "planning"
+	StatusApplying  Status = "applying"
+	StatusSucceeded Status = "succeeded"
+	StatusFailed    Status = "failed"
+)
+
+// Done reports whether the run has ended.
+func (s Status) Done() bool { return s == StatusSucceeded || s == StatusFailed }
+
+// Operation of a run.
+type Operation string
+
+// Operations: apply builds (or converges) the cluster; destroy tears it down (an explicit request
+// only: deleting a HostCluster never destroys by default).
+const (
+	OperationApply   Operation = "apply"
+	OperationDestroy Operation = "destroy"
+)
+
+// Topologies (HostCluster spec.provisioning.topology).
+const (
+	TopologyVanillaKubeadm = "vanilla_kubeadm"
+	TopologyEKS            = "eks"
+)
+
+// Keys of the credential Secret the caller names (credentialSecretRef), as the manager copies
+// the tenant's credential: an access key (AccessKey + SecretKey, optional SessionToken), and/or a
+// role to assume (RoleARN, optional ExternalID) — with an access key, that key assumes the role;
+// without one, the runner's own default credentials do. The runner uses the role for Terraform
+// and for the EKS kubeconfig's exec credential.
+const (
+	CredentialAccessKey    = "access_key"
+	CredentialSecretKey    = "secret_key"
+	CredentialSessionToken = "session_token"
+	CredentialRoleARN      = "role_arn"
+	CredentialExternalID   = "external_id"
+)
+
+// StateBucketPrefix + terraformEnvironment is the run's S3 state bucket (one per environment,
+// never shared).
+const StateBucketPrefix = "kubeopera-terraform-state-"
+
+// SecretRef names a Secret on the provisioner's cluster.
+type SecretRef struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+}
+
+// CreateRequest starts a run. The provisioning fields carry HostCluster spec.provisioning's names.
+type CreateRequest struct {
+	ClusterID            string    `json:"clusterID"`
+	Region               string    `json:"region"`
+	Topology             string    `json:"topology"`
+	ControlPlaneCount    *int32    `json:"controlPlaneCount,omitempty"`
+	NodeCount            int32     `json:"nodeCount"`
+	InstanceType         string    `json:"instanceType"`
+	KubernetesVersion    string    `json:"kubernetesVersion"`
+	TerraformEnvironment string    `json:"terraformEnvironment"`
+	CredentialSecretRef  SecretRef `json:"credentialSecretRef"`
+	// Operation is apply when empty.
+	Operation Operation `json:"operation,omitempty"`
+}
+
+// Provision is a run, as every response carries it.
+type Provision struct {
+	ID        string    `json:"id"`
+	ClusterID string    `json:"clusterID,omitempty"`
+	Operation Operation `json:"operation,omitempty"`
+	Status    Status    `json:"status"`
+	// Message says what the run is doing, or Terraform's error text when it failed.
+	Message    string     `json:"message"`
+	StartedAt  *time.Time `json:"startedAt,omitempty"`
+	FinishedAt *time.Time `json:"finishedAt,omitempty"`
+}
+
+// KubeconfigResponse is GET /provisions/{id}/kubeconfig's answer.
+type KubeconfigResponse struct {
+	Kubeconfig string `json:"kubeconfig"`
+}
+
+// ErrorResponse is every error's body.
+type ErrorResponse struct {
+	Error string `json:"error"`
+	// Field names the request field at fault (400 only).
+	Field string `json:"field,omitempty"`
+}
+
+// FieldError says which field of a request is wrong.
+type FieldError struct {
+	Field   string
+	Message string
+}
+
+func (e *FieldError) Error() string { return e.Field + ": " + e.Message }
+
+// Rules shared with the HostCluster schema (apis/kubeopera/v1alpha1), so a request the schema
+// admits is one the provisioner accepts.
+var (
+	clusterIDRe    = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9-]{0,62}$`)
+	regionRe       = regexp.MustCompile(`^[a-z]{2}(-[a-z]+)+-[0-9]{1,2}$`)
+	instanceTypeRe = regexp.MustCompile(`^[a-z][a-z0-9-]*\.[a-z0-9]+$`)
+	versionRe      = regexp.MustCompile(`^v?[0-9]+\.[0-9]+(\.[0-9]+)?$`)
+	// TerraformEnvironmentPattern: with StateBucketPrefix it makes a valid S3 bucket name
+	// (3-63 characters of a-z, 0-9 and hyphens, starting and ending with a letter or digit; no
+	// dots, so the bucket works with virtual-hosted TLS).
+	TerraformEnvironmentPattern = `^[a-z0-9]([a-z0-9-]{0,35}[a-z0-9])?$`
+	terraformEnvRe              = regexp.MustCompile(TerraformEnvironmentPattern)
+	dnsLabelRe                  = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)
+	dnsSubdomainRe              = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
+)
+
+// ReservedBucketSuffixes may not end an S3 bucket name (AWS, "General purpose bucket naming
+// rules").
+var ReservedBucketSuffixes = []string{"-s3alias", "--ol-s3", "--x-s3", "--table-s3"}
+
+// ValidateTerraformEnvironment checks that StateBucketPrefix+env is a valid S3 bucket name.
+func ValidateTerraformEnvironment(env string) error {
+	if !terraformEnvRe.MatchString(env) {
+		return &FieldError{Field: "terraformEnvironment", Message: fmt.Sprintf("must match %s (with %q in front it names the S3 state bucket)", TerraformEnvironmentPattern, StateBucketPrefix)}
+	}
+	for _, s := range ReservedBucketSuffixes {
+		if strings.HasSuffix(env, s) {
+			return &FieldError{Field: "terraformEnvironment", Message: fmt.Sprintf("may not end with %q (reserved by S3)", s)}
+		}
+	}
+	return nil
+}
+
+// Validate checks every field; the first wrong one is returned as a *FieldError. Nothing that
+// passes can carry anything but the documented characters into the rendered module.
+func (r *CreateRequest) Validate() error {
+	switch {
+	case !clusterIDRe.MatchString(r.ClusterID):
+		return &FieldError{"clusterID", "must match " + clusterIDRe.String()}
+	case !regionRe.MatchString(r.Region):
+		return &FieldError{"region", "must be an AWS region name, e.g. eu-north-1"}
+	case r.Topology != TopologyVanillaKubeadm && r.Topology != TopologyEKS:
+		return &FieldError{"topology", "must be vanilla_kubeadm or eks"}
+	case r.Topology == TopologyEKS && r.ControlPlaneCount != nil:
+		return &FieldError{"controlPlaneCount", "applies to vanilla_kubeadm only (EKS runs its own control plane)"}
+	case r.ControlPlaneCount != nil && (*r.ControlPlaneCount < 1 || *r.ControlPlaneCount > 7):
+		return &FieldError{"controlPlaneCount", "must be between 1 and 7"}
+	case r.NodeCount < 0 || r.NodeCount > 1000:
+		return &FieldError{"nodeCount", "must be between 0 and 1000"}
+	case len(r.InstanceType) > 63 || !instanceTypeRe.MatchString(r.InstanceType):
+		return &FieldError{"instanceType", "must be an EC2 instance type, e.g. t3.medium"}
+	case !versionRe.MatchString(r.KubernetesVersion):
+		return &FieldError{"kubernetesVersion", "must be a version like 1.31 or 1.31.0"}
+	case len(r.CredentialSecretRef.Namespace) > 63 || !dnsLabelRe.MatchString(r.CredentialSecretRef.Namespace):
+		return &FieldError{"credentialSecretRef.namespace", "must be a namespace name"}
+	case len(r.CredentialSecretRef.Name) > 253 || !dnsSubdomainRe.MatchString(r.CredentialSecretRef.Name):
+		return &FieldError{"credentialSecretRef.name", "must be a Secret name"}
+	case r.Operation != "" && r.Operation != OperationApply && r.Operation != OperationDestroy:
+		return &FieldError{"operation", "must be apply or destroy"}
+	}
+	return ValidateTerraformEnvironment(r.TerraformEnvironment)
+}
+
+// ControlPlaneNodes is the number of control-plane nodes a vanilla_kubeadm run builds (1 when
+// unset).
+func (r *CreateRequest) ControlPlaneNodes() int32 {
+	if r.ControlPlaneCount == nil {
+		return 1
+	}
+	return *r.ControlPlaneCount
+}
+
+// Names and labels of a run's objects in the jobs' namespace (default kubeopera-provisioning).
+// The run's ID is the Job's name suffix: provision-<id>.
+const (
+	DefaultJobsNamespace = "kubeopera-provisioning"
+	// LabelRun is on every object of a run, valued with its ID; LabelCluster with the clusterID.
+	LabelRun       = "provisioner.kubeopera.io/run"
+	LabelCluster   = "provisioner.kubeopera.io/cluster-id"
+	LabelOperation = "provisioner.kubeopera.io/operation"
+	// The runner reports progress on its outputs Secret (the one object it may write):
+	// AnnotationPhase is planning, applying, waiting-for-kubeconfig, succeeded or failed, and
+	// AnnotationMessage the sentence that goes with it (Terraform's error text on failure).
+	AnnotationPhase   = "provisioner.kubeopera.io/phase"
+	AnnotationMessage = "provisioner.kubeopera.io/message"
+	// OutputsKubeconfig is the outputs Secret's key holding the cluster's kubeconfig.
+	OutputsKubeconfig = "kubeconfig"
+)
+
+// JobName is a run's Job.
+func JobName(id string) string { return "provision-" + id }
+
+// ModuleConfigMapName is the ConfigMap holding a run's rendered root module (a key per file).
+func ModuleConfigMapName(id string) string { return "provision-" + id + "-module" }
+
+// CredentialsSecretName is the per-run copy of the credential, mounted into the Job.
+func CredentialsSecretName(id string) string { return "provision-" + id + "-credentials" }
+
+// OutputsSecretName is the Secret the runner reports progress on and publishes the kubeconfig in.
+func OutputsSecretName(id string) string { return "provision-" + id + "-outputs" }
+
+// ServiceAccountName is the run's own identity: it may get and update its outputs Secret only.
+func ServiceAccountName(id string) string { return "provision-" + id + "-runner" }
+
+// The runner's environment, set on the Job's container.
+const (
+	EnvRunID          = "PROVISION_ID"
+	EnvOperation      = "PROVISION_OPERATION"
+	EnvTopology       = "PROVISION_TOPOLOGY"
+	EnvRegion         = "AWS_REGION"
+	EnvStateBucket    = "PROVISION_STATE_BUCKET"
+	EnvModuleDir      = "PROVISION_MODULE_DIR"      // the rendered root module (the ConfigMap's files)
+	EnvModulesDir     = "PROVISION_MODULES_DIR"     // the project's Terraform modules (terraform/modules), shipped in the runner's image
+	EnvCredentialsDir = "PROVISION_CREDENTIALS_DIR" // the credential Secret's keys as files
+	EnvOutputsSecret  = "PROVISION_OUTPUTS_SECRET"
+	EnvNamespace      = "POD_NAMESPACE"
+)
