@@ -164,7 +164,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (ct
 			Spec:       want.Spec,
 		}
 		log.V(1).Info("Publishing a catalog flavor to the workspace")
-		return ctrl.Result{}, client.IgnoreAlreadyExists(c.Create(ctx, cp))
+		err := c.Create(ctx, cp)
+		if apierrors.IsMethodNotSupported(err) {
+			// kcp refuses creates while the workspace is being deleted ("create not allowed
+			// while custom resource definition is terminating"): nothing to publish to.
+			log.V(1).Info("The workspace is being deleted; not publishing")
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, client.IgnoreAlreadyExists(err)
 	case cur.Labels[CatalogLabel] != "true":
 		log.Info("A flavor of the catalog's name exists in the workspace and is not the catalog's; leaving it")
 		return ctrl.Result{}, nil

@@ -210,7 +210,7 @@ func Run(ctx context.Context, o Options, cfgs *Configs) error {
 	if err := (&providerconfig.Reconciler{Workspaces: fleets[PlatformProvider], Backend: backend, AuthHosts: o.OTCAuthHosts}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("failed to set up the providerconfig controller: %w", err)
 	}
-	if err := (&kubernetescluster.Reconciler{Workspaces: fleets[PlatformProvider], Backend: backend}).SetupWithManager(mgr); err != nil {
+	if err := (&kubernetescluster.Reconciler{Workspaces: fleets[PlatformProvider], Backend: backend, PollInterval: o.KubernetesClusterPollInterval}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("failed to set up the kubernetescluster controller: %w", err)
 	}
 	// The backend admits tenant Ingresses of the allowed class only (config/policies).

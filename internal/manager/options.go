@@ -65,6 +65,9 @@ type Options struct {
 	FluxChartVersion string
 	// GitOpsBranch is the branch of spec.gitOpsRepoURL Flux follows.
 	GitOpsBranch string
+	// KubernetesClusterPollInterval is how often a KubernetesCluster being built or torn down is
+	// looked at again.
+	KubernetesClusterPollInterval time.Duration
 	// OTCAuthHosts are the hosts OTC credentials' auth_url may name (ProviderConfig).
 	OTCAuthHosts []string
 	// HostClusterAccessGiveUp is how long an unreachable target is retried before its HostCluster
@@ -141,53 +144,54 @@ type Options struct {
 // DefaultOptions returns the defaults, with the seeds' environment variables applied.
 func DefaultOptions() Options {
 	return Options{
-		KCPKubeconfig:                os.Getenv("KCP_KUBECONFIG"),
-		PlatformWorkspace:            "root:kubeopera",
-		BackendKubeconfig:            os.Getenv("BACKEND_KUBECONFIG"),
-		KubeoperaEndpointSlice:       "kubeopera.io",
-		PlatformEndpointSlice:        "platform.edgeconnect.eu",
-		VClusterChart:                envOr("VCLUSTER_CHART", "oci://ghcr.io/loft-sh/charts/vcluster"),
-		VClusterChartVersion:         envOr("VCLUSTER_CHART_VERSION", "0.21.2"),
-		HelmCacheDir:                 os.Getenv("HELM_CACHE_HOME"),
-		KubeoperaAPIBaseURL:          envOr("KUBEOPERA_API_BASE_URL", "http://kubeopera-api:8080"),
-		InternalServiceToken:         os.Getenv("INTERNAL_SERVICE_TOKEN"),
-		ClusterProvisionerBaseURL:    os.Getenv("CLUSTER_PROVISIONER_BASE_URL"),
-		ClusterProvisionerAPIKey:     os.Getenv("CLUSTER_PROVISIONER_API_KEY"),
-		GitOpsScaffolderBaseURL:      os.Getenv("GITOPS_SCAFFOLDER_BASE_URL"),
-		GitOpsScaffolderAPIKey:       os.Getenv("GITOPS_SCAFFOLDER_API_KEY"),
-		Environment:                  envOr("ENVIRONMENT", "development"),
-		FluxChart:                    envOr("FLUX_CHART", flux.DefaultChartRef),
-		FluxChartVersion:             envOr("FLUX_CHART_VERSION", DefaultFluxChartVersion),
-		GitOpsBranch:                 "main",
-		HostClusterAccessGiveUp:      5 * time.Minute,
-		OTCAuthHosts:                 otc.DefaultAuthHosts,
-		HostClusterPollInterval:      10 * time.Second,
-		HostClusterInventoryInterval: 5 * time.Minute,
-		HostClusterConcurrency:       8,
-		AuthAPINamespace:             "kubeopera",
-		AuthAPIService:               "authapi",
-		AuthAPIPort:                  "http",
-		AuthAPISecret:                "authapi-secrets",
-		MetricsAddr:                  ":8080",
-		MetricsSecure:                true,
-		KCPQPS:                       100,
-		KCPBurst:                     200,
-		BackendQPS:                   100,
-		BackendBurst:                 200,
-		ProbeAddr:                    ":8081",
-		LeaderElect:                  true,
-		LeaderElectionNamespace:      "kubeopera-system",
-		LeaderElectionID:             "kubeopera-manager",
-		TenantRequeueInterval:        15 * time.Second,
-		TenantConcurrency:            8,
-		TenantInstallConcurrency:     4,
-		MaxTenantsPerWorkspace:       10,
-		MaxTenantCPUPerWorkspace:     "16",
-		MaxTenantMemoryPerWorkspace:  "64Gi",
-		ClaimsNamespace:              "kubeopera-system",
-		TerminatorPollInterval:       5 * time.Second,
-		OrphanSweepInterval:          10 * time.Minute,
-		OrphanSweepMaxDeletions:      5,
+		KCPKubeconfig:                 os.Getenv("KCP_KUBECONFIG"),
+		PlatformWorkspace:             "root:kubeopera",
+		BackendKubeconfig:             os.Getenv("BACKEND_KUBECONFIG"),
+		KubeoperaEndpointSlice:        "kubeopera.io",
+		PlatformEndpointSlice:         "platform.edgeconnect.eu",
+		VClusterChart:                 envOr("VCLUSTER_CHART", "oci://ghcr.io/loft-sh/charts/vcluster"),
+		VClusterChartVersion:          envOr("VCLUSTER_CHART_VERSION", "0.21.2"),
+		HelmCacheDir:                  os.Getenv("HELM_CACHE_HOME"),
+		KubeoperaAPIBaseURL:           envOr("KUBEOPERA_API_BASE_URL", "http://kubeopera-api:8080"),
+		InternalServiceToken:          os.Getenv("INTERNAL_SERVICE_TOKEN"),
+		ClusterProvisionerBaseURL:     os.Getenv("CLUSTER_PROVISIONER_BASE_URL"),
+		ClusterProvisionerAPIKey:      os.Getenv("CLUSTER_PROVISIONER_API_KEY"),
+		GitOpsScaffolderBaseURL:       os.Getenv("GITOPS_SCAFFOLDER_BASE_URL"),
+		GitOpsScaffolderAPIKey:        os.Getenv("GITOPS_SCAFFOLDER_API_KEY"),
+		Environment:                   envOr("ENVIRONMENT", "development"),
+		FluxChart:                     envOr("FLUX_CHART", flux.DefaultChartRef),
+		FluxChartVersion:              envOr("FLUX_CHART_VERSION", DefaultFluxChartVersion),
+		GitOpsBranch:                  "main",
+		HostClusterAccessGiveUp:       5 * time.Minute,
+		OTCAuthHosts:                  otc.DefaultAuthHosts,
+		KubernetesClusterPollInterval: 10 * time.Second,
+		HostClusterPollInterval:       10 * time.Second,
+		HostClusterInventoryInterval:  5 * time.Minute,
+		HostClusterConcurrency:        8,
+		AuthAPINamespace:              "kubeopera",
+		AuthAPIService:                "authapi",
+		AuthAPIPort:                   "http",
+		AuthAPISecret:                 "authapi-secrets",
+		MetricsAddr:                   ":8080",
+		MetricsSecure:                 true,
+		KCPQPS:                        100,
+		KCPBurst:                      200,
+		BackendQPS:                    100,
+		BackendBurst:                  200,
+		ProbeAddr:                     ":8081",
+		LeaderElect:                   true,
+		LeaderElectionNamespace:       "kubeopera-system",
+		LeaderElectionID:              "kubeopera-manager",
+		TenantRequeueInterval:         15 * time.Second,
+		TenantConcurrency:             8,
+		TenantInstallConcurrency:      4,
+		MaxTenantsPerWorkspace:        10,
+		MaxTenantCPUPerWorkspace:      "16",
+		MaxTenantMemoryPerWorkspace:   "64Gi",
+		ClaimsNamespace:               "kubeopera-system",
+		TerminatorPollInterval:        5 * time.Second,
+		OrphanSweepInterval:           10 * time.Minute,
+		OrphanSweepMaxDeletions:       5,
 	}
 }
 
@@ -210,6 +214,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.FluxChart, "flux-chart", o.FluxChart, "Flux Helm chart installed on HostClusters' targets: OCI reference, URL or local path (env FLUX_CHART)")
 	fs.StringVar(&o.FluxChartVersion, "flux-chart-version", o.FluxChartVersion, "Flux chart version (env FLUX_CHART_VERSION)")
 	fs.StringVar(&o.GitOpsBranch, "gitops-branch", o.GitOpsBranch, "branch of spec.gitOpsRepoURL that Flux follows on HostClusters' targets")
+	fs.DurationVar(&o.KubernetesClusterPollInterval, "kubernetescluster-poll-interval", o.KubernetesClusterPollInterval, "how often a KubernetesCluster being built or torn down is looked at again (its Crossplane resources are not watched)")
 	fs.StringSliceVar(&o.OTCAuthHosts, "otc-auth-hosts", o.OTCAuthHosts, "hosts the auth_url of tenants' OTC credentials may name: exact names, *.domain for any name under it, or * for any; Crossplane's OTC provider connects there from the backend")
 	fs.DurationVar(&o.HostClusterAccessGiveUp, "hostcluster-access-give-up", o.HostClusterAccessGiveUp, "how long an unreachable HostCluster target is retried before the HostCluster fails")
 	fs.DurationVar(&o.HostClusterPollInterval, "hostcluster-poll-interval", o.HostClusterPollInterval, "how often a HostCluster waiting on Flux, the scaffolder or its apps Kustomization is looked at again")

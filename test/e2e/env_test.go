@@ -208,6 +208,7 @@ func (e *env) startManager() error {
 		"--tenant-requeue-interval", "1s",
 		"--flux-chart", filepath.Join(framework.RepoRoot(), "_tools", "charts", "flux2"),
 		"--hostcluster-poll-interval", "1s",
+		"--kubernetescluster-poll-interval", "1s",
 		"--hostcluster-access-give-up", "20s",
 		"--terminator-poll-interval", "1s",
 		"--orphan-sweep-interval", "1h",
