@@ -70,6 +70,13 @@ const (
 // HostCluster step conditions, in the order the reconciler takes the steps (BackendNamespaceReady
 // and KubeconfigDelivered are shared with Tenant).
 const (
+	// ProvisionedCondition is True once the provisioner's run built the cluster and its
+	// kubeconfig was stored (provision_vanilla, provision_eks only); while the run goes, its
+	// reason is the run's status (Queued, Planning, Applying).
+	ProvisionedCondition = "Provisioned"
+	// InfrastructureDestroyedCondition is about a provisioned cluster being deleted with
+	// spec.provisioning.deletionPolicy Destroy: the destroy run's progress, or why it failed.
+	InfrastructureDestroyedCondition = "InfrastructureDestroyed"
 	// AccessValidatedCondition is True once the target's API server answered with the stored
 	// kubeconfig.
 	AccessValidatedCondition = "AccessValidated"
@@ -93,6 +100,15 @@ const (
 	UnreachableReason = "Unreachable"
 	// ProvisioningUnavailableReason: the mode needs the cluster provisioner, which is not configured.
 	ProvisioningUnavailableReason = "ProvisioningUnavailable"
+	// ProvisioningFailedReason: the provisioner's run failed; the message is Terraform's error.
+	ProvisioningFailedReason = "ProvisioningFailed"
+	// ProvisionRunLostReason: the provisioner does not know the run the HostCluster tracks.
+	ProvisionRunLostReason = "ProvisionRunLost"
+	// InvalidCredentialReason: the referenced cloud credential Secret does not hold a usable
+	// credential.
+	InvalidCredentialReason = "InvalidCredential"
+	// DestroyFailedReason: the destroy run failed; the finalizer stays until a retry succeeds.
+	DestroyFailedReason = "DestroyFailed"
 	// FluxInstalledReason: Flux was installed by the platform.
 	FluxInstalledReason = "FluxInstalled"
 	// FluxAdoptedReason: a healthy Flux already ran on the target and was adopted as it is.

@@ -52,6 +52,9 @@ const (
 const (
 	// ProvisionJobIDAnnotation holds the cluster-provisioner job ID.
 	ProvisionJobIDAnnotation = "kubeopera.io/provision-job-id"
+	// DestroyJobIDAnnotation holds the ID of the destroy run of a provisioned cluster being
+	// deleted with spec.provisioning.deletionPolicy Destroy.
+	DestroyJobIDAnnotation = "kubeopera.io/destroy-job-id"
 	// ScaffoldJobIDAnnotation holds the gitops-scaffolder job ID.
 	ScaffoldJobIDAnnotation = "kubeopera.io/scaffold-job-id"
 	// ValidationStartedAnnotation holds when ValidatingAccess started (RFC 3339), for the 5-minute give-up.
@@ -177,10 +180,49 @@ type HostClusterProvisioning struct {
 	// +kubebuilder:validation:MaxLength=253
 	CredentialRef string `json:"credentialRef"`
 
-	// terraformEnvironment names the Terraform state environment.
+	// terraformEnvironment names the Terraform state environment: the state lives in S3 bucket
+	// kubeopera-terraform-state-<terraformEnvironment>, so it must make a valid bucket name.
+	// Defaults to the clusterID in lower case.
 	// +optional
-	// +kubebuilder:validation:MaxLength=128
+	// +kubebuilder:validation:MaxLength=37
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([a-z0-9-]{0,35}[a-z0-9])?$`
+	// +kubebuilder:validation:XValidation:rule="!['-s3alias', '--ol-s3', '--x-s3', '--table-s3'].exists(s, self.endsWith(s))",message="spec.provisioning.terraformEnvironment may not end with a suffix S3 reserves (-s3alias, --ol-s3, --x-s3, --table-s3)"
 	TerraformEnvironment string `json:"terraformEnvironment,omitempty"`
+
+	// deletionPolicy says what deleting the HostCluster does to the infrastructure: Retain (the
+	// default) disconnects and leaves it running; Destroy runs terraform destroy first and keeps
+	// the HostCluster until that succeeded.
+	// +optional
+	// +kubebuilder:default=Retain
+	DeletionPolicy ProvisioningDeletionPolicy `json:"deletionPolicy,omitempty"`
+}
+
+// ProvisioningDeletionPolicy is what deleting a provisioned HostCluster does to its infrastructure.
+// +kubebuilder:validation:Enum=Retain;Destroy
+type ProvisioningDeletionPolicy string
+
+// Deletion policies.
+const (
+	DeletionPolicyRetain  ProvisioningDeletionPolicy = "Retain"
+	DeletionPolicyDestroy ProvisioningDeletionPolicy = "Destroy"
+)
+
+// ProvisionRun is one run of the provisioner for this HostCluster.
+type ProvisionRun struct {
+	// id of the run (its Job is provision-<id> in the provisioner's namespace).
+	ID string `json:"id"`
+	// operation is apply or destroy.
+	// +optional
+	Operation string `json:"operation,omitempty"`
+	// startedAt is when the run was requested.
+	// +optional
+	StartedAt *metav1.Time `json:"startedAt,omitempty"`
+	// finishedAt is when the run ended.
+	// +optional
+	FinishedAt *metav1.Time `json:"finishedAt,omitempty"`
+	// outcome is the run's last known status: queued, planning, applying, succeeded or failed.
+	// +optional
+	Outcome string `json:"outcome,omitempty"`
 }
 
 // HostClusterStatus is the platform's word on the HostCluster; tenants cannot write it.
@@ -216,6 +258,12 @@ type HostClusterStatus struct {
 	// lastReconciledAt is when the reconciler last completed a pass.
 	// +optional
 	LastReconciledAt *metav1.Time `json:"lastReconciledAt,omitempty"`
+
+	// provisionRuns are the provisioner's runs for this cluster, oldest first (the last ten).
+	// +optional
+	// +kubebuilder:validation:MaxItems=10
+	// +listType=atomic
+	ProvisionRuns []ProvisionRun `json:"provisionRuns,omitempty"`
 
 	// inventory holds facts read from the cluster.
 	// +optional

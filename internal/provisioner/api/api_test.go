@@ -1,0 +1,96 @@
+package api
+
+import (
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
+)
+
+func valid() CreateRequest {
+	return CreateRequest{ClusterID: "c-7e9d3a1b", Region: "eu-north-1", Topology: TopologyVanillaKubeadm, ControlPlaneCount: ptr.To[int32](3),
+		NodeCount: 2, InstanceType: "t3.medium", KubernetesVersion: "1.31.0", TerraformEnvironment: "cluster-7e9d3a1b",
+		CredentialSecretRef: SecretRef{Namespace: "kcp-d37f1981a6be", Name: "hostcluster-c-7e9d3a1b-cloud-credential"}}
+}
+
+func TestValidate(t *testing.T) {
+	ok := valid()
+	if err := ok.Validate(); err != nil {
+		t.Fatalf("a valid request: %v", err)
+	}
+	for field, mutate := range map[string]func(*CreateRequest){
+		"clusterID":                     func(r *CreateRequest) { r.ClusterID = `x"; }` },
+		"region":                        func(r *CreateRequest) { r.Region = "eu-north-1\n" },
+		"topology":                      func(r *CreateRequest) { r.Topology = "k3s" },
+		"controlPlaneCount":             func(r *CreateRequest) { r.ControlPlaneCount = ptr.To[int32](9) },
+		"nodeCount":                     func(r *CreateRequest) { r.NodeCount = -1 },
+		"instanceType":                  func(r *CreateRequest) { r.InstanceType = "t3.medium${file(\"/etc/passwd\")}" },
+		"kubernetesVersion":             func(r *CreateRequest) { r.KubernetesVersion = "latest" },
+		"terraformEnvironment":          func(r *CreateRequest) { r.TerraformEnvironment = "Prod.Bucket" },
+		"credentialSecretRef.namespace": func(r *CreateRequest) { r.CredentialSecretRef.Namespace = "" },
+		"credentialSecretRef.name":      func(r *CreateRequest) { r.CredentialSecretRef.Name = "../x" },
+		"operation":                     func(r *CreateRequest) { r.Operation = "plan" },
+	} {
+		r := valid()
+		mutate(&r)
+		err := r.Validate()
+		fe, isField := err.(*FieldError)
+		if !isField || fe.Field != field {
+			t.Errorf("%s: got %v, want a FieldError naming it", field, err)
+		}
+	}
+	eks := valid()
+	eks.Topology, eks.ControlPlaneCount = TopologyEKS, nil
+	if err := eks.Validate(); err != nil {
+		t.Errorf("eks without controlPlaneCount: %v", err)
+	}
+	eks.ControlPlaneCount = ptr.To[int32](1)
+	if err := eks.Validate(); err == nil {
+		t.Error("eks with controlPlaneCount accepted")
+	}
+}
+
+func TestTerraformEnvironmentMakesABucketName(t *testing.T) {
+	for env, ok := range map[string]bool{
+		"a": true, "cluster-7e9d3a1b": true, strings.Repeat("a", 37): true, strings.Repeat("a", 38): false,
+		"-a": false, "a-": false, "A": false, "a.b": false, "a_b": false, "x-s3alias": false, "x--ol-s3": false, "": false,
+	} {
+		err := ValidateTerraformEnvironment(env)
+		if (err == nil) != ok {
+			t.Errorf("%q: %v, want ok=%t", env, err, ok)
+		}
+		if err == nil && len(StateBucketPrefix+env) > 63 {
+			t.Errorf("%q makes a bucket name longer than 63", env)
+		}
+	}
+}
+
+// The HostCluster schema admits exactly the terraformEnvironment values the provisioner does.
+func TestSchemaSharesTheBucketRule(t *testing.T) {
+	_, file, _, _ := runtime.Caller(0)
+	raw, err := os.ReadFile(filepath.Join(filepath.Dir(file), "..", "..", "..", "config", "crd", "bases", "kubeopera.io_hostclusters.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	if err := yaml.Unmarshal(raw, crd); err != nil {
+		t.Fatal(err)
+	}
+	p := crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"].Properties["provisioning"].Properties["terraformEnvironment"]
+	if p.Pattern != TerraformEnvironmentPattern {
+		t.Errorf("schema pattern %q, provisioner %q", p.Pattern, TerraformEnvironmentPattern)
+	}
+	if p.MaxLength == nil || *p.MaxLength != 37 {
+		t.Errorf("schema maxLength %v, want 37 (63 minus the bucket prefix)", p.MaxLength)
+	}
+	for _, suffix := range ReservedBucketSuffixes {
+		if len(p.XValidations) == 0 || !strings.Contains(p.XValidations[0].Rule, "'"+suffix+"'") {
+			t.Errorf("schema rule does not refuse suffix %s", suffix)
+		}
+	}
+}
