@@ -19,6 +19,7 @@ import (
 	"github.com/kubeopera/kubeopera/internal/authapi"
 	"github.com/kubeopera/kubeopera/internal/fleet"
 	"github.com/kubeopera/kubeopera/internal/flux"
+	pclient "github.com/kubeopera/kubeopera/internal/provisioner/client"
 	"github.com/kubeopera/kubeopera/internal/reconcile"
 	"github.com/kubeopera/kubeopera/internal/scaffolder"
 	"github.com/kubeopera/kubeopera/workspaces"
@@ -41,6 +42,8 @@ const (
 	DefaultConcurrency = 8
 	// DefaultInstallConcurrency is how many Flux installs run at once.
 	DefaultInstallConcurrency = 4
+	// DefaultProvisionerIdentity is the provisioner's ServiceAccount (config/provisioner).
+	DefaultProvisionerIdentity = "kubeopera-system/kubeopera-provisioner"
 	// DefaultTargetTimeout bounds each request to a target cluster.
 	DefaultTargetTimeout = 15 * time.Second
 )
@@ -72,6 +75,12 @@ type Reconciler struct {
 	Concurrency int
 	// InstallConcurrency; DefaultInstallConcurrency when zero.
 	InstallConcurrency int
+	// Provisioner is the cluster provisioner's client; nil when CLUSTER_PROVISIONER_BASE_URL is
+	// unset, which fails provision_vanilla and provision_eks at once, saying so.
+	Provisioner *pclient.Client
+	// ProvisionerIdentity is the provisioner's ServiceAccount on the backend,
+	// <namespace>/<name>: it is let read the credential copies (DefaultProvisionerIdentity).
+	ProvisionerIdentity string
 	// HTTPClient talks to targets' API servers through their service proxy (authapi); nil: a
 	// client made per target from its kubeconfig.
 	HTTPClient *http.Client
@@ -112,6 +121,9 @@ func (r *Reconciler) SetupWithManager(mgr mcmanager.Manager) error {
 	}
 	if r.now == nil {
 		r.now = time.Now
+	}
+	if r.ProvisionerIdentity == "" {
+		r.ProvisionerIdentity = DefaultProvisionerIdentity
 	}
 	if r.AuthAPI == (authapi.Options{}) {
 		r.AuthAPI = authapi.DefaultOptions()

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -47,6 +48,7 @@ func (r *Reconciler) normalSteps() []reconcile.Step[*scope] {
 	return []reconcile.Step[*scope]{
 		{Name: "start a new attempt", Run: r.start},
 		{Name: "prepare the backend namespace", Condition: kov1alpha1.BackendNamespaceReadyCondition, Run: r.backendNamespace},
+		{Name: "provision the cluster", Condition: kov1alpha1.ProvisionedCondition, Run: r.provision},
 		{Name: "validate access to the cluster", Condition: kov1alpha1.AccessValidatedCondition, Run: r.access},
 		{Name: "bootstrap Flux", Condition: kov1alpha1.FluxReadyCondition, Run: r.bootstrapFlux},
 		{Name: "generate the GitOps tree", Condition: kov1alpha1.GitOpsTreeGeneratedCondition, Run: r.generateTree},
@@ -61,6 +63,7 @@ func (r *Reconciler) normalSteps() []reconcile.Step[*scope] {
 func (r *Reconciler) deleteSteps() []reconcile.Step[*scope] {
 	return []reconcile.Step[*scope]{
 		{Name: "wait for a running Flux install", Run: r.waitInstall},
+		{Name: "destroy the provisioned infrastructure when asked", Condition: kov1alpha1.InfrastructureDestroyedCondition, Run: r.destroy},
 		{Name: "remove the delivered and stored Secrets", Run: r.removeSecrets},
 	}
 }
@@ -119,6 +122,8 @@ func (r *Reconciler) start(ctx context.Context, s *scope) error {
 	if err := reconcile.PatchAnnotations(ctx, s.ws, s.hc, map[string]*string{
 		kov1alpha1.ValidationStartedAnnotation: nil,
 		kov1alpha1.ScaffoldJobIDAnnotation:     nil,
+		// A new attempt after a failed run starts a new run.
+		kov1alpha1.ProvisionJobIDAnnotation: nil,
 	}); err != nil {
 		return err
 	}
@@ -150,38 +155,50 @@ func (r *Reconciler) backendNamespace(ctx context.Context, s *scope) error {
 // target also refreshes the inventory and the health score.
 func (r *Reconciler) access(ctx context.Context, s *scope) error {
 	hc := s.hc
+	var cfg *rest.Config
+	var srcName string
 	if hc.Spec.Mode != kov1alpha1.HostClusterModeConnectExisting {
-		if err := s.enter(kov1alpha1.HostClusterPhaseProvisioning); err != nil {
+		// Provisioned (the step before stored the provisioner's kubeconfig): from here on the
+		// cluster is handled like a connected one.
+		stored := &corev1.Secret{}
+		srcName = kubeconfigSecretName(hc.Spec.ClusterID)
+		if err := r.Backend.Reader.Get(ctx, client.ObjectKey{Namespace: s.storeNamespace, Name: srcName}, stored); err != nil {
+			return fmt.Errorf("failed to read the stored kubeconfig: %w", err)
+		}
+		c, err := kubeconfig.ParseProvisioned(stored.Data[KubeconfigKey], kubeconfig.EKSTokenHelper)
+		if err != nil {
+			return reconcile.Stalledf(kov1alpha1.InvalidKubeconfigReason, "the provisioned cluster's kubeconfig: %v", err)
+		}
+		cfg = c
+	} else {
+		// A new attempt enters ValidatingAccess; later phases stay where they are while this
+		// step re-reads the kubeconfig and refreshes the inventory.
+		if err := s.enter(kov1alpha1.HostClusterPhaseValidatingAccess); err != nil {
 			return err
 		}
-		return reconcile.Stalledf(kov1alpha1.ProvisioningUnavailableReason,
-			"mode %s needs the cluster provisioner, which this platform does not offer yet; use mode connect_existing", hc.Spec.Mode)
-	}
-	// A new attempt enters ValidatingAccess; later phases stay where they are while this step
-	// re-reads the kubeconfig and refreshes the inventory.
-	if err := s.enter(kov1alpha1.HostClusterPhaseValidatingAccess); err != nil {
-		return err
-	}
-	src, err := r.referenced(ctx, s, hc.Spec.ConnectKubeconfigSecretRef)
-	if err != nil {
-		return err
-	}
-	raw, ok := src.Data[KubeconfigKey]
-	if !ok {
-		return reconcile.Stalledf(kov1alpha1.InvalidKubeconfigReason, "Secret %s/%s has no key %q", hc.Namespace, src.Name, KubeconfigKey)
-	}
-	cfg, err := kubeconfig.ParseUntrusted(raw)
-	if err != nil {
-		return reconcile.Stalledf(kov1alpha1.InvalidKubeconfigReason, "Secret %s/%s key %q: %v", hc.Namespace, src.Name, KubeconfigKey, err)
-	}
-	if err := r.storeAndDeliver(ctx, s, kubeconfigSecretName(hc.Spec.ClusterID), map[string][]byte{KubeconfigKey: raw}); err != nil {
-		return err
+		src, err := r.referenced(ctx, s, hc.Spec.ConnectKubeconfigSecretRef)
+		if err != nil {
+			return err
+		}
+		srcName = src.Name
+		raw, ok := src.Data[KubeconfigKey]
+		if !ok {
+			return reconcile.Stalledf(kov1alpha1.InvalidKubeconfigReason, "Secret %s/%s has no key %q", hc.Namespace, src.Name, KubeconfigKey)
+		}
+		c, err := kubeconfig.ParseUntrusted(raw)
+		if err != nil {
+			return reconcile.Stalledf(kov1alpha1.InvalidKubeconfigReason, "Secret %s/%s key %q: %v", hc.Namespace, src.Name, KubeconfigKey, err)
+		}
+		cfg = c
+		if err := r.storeAndDeliver(ctx, s, kubeconfigSecretName(hc.Spec.ClusterID), map[string][]byte{KubeconfigKey: raw}); err != nil {
+			return err
+		}
 	}
 	hc.Status.KubeconfigSecret = kubeconfigSecretName(hc.Spec.ClusterID)
 
 	t, err := newTarget(cfg, r.TargetTimeout)
 	if err != nil {
-		return reconcile.Stalledf(kov1alpha1.InvalidKubeconfigReason, "Secret %s/%s key %q: %v", hc.Namespace, src.Name, KubeconfigKey, err)
+		return reconcile.Stalledf(kov1alpha1.InvalidKubeconfigReason, "Secret %s/%s key %q: %v", hc.Namespace, srcName, KubeconfigKey, err)
 	}
 	version, err := t.clientset.Discovery().ServerVersion()
 	if err != nil {
@@ -653,7 +670,8 @@ func (r *Reconciler) removeSecrets(ctx context.Context, s *scope) error {
 			return err
 		}
 	}
-	for _, name := range []string{kubeconfigSecretName(id), adminPasswordSecretName(id), gitCredentialsSecretName(id), registryPullSecretName(id)} {
+	// The credential copy's Role and RoleBinding for the provisioner go with it (owner references).
+	for _, name := range []string{kubeconfigSecretName(id), adminPasswordSecretName(id), gitCredentialsSecretName(id), registryPullSecretName(id), cloudCredentialSecretName(id)} {
 		key := client.ObjectKey{Namespace: s.storeNamespace, Name: name}
 		if err := syncer.DeleteIf(ctx, r.Backend.Reader, r.Backend.Client, key, func(cur *corev1.Secret) bool {
 			return workspaces.OwnedBy(cur, s.logicalCluster, s.owner)

@@ -36,6 +36,7 @@ import (
 	"github.com/kubeopera/kubeopera/internal/flux"
 	"github.com/kubeopera/kubeopera/internal/helm"
 	"github.com/kubeopera/kubeopera/internal/kubeoperaapi"
+	pclient "github.com/kubeopera/kubeopera/internal/provisioner/client"
 	"github.com/kubeopera/kubeopera/internal/scaffolder"
 	"github.com/kubeopera/kubeopera/workspaces"
 )
@@ -301,17 +302,26 @@ func setupHostClusters(mgr mcmanager.Manager, o Options, ws *fleet.Provider, bac
 	} else {
 		log.Info("GITOPS_SCAFFOLDER_BASE_URL is not set: HostClusters will fail at GeneratingGitOpsTree, saying so")
 	}
+	pc, err := pclient.New(o.ClusterProvisionerBaseURL, o.ClusterProvisionerAPIKey)
+	if err != nil {
+		return err
+	}
+	if pc == nil {
+		log.Info("CLUSTER_PROVISIONER_BASE_URL is not set: HostClusters of mode provision_vanilla and provision_eks will fail at Provisioning, saying so")
+	}
 	if err := (&hostcluster.Reconciler{
-		Workspaces:        ws,
-		Backend:           backend,
-		Flux:              installer,
-		Scaffolder:        sc,
-		AuthAPI:           authapi.Options{Namespace: o.AuthAPINamespace, Service: o.AuthAPIService, Port: o.AuthAPIPort, Secret: o.AuthAPISecret, SecretKey: authapi.DefaultOptions().SecretKey},
-		GitBranch:         o.GitOpsBranch,
-		AccessGiveUp:      o.HostClusterAccessGiveUp,
-		PollInterval:      o.HostClusterPollInterval,
-		InventoryInterval: o.HostClusterInventoryInterval,
-		Concurrency:       o.HostClusterConcurrency,
+		Workspaces:          ws,
+		Provisioner:         pc,
+		ProvisionerIdentity: o.ProvisionerIdentity,
+		Backend:             backend,
+		Flux:                installer,
+		Scaffolder:          sc,
+		AuthAPI:             authapi.Options{Namespace: o.AuthAPINamespace, Service: o.AuthAPIService, Port: o.AuthAPIPort, Secret: o.AuthAPISecret, SecretKey: authapi.DefaultOptions().SecretKey},
+		GitBranch:           o.GitOpsBranch,
+		AccessGiveUp:        o.HostClusterAccessGiveUp,
+		PollInterval:        o.HostClusterPollInterval,
+		InventoryInterval:   o.HostClusterInventoryInterval,
+		Concurrency:         o.HostClusterConcurrency,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("failed to set up the hostcluster controller: %w", err)
 	}

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/kubeopera/kubeopera/controllers/hostcluster"
 	"github.com/kubeopera/kubeopera/controllers/tenant"
 	"github.com/kubeopera/kubeopera/internal/flux"
 	"github.com/kubeopera/kubeopera/internal/otc"
@@ -54,8 +55,11 @@ type Options struct {
 	// HostCluster controller's delegates.
 	ClusterProvisionerBaseURL string
 	ClusterProvisionerAPIKey  string
-	GitOpsScaffolderBaseURL   string
-	GitOpsScaffolderAPIKey    string
+	// ProvisionerIdentity is the provisioner's ServiceAccount on the backend
+	// (<namespace>/<name>), let read the cloud credential copies of provisioned HostClusters.
+	ProvisionerIdentity     string
+	GitOpsScaffolderBaseURL string
+	GitOpsScaffolderAPIKey  string
 	// Environment is passed to Helm values and selects development logging.
 	Environment string
 
@@ -156,6 +160,7 @@ func DefaultOptions() Options {
 		InternalServiceToken:          os.Getenv("INTERNAL_SERVICE_TOKEN"),
 		ClusterProvisionerBaseURL:     os.Getenv("CLUSTER_PROVISIONER_BASE_URL"),
 		ClusterProvisionerAPIKey:      os.Getenv("CLUSTER_PROVISIONER_API_KEY"),
+		ProvisionerIdentity:           hostcluster.DefaultProvisionerIdentity,
 		GitOpsScaffolderBaseURL:       os.Getenv("GITOPS_SCAFFOLDER_BASE_URL"),
 		GitOpsScaffolderAPIKey:        os.Getenv("GITOPS_SCAFFOLDER_API_KEY"),
 		Environment:                   envOr("ENVIRONMENT", "development"),
@@ -210,6 +215,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.HelmCacheDir, "helm-cache-dir", o.HelmCacheDir, "Helm cache directory (env HELM_CACHE_HOME)")
 	fs.StringVar(&o.KubeoperaAPIBaseURL, "kubeopera-api-base-url", o.KubeoperaAPIBaseURL, "kubeopera-api base URL for the CloudSpace callback; empty disables it (env KUBEOPERA_API_BASE_URL)")
 	fs.StringVar(&o.ClusterProvisionerBaseURL, "cluster-provisioner-base-url", o.ClusterProvisionerBaseURL, "cluster-provisioner URL (env CLUSTER_PROVISIONER_BASE_URL)")
+	fs.StringVar(&o.ProvisionerIdentity, "provisioner-identity", o.ProvisionerIdentity, "the provisioner's ServiceAccount on the backend (<namespace>/<name>): it may read the cloud credential copies of provisioned HostClusters, each by name")
 	fs.StringVar(&o.GitOpsScaffolderBaseURL, "gitops-scaffolder-base-url", o.GitOpsScaffolderBaseURL, "gitops-scaffolder URL (env GITOPS_SCAFFOLDER_BASE_URL)")
 	fs.StringVar(&o.FluxChart, "flux-chart", o.FluxChart, "Flux Helm chart installed on HostClusters' targets: OCI reference, URL or local path (env FLUX_CHART)")
 	fs.StringVar(&o.FluxChartVersion, "flux-chart-version", o.FluxChartVersion, "Flux chart version (env FLUX_CHART_VERSION)")

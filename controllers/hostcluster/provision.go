@@ -1,0 +1,318 @@
+package hostcluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kov1alpha1 "github.com/kubeopera/kubeopera/apis/kubeopera/v1alpha1"
+	"github.com/kubeopera/kubeopera/internal/kubeconfig"
+	"github.com/kubeopera/kubeopera/internal/provisioner/api"
+	pclient "github.com/kubeopera/kubeopera/internal/provisioner/client"
+	"github.com/kubeopera/kubeopera/internal/reconcile"
+	"github.com/kubeopera/kubeopera/workspaces"
+)
+
+// maxRuns is how many provisioner runs a HostCluster's status keeps.
+const maxRuns = 10
+
+// cloudCredentialSecretName is the backend copy of the tenant's cloud credential (kcp-<fp>), the
+// one the provisioner reads (credentialSecretRef).
+func cloudCredentialSecretName(clusterID string) string {
+	return "hostcluster-" + clusterID + "-cloud-credential"
+}
+
+// provisioned reports whether the cluster was built and its kubeconfig stored.
+func provisioned(hc *kov1alpha1.HostCluster) bool {
+	return reconcile.IsTrue(hc, kov1alpha1.ProvisionedCondition)
+}
+
+// provision builds a provision_vanilla or provision_eks cluster through the provisioner (seed
+// 000, "Provisioning"): the first pass copies the tenant's credential to the backend and POSTs
+// the run, keeping its ID in an annotation so a restart polls the same run instead of starting
+// another; every pass then polls it and shows its progress; a failed run fails the HostCluster
+// with Terraform's error text; a succeeded one's kubeconfig is fetched once and stored and
+// delivered like a connected cluster's, after which the cluster goes on like a connected one.
+func (r *Reconciler) provision(ctx context.Context, s *scope) error {
+	hc := s.hc
+	if hc.Spec.Mode == kov1alpha1.HostClusterModeConnectExisting || provisioned(hc) {
+		return nil
+	}
+	if r.Provisioner == nil {
+		return reconcile.Stalledf(kov1alpha1.ProvisioningUnavailableReason,
+			"mode %s needs the cluster provisioner, and the manager has no CLUSTER_PROVISIONER_BASE_URL (--cluster-provisioner-base-url): an admin sets it, or use mode connect_existing", hc.Spec.Mode)
+	}
+	if err := s.enter(kov1alpha1.HostClusterPhaseProvisioning); err != nil {
+		return err
+	}
+	id := hc.Annotations[kov1alpha1.ProvisionJobIDAnnotation]
+	if id == "" {
+		p, err := r.startRun(ctx, s, api.OperationApply)
+		if err != nil {
+			return err
+		}
+		if err := reconcile.PatchAnnotations(ctx, s.ws, hc, map[string]*string{kov1alpha1.ProvisionJobIDAnnotation: ptr.To(p.ID)}); err != nil {
+			return err
+		}
+		return r.showRun(s, kov1alpha1.ProvisionedCondition, p)
+	}
+	p, err := r.Provisioner.Get(ctx, id)
+	if err != nil {
+		return r.runError(s, id, err)
+	}
+	s.record(p)
+	switch p.Status {
+	case api.StatusFailed:
+		return reconcile.Stalledf(kov1alpha1.ProvisioningFailedReason, "provisioning run %s failed: %s", id, orDefault(p.Message, "no message"))
+	case api.StatusSucceeded:
+	default:
+		return r.showRun(s, kov1alpha1.ProvisionedCondition, p)
+	}
+	raw, err := r.Provisioner.Kubeconfig(ctx, id)
+	if err != nil {
+		return r.runError(s, id, err)
+	}
+	if _, err := kubeconfig.ParseProvisioned(raw, kubeconfig.EKSTokenHelper); err != nil {
+		return reconcile.Stalledf(kov1alpha1.ProvisioningFailedReason, "provisioning run %s succeeded but its kubeconfig is not usable: %v", id, err)
+	}
+	if err := r.storeAndDeliver(ctx, s, kubeconfigSecretName(hc.Spec.ClusterID), map[string][]byte{KubeconfigKey: raw}); err != nil {
+		return err
+	}
+	hc.Status.KubeconfigSecret = kubeconfigSecretName(hc.Spec.ClusterID)
+	reconcile.MarkTrue(hc, kov1alpha1.ProvisionedCondition, kov1alpha1.SucceededReason,
+		fmt.Sprintf("Provisioning run %s built the cluster (%s in %s); its kubeconfig is stored", id, hc.Spec.Provisioning.Topology, hc.Spec.Region))
+	return nil
+}
+
+// startRun copies the credential and asks the provisioner for a run of op.
+func (r *Reconciler) startRun(ctx context.Context, s *scope, op api.Operation) (api.Provision, error) {
+	hc := s.hc
+	if err := r.copyCredential(ctx, s); err != nil {
+		return api.Provision{}, err
+	}
+	pr := hc.Spec.Provisioning
+	req := api.CreateRequest{
+		ClusterID:            hc.Spec.ClusterID,
+		Region:               hc.Spec.Region,
+		Topology:             string(pr.Topology),
+		ControlPlaneCount:    pr.ControlPlaneCount,
+		NodeCount:            pr.NodeCount,
+		InstanceType:         pr.InstanceType,
+		KubernetesVersion:    pr.KubernetesVersion,
+		TerraformEnvironment: terraformEnvironment(hc),
+		CredentialSecretRef:  api.SecretRef{Namespace: s.storeNamespace, Name: cloudCredentialSecretName(hc.Spec.ClusterID)},
+		Operation:            op,
+	}
+	if err := req.Validate(); err != nil {
+		// The schema admits only what the provisioner accepts; region is the one field it does
+		// not constrain for connected clusters.
+		return api.Provision{}, reconcile.Stalledf(kov1alpha1.InvalidSpecReason, "spec: %v", err)
+	}
+	p, err := r.Provisioner.Create(ctx, req)
+	if err != nil {
+		if pclient.IsTerminal(err) {
+			return api.Provision{}, reconcile.Stalledf(kov1alpha1.ProvisioningFailedReason, "the provisioner refused the %s run: %v", op, err)
+		}
+		return api.Provision{}, fmt.Errorf("failed to start the %s run: %w", op, err)
+	}
+	s.record(p)
+	reconcile.Event(s.recorder, hc, corev1.EventTypeNormal, kov1alpha1.ProgressingReason, fmt.Sprintf("Provisioning run %s (%s) started", p.ID, op))
+	return p, nil
+}
+
+// terraformEnvironment is spec.provisioning.terraformEnvironment, or the clusterID made a valid
+// bucket suffix.
+func terraformEnvironment(hc *kov1alpha1.HostCluster) string {
+	if env := hc.Spec.Provisioning.TerraformEnvironment; env != "" {
+		return env
+	}
+	env := strings.Trim(strings.ToLower(hc.Spec.ClusterID), "-")
+	if len(env) > 37 {
+		env = workspaces.ShortName(env, 37)
+	}
+	return env
+}
+
+// showRun shows a run in progress on cond and polls it again.
+func (r *Reconciler) showRun(s *scope, cond string, p api.Provision) error {
+	reason := strings.ToUpper(string(p.Status[:1])) + string(p.Status[1:])
+	msg := fmt.Sprintf("Run %s %s", p.ID, p.Status)
+	if p.Message != "" {
+		msg += ": " + p.Message
+	}
+	reconcile.MarkFalse(s.hc, cond, reason, reconcile.Truncate(msg))
+	return reconcile.Waiting(reason, reconcile.Truncate(msg), r.PollInterval)
+}
+
+// runError turns a failed call about run id into the step's outcome.
+func (r *Reconciler) runError(s *scope, id string, err error) error {
+	if pclient.IsNotFound(err) {
+		return reconcile.Stalledf(kov1alpha1.ProvisionRunLostReason,
+			"the provisioner does not know run %s (runs are kept for a retention period); set annotation %s to a new value to start a new run", id, "kubeopera.io/retry")
+	}
+	if pclient.IsTerminal(err) {
+		return reconcile.Stalledf(kov1alpha1.ProvisioningFailedReason, "run %s: %v", id, err)
+	}
+	return fmt.Errorf("failed to poll run %s: %w", id, err)
+}
+
+// record puts a run into the bounded history, updating it when known.
+func (s *scope) record(p api.Provision) {
+	runs := s.hc.Status.ProvisionRuns
+	i := 0
+	for ; i < len(runs) && runs[i].ID != p.ID; i++ {
+	}
+	if i == len(runs) {
+		runs = append(runs, kov1alpha1.ProvisionRun{ID: p.ID})
+	}
+	run := &runs[i]
+	run.Operation = string(p.Operation)
+	run.Outcome = string(p.Status)
+	if p.StartedAt != nil {
+		run.StartedAt = &metav1.Time{Time: *p.StartedAt}
+	} else if run.StartedAt == nil {
+		now := metav1.Now()
+		run.StartedAt = &now
+	}
+	if p.FinishedAt != nil {
+		run.FinishedAt = &metav1.Time{Time: *p.FinishedAt}
+	}
+	if len(runs) > maxRuns {
+		runs = runs[len(runs)-maxRuns:]
+	}
+	s.hc.Status.ProvisionRuns = runs
+}
+
+// copyCredential checks the tenant's cloud credential and copies it to the backend for the
+// provisioner, which may read that one Secret only: a Role naming it and a RoleBinding to the
+// provisioner's identity, both owned by the copy so they go with it.
+func (r *Reconciler) copyCredential(ctx context.Context, s *scope) error {
+	hc := s.hc
+	src, err := r.referenced(ctx, s, hc.Spec.Provisioning.CredentialRef)
+	if err != nil {
+		return err
+	}
+	if err := checkCredential(src.Data); err != nil {
+		return reconcile.Stalledf(kov1alpha1.InvalidCredentialReason, "Secret %s/%s: %v", hc.Namespace, src.Name, err)
+	}
+	data := map[string][]byte{}
+	for _, k := range []string{api.CredentialAccessKey, api.CredentialSecretKey, api.CredentialSessionToken, api.CredentialRoleARN, api.CredentialExternalID} {
+		if v := src.Data[k]; len(v) > 0 {
+			data[k] = v
+		}
+	}
+	name := cloudCredentialSecretName(hc.Spec.ClusterID)
+	if err := r.store(ctx, s, name, corev1.SecretTypeOpaque, data); err != nil {
+		return err
+	}
+	return r.grantCredential(ctx, s, name)
+}
+
+// checkCredential says what is wrong with a credential's keys, never their values.
+func checkCredential(d map[string][]byte) error {
+	has := func(k string) bool { return len(strings.TrimSpace(string(d[k]))) > 0 }
+	switch {
+	case has(api.CredentialAccessKey) != has(api.CredentialSecretKey):
+		return fmt.Errorf("keys %s and %s go together", api.CredentialAccessKey, api.CredentialSecretKey)
+	case !has(api.CredentialAccessKey) && !has(api.CredentialRoleARN):
+		return fmt.Errorf("needs keys %s and %s (an access key), or %s (a role to assume, optionally with %s)",
+			api.CredentialAccessKey, api.CredentialSecretKey, api.CredentialRoleARN, api.CredentialExternalID)
+	case has(api.CredentialRoleARN) && !strings.HasPrefix(strings.TrimSpace(string(d[api.CredentialRoleARN])), "arn:aws"):
+		return fmt.Errorf("key %s is not an IAM role ARN (arn:aws...:iam::<account>:role/<name>)", api.CredentialRoleARN)
+	case has(api.CredentialExternalID) && !has(api.CredentialRoleARN):
+		return fmt.Errorf("key %s needs %s", api.CredentialExternalID, api.CredentialRoleARN)
+	}
+	return nil
+}
+
+// grantCredential lets the provisioner's identity get the credential copy, and nothing else.
+func (r *Reconciler) grantCredential(ctx context.Context, s *scope, secretName string) error {
+	sec := &corev1.Secret{}
+	if err := r.Backend.Reader.Get(ctx, client.ObjectKey{Namespace: s.storeNamespace, Name: secretName}, sec); err != nil {
+		return err
+	}
+	owner := metav1.OwnerReference{APIVersion: "v1", Kind: "Secret", Name: sec.Name, UID: sec.UID}
+	meta := metav1.ObjectMeta{Namespace: s.storeNamespace, Name: secretName + "-reader", Labels: s.secretLabels(), OwnerReferences: []metav1.OwnerReference{owner}}
+	role := &rbacv1.Role{ObjectMeta: meta, Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{secretName}, Verbs: []string{"get"}}}}
+	if err := r.Backend.Client.Create(ctx, role); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("failed to let the provisioner read the credential: %w", err)
+	}
+	ns, name, ok := strings.Cut(r.ProvisionerIdentity, "/")
+	if !ok {
+		return errors.New("the provisioner's identity must be <namespace>/<serviceaccount>")
+	}
+	binding := &rbacv1.RoleBinding{ObjectMeta: *meta.DeepCopy(),
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: name}}}
+	if err := r.Backend.Client.Create(ctx, binding); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("failed to let the provisioner read the credential: %w", err)
+	}
+	return nil
+}
+
+// destroy runs terraform destroy for a provisioned HostCluster deleted with deletionPolicy
+// Destroy, through the same Job path, before the finalizer goes; a failed destroy keeps the
+// finalizer and says why (the tenant retries with kubeopera.io/retry). With Retain (the default)
+// it says the infrastructure stays.
+func (r *Reconciler) destroy(ctx context.Context, s *scope) error {
+	hc := s.hc
+	pr := hc.Spec.Provisioning
+	if hc.Spec.Mode == kov1alpha1.HostClusterModeConnectExisting || pr == nil || len(hc.Status.ProvisionRuns) == 0 {
+		return nil
+	}
+	if pr.DeletionPolicy != kov1alpha1.DeletionPolicyDestroy {
+		msg := fmt.Sprintf("Disconnected; the provisioned infrastructure (Terraform state in bucket %s%s) is left running: spec.provisioning.deletionPolicy is Retain", api.StateBucketPrefix, terraformEnvironment(hc))
+		reconcile.Event(s.recorder, hc, corev1.EventTypeNormal, kov1alpha1.DeletingReason, msg)
+		return nil
+	}
+	if reconcile.IsTrue(hc, kov1alpha1.InfrastructureDestroyedCondition) {
+		return nil
+	}
+	if r.Provisioner == nil {
+		return reconcile.Waiting(kov1alpha1.ProvisioningUnavailableReason, "deletionPolicy Destroy needs the cluster provisioner, and the manager has no CLUSTER_PROVISIONER_BASE_URL", r.PollInterval)
+	}
+	id := hc.Annotations[kov1alpha1.DestroyJobIDAnnotation]
+	if id != "" && reconcile.RetryRequested(hc) {
+		// The tenant asks again after a failed destroy: a new run.
+		reconcile.MarkRetryHandled(hc)
+		id = ""
+	}
+	if id == "" {
+		p, err := r.startRun(ctx, s, api.OperationDestroy)
+		if err != nil {
+			return err
+		}
+		if err := reconcile.PatchAnnotations(ctx, s.ws, hc, map[string]*string{kov1alpha1.DestroyJobIDAnnotation: ptr.To(p.ID)}); err != nil {
+			return err
+		}
+		return r.showRun(s, kov1alpha1.InfrastructureDestroyedCondition, p)
+	}
+	p, err := r.Provisioner.Get(ctx, id)
+	if err != nil {
+		return r.runError(s, id, err)
+	}
+	s.record(p)
+	switch p.Status {
+	case api.StatusSucceeded:
+		reconcile.MarkTrue(hc, kov1alpha1.InfrastructureDestroyedCondition, kov1alpha1.SucceededReason, fmt.Sprintf("Destroy run %s tore the infrastructure down", id))
+		return nil
+	case api.StatusFailed:
+		return reconcile.Stalledf(kov1alpha1.DestroyFailedReason, "destroy run %s failed, the HostCluster stays until a destroy succeeds (set kubeopera.io/retry to try again): %s", id, orDefault(p.Message, "no message"))
+	}
+	return r.showRun(s, kov1alpha1.InfrastructureDestroyedCondition, p)
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
