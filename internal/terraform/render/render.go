@@ -1,0 +1,369 @@
+package render
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/hashicorp/hcl/v2/hclwrite"
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/kubeopera/kubeopera/internal/provisioner/api"
+)
+
+// Files of the rendered root module.
+const (
+	FileMain     = "main.tf"
+	FileBackend  = "backend.tf"
+	FileVersions = "versions.tf"
+	FileOutputs  = "outputs.tf"
+)
+
+// Outputs of the rendered root module the runner reads after apply.
+const (
+	// OutputAdminKubeconfigParameter (vanilla_kubeadm) names the SSM parameter (SecureString) that
+	// control-plane node 0 overwrites with its admin kubeconfig, base64-encoded; it holds PENDING
+	// until then.
+	OutputAdminKubeconfigParameter = "admin_kubeconfig_parameter"
+	// OutputControlPlaneEndpoint (vanilla_kubeadm) is the API's URL as that kubeconfig names it.
+	OutputControlPlaneEndpoint = "control_plane_endpoint"
+	// OutputClusterName, OutputClusterEndpoint and OutputClusterCACertificate (eks): the cluster's
+	// name, API URL and base64-encoded CA certificate, from which the runner builds the kubeconfig.
+	OutputClusterName          = "cluster_name"
+	OutputClusterEndpoint      = "cluster_endpoint"
+	OutputClusterCACertificate = "cluster_ca_certificate"
+	// OutputVPCID (both) is the cluster's VPC.
+	OutputVPCID = "vpc_id"
+)
+
+// SSM parameters of a vanilla_kubeadm cluster, under SSMParameterPrefix. The rendered module
+// creates the first four seeded with PendingValue; the compute module creates k8s_api_endpoint
+// (host:port nodes join) and control_plane_joined/<index> (the join relay).
+const (
+	ParameterJoinToken          = "join_token"
+	ParameterCACertHash         = "ca_cert_hash"
+	ParameterCertificateKey     = "k8s_certificate_key"
+	ParameterAdminKubeconfig    = "admin_kubeconfig"
+	ParameterAPIEndpoint        = "k8s_api_endpoint"
+	ParameterControlPlaneJoined = "control_plane_joined"
+	// PendingValue is what a parameter holds until a node has written it.
+	PendingValue = "PENDING"
+)
+
+// TagClusterID is on every resource, valued with the request's clusterID.
+const TagClusterID = "kubeopera.io/cluster-id"
+
+// Versions the rendered module requires.
+const (
+	TerraformVersionConstraint = ">= 1.11"
+	AWSProviderSource          = "hashicorp/aws"
+	AWSProviderVersion         = ">= 5.33, < 7.0"
+)
+
+// ModulesDir is where the runner puts terraform/modules, relative to the rendered files.
+const ModulesDir = "modules"
+
+// SSMParameterPrefix is the SSM path of a vanilla_kubeadm cluster's bootstrap parameters.
+func SSMParameterPrefix(clusterID string) string { return "/kubeopera/" + clusterID }
+
+// Module renders the root module of one run: file name -> content. The request is validated first;
+// a *api.FieldError comes back wrapped.
+func Module(req api.CreateRequest) (map[string]string, error) {
+	if err := req.Validate(); err != nil {
+		return nil, fmt.Errorf("invalid provisioning request: %w", err)
+	}
+	return render(spec{
+		clusterID:         req.ClusterID,
+		region:            req.Region,
+		topology:          req.Topology,
+		instanceType:      req.InstanceType,
+		kubernetesVersion: strings.TrimPrefix(req.KubernetesVersion, "v"),
+		controlPlaneNodes: int64(req.ControlPlaneNodes()),
+		nodeCount:         int64(req.NodeCount),
+		stateBucket:       api.StateBucketPrefix + req.TerraformEnvironment,
+		stateKey:          req.ClusterID + "/terraform.tfstate",
+	})
+}
+
+// spec is what the files are made of: a validated request's values. render trusts nothing in it
+// to be free of HCL syntax; every value is written as a literal.
+type spec struct {
+	clusterID         string
+	region            string
+	topology          string
+	instanceType      string
+	kubernetesVersion string
+	controlPlaneNodes int64
+	nodeCount         int64
+	stateBucket       string
+	stateKey          string
+}
+
+func render(s spec) (map[string]string, error) {
+	main := newFile()
+	outputs := newFile()
+	b := main.Body()
+
+	provider := b.AppendNewBlock("provider", []string{"aws"}).Body()
+	provider.SetAttributeValue("region", cty.StringVal(s.region))
+	provider.AppendNewline()
+	provider.AppendNewBlock("default_tags", nil).Body().SetAttributeValue("tags", s.tags())
+
+	switch s.topology {
+	case api.TopologyVanillaKubeadm:
+		renderVanilla(b, outputs.Body(), s)
+	case api.TopologyEKS:
+		renderEKS(b, outputs.Body(), s)
+	default:
+		return nil, fmt.Errorf("unsupported topology %q", s.topology)
+	}
+
+	files := map[string]*hclwrite.File{
+		FileMain:     main,
+		FileOutputs:  outputs,
+		FileBackend:  backendFile(s),
+		FileVersions: versionsFile(),
+	}
+	out := make(map[string]string, len(files))
+	for name, f := range files {
+		out[name] = string(hclwrite.Format(f.Bytes()))
+	}
+	return out, nil
+}
+
+func newFile() *hclwrite.File {
+	f := hclwrite.NewEmptyFile()
+	f.Body().AppendUnstructuredTokens(hclwrite.Tokens{{
+		Type:  hclsyntax.TokenComment,
+		Bytes: []byte("# Generated by the kubeopera provisioner for one provisioning run. DO NOT EDIT.\n"),
+	}})
+	f.Body().AppendNewline()
+	return f
+}
+
+func backendFile(s spec) *hclwrite.File {
+	f := newFile()
+	backend := f.Body().AppendNewBlock("terraform", nil).Body().AppendNewBlock("backend", []string{"s3"}).Body()
+	backend.SetAttributeValue("bucket", cty.StringVal(s.stateBucket))
+	backend.SetAttributeValue("key", cty.StringVal(s.stateKey))
+	backend.SetAttributeValue("region", cty.StringVal(s.region))
+	backend.SetAttributeValue("use_lockfile", cty.True)
+	backend.SetAttributeValue("encrypt", cty.True)
+	return f
+}
+
+func versionsFile() *hclwrite.File {
+	f := newFile()
+	tf := f.Body().AppendNewBlock("terraform", nil).Body()
+	tf.SetAttributeValue("required_version", cty.StringVal(TerraformVersionConstraint))
+	tf.AppendNewline()
+	tf.AppendNewBlock("required_providers", nil).Body().SetAttributeValue("aws", cty.ObjectVal(map[string]cty.Value{
+		"source":  cty.StringVal(AWSProviderSource),
+		"version": cty.StringVal(AWSProviderVersion),
+	}))
+	return f
+}
+
+func (s spec) tags() cty.Value {
+	return cty.MapVal(map[string]cty.Value{TagClusterID: cty.StringVal(s.clusterID)})
+}
+
+// ssmParameter is one bootstrap parameter the rendered module creates.
+type ssmParameter struct {
+	name, typ, tier, description string
+}
+
+var bootstrapParameters = []ssmParameter{
+	{ParameterJoinToken, "SecureString", "Standard", "kubeadm bootstrap token nodes join with; written by control-plane node 0."},
+	{ParameterCACertHash, "String", "Standard", "sha256 hash of the cluster CA's public key (kubeadm --discovery-token-ca-cert-hash); written by control-plane node 0."},
+	{ParameterCertificateKey, "SecureString", "Standard", "kubeadm --certificate-key decrypting the uploaded control-plane certificates; written by control-plane node 0."},
+	// An admin kubeconfig is over the Standard tier's 4 KB once base64-encoded.
+	{ParameterAdminKubeconfig, "SecureString", "Advanced", "Admin kubeconfig, base64-encoded; written by control-plane node 0 once the cluster is up."},
+}
+
+func renderVanilla(b, outputs *hclwrite.Body, s spec) {
+	prefix := SSMParameterPrefix(s.clusterID)
+	lb := s.controlPlaneNodes > 1
+
+	vpc := moduleBlock(b, "vpc")
+	vpc.SetAttributeValue("name", cty.StringVal(s.clusterID))
+	vpc.SetAttributeValue("cluster_name", cty.StringVal(s.clusterID))
+	vpc.SetAttributeValue("tags", s.tags())
+
+	sec := moduleBlock(b, "security")
+	sec.SetAttributeValue("name", cty.StringVal(s.clusterID))
+	sec.SetAttributeValue("cluster_name", cty.StringVal(s.clusterID))
+	sec.SetAttributeTraversal("vpc_id", ref("module", "vpc", "vpc_id"))
+	sec.SetAttributeTraversal("nat_public_cidrs", ref("module", "vpc", "nat_public_cidrs"))
+	sec.SetAttributeValue("tags", s.tags())
+
+	var paramRefs []hcl.Traversal
+	for _, p := range bootstrapParameters {
+		r := resourceBlock(b, "aws_ssm_parameter", p.name)
+		r.SetAttributeValue("name", cty.StringVal(prefix+"/"+p.name))
+		r.SetAttributeValue("description", cty.StringVal(p.description))
+		r.SetAttributeValue("type", cty.StringVal(p.typ))
+		r.SetAttributeValue("tier", cty.StringVal(p.tier))
+		r.SetAttributeValue("value", cty.StringVal(PendingValue))
+		r.SetAttributeValue("tags", s.tags())
+		r.AppendNewline()
+		// The node overwrites the value; Terraform must not put PENDING back.
+		r.AppendNewBlock("lifecycle", nil).Body().SetAttributeRaw("ignore_changes",
+			hclwrite.TokensForTuple([]hclwrite.Tokens{hclwrite.TokensForIdentifier("value")}))
+		paramRefs = append(paramRefs, ref("aws_ssm_parameter", p.name))
+	}
+
+	if lb {
+		name := loadBalancerName(s.clusterID)
+		nlb := resourceBlock(b, "aws_lb", "k8s_api")
+		nlb.SetAttributeValue("name", cty.StringVal(name))
+		nlb.SetAttributeValue("internal", cty.False)
+		nlb.SetAttributeValue("load_balancer_type", cty.StringVal("network"))
+		nlb.SetAttributeTraversal("subnets", ref("module", "vpc", "public_subnet_ids"))
+		setRefList(nlb, "security_groups", ref("module", "security", "api_security_group_id"))
+		nlb.SetAttributeValue("enable_cross_zone_load_balancing", cty.True)
+		nlb.SetAttributeValue("tags", s.tags())
+
+		tg := resourceBlock(b, "aws_lb_target_group", "k8s_api")
+		tg.SetAttributeValue("name", cty.StringVal(name))
+		tg.SetAttributeValue("port", cty.NumberIntVal(6443))
+		tg.SetAttributeValue("protocol", cty.StringVal("TCP"))
+		tg.SetAttributeValue("target_type", cty.StringVal("instance"))
+		tg.SetAttributeTraversal("vpc_id", ref("module", "vpc", "vpc_id"))
+		// Without client IP preservation a control-plane node can reach the API through the load
+		// balancer even when the load balancer picks that same node (NLB hairpinning).
+		tg.SetAttributeValue("preserve_client_ip", cty.StringVal("false"))
+		tg.SetAttributeValue("tags", s.tags())
+		tg.AppendNewline()
+		hc := tg.AppendNewBlock("health_check", nil).Body()
+		hc.SetAttributeValue("protocol", cty.StringVal("HTTPS"))
+		hc.SetAttributeValue("path", cty.StringVal("/readyz"))
+		hc.SetAttributeValue("port", cty.StringVal("traffic-port"))
+		hc.SetAttributeValue("healthy_threshold", cty.NumberIntVal(2))
+		hc.SetAttributeValue("unhealthy_threshold", cty.NumberIntVal(2))
+		hc.SetAttributeValue("interval", cty.NumberIntVal(10))
+
+		l := resourceBlock(b, "aws_lb_listener", "k8s_api")
+		l.SetAttributeTraversal("load_balancer_arn", ref("aws_lb", "k8s_api", "arn"))
+		l.SetAttributeValue("port", cty.NumberIntVal(6443))
+		l.SetAttributeValue("protocol", cty.StringVal("TCP"))
+		l.SetAttributeValue("tags", s.tags())
+		l.AppendNewline()
+		action := l.AppendNewBlock("default_action", nil).Body()
+		action.SetAttributeValue("type", cty.StringVal("forward"))
+		action.SetAttributeTraversal("target_group_arn", ref("aws_lb_target_group", "k8s_api", "arn"))
+	}
+
+	compute := moduleBlock(b, "compute")
+	compute.SetAttributeValue("name", cty.StringVal(s.clusterID))
+	compute.SetAttributeValue("cluster_name", cty.StringVal(s.clusterID))
+	compute.SetAttributeValue("region", cty.StringVal(s.region))
+	compute.SetAttributeTraversal("private_subnet_ids", ref("module", "vpc", "private_subnet_ids"))
+	compute.SetAttributeTraversal("public_subnet_ids", ref("module", "vpc", "public_subnet_ids"))
+	compute.SetAttributeTraversal("control_plane_security_group_id", ref("module", "security", "control_plane_security_group_id"))
+	compute.SetAttributeTraversal("worker_security_group_id", ref("module", "security", "worker_security_group_id"))
+	compute.SetAttributeValue("instance_type", cty.StringVal(s.instanceType))
+	compute.SetAttributeValue("kubernetes_version", cty.StringVal(s.kubernetesVersion))
+	compute.SetAttributeValue("control_plane_count", cty.NumberIntVal(s.controlPlaneNodes))
+	compute.SetAttributeValue("worker_count", cty.NumberIntVal(s.nodeCount))
+	compute.SetAttributeValue("enable_self_bootstrap_control_plane", cty.True)
+	if lb {
+		compute.SetAttributeTraversal("control_plane_endpoint_override", ref("aws_lb", "k8s_api", "dns_name"))
+	} else {
+		// A single control-plane node gets a public address for the admin kubeconfig; nodes join
+		// on its private one.
+		compute.SetAttributeValue("control_plane_public_endpoint", cty.True)
+	}
+	compute.SetAttributeValue("ssm_parameter_prefix", cty.StringVal(prefix))
+	compute.SetAttributeValue("tags", s.tags())
+	compute.AppendNewline()
+	// The nodes overwrite these parameters: they must exist before any node boots.
+	setRefList(compute, "depends_on", paramRefs...)
+
+	for i := int64(0); i < s.controlPlaneNodes && lb; i++ {
+		a := resourceBlock(b, "aws_lb_target_group_attachment", fmt.Sprintf("k8s_api_%d", i))
+		a.SetAttributeTraversal("target_group_arn", ref("aws_lb_target_group", "k8s_api", "arn"))
+		a.SetAttributeTraversal("target_id", append(ref("module", "compute", "control_plane_instance_ids"), hcl.TraverseIndex{Key: cty.NumberIntVal(i)}))
+		a.SetAttributeValue("port", cty.NumberIntVal(6443))
+	}
+
+	output(outputs, OutputAdminKubeconfigParameter, "SSM parameter (SecureString) control-plane node 0 writes the admin kubeconfig to, base64-encoded; PENDING until then.",
+		ref("aws_ssm_parameter", ParameterAdminKubeconfig, "name"))
+	output(outputs, OutputControlPlaneEndpoint, "URL of the Kubernetes API as the admin kubeconfig names it.",
+		ref("module", "compute", "control_plane_endpoint"))
+	output(outputs, OutputVPCID, "The cluster's VPC.", ref("module", "vpc", "vpc_id"))
+}
+
+func renderEKS(b, outputs *hclwrite.Body, s spec) {
+	vpc := moduleBlock(b, "vpc")
+	vpc.SetAttributeValue("name", cty.StringVal(s.clusterID))
+	vpc.SetAttributeValue("cluster_name", cty.StringVal(s.clusterID))
+	vpc.SetAttributeValue("tags", s.tags())
+
+	eks := moduleBlock(b, "eks")
+	eks.SetAttributeValue("cluster_name", cty.StringVal(s.clusterID))
+	eks.SetAttributeValue("kubernetes_version", cty.StringVal(s.kubernetesVersion))
+	eks.SetAttributeTraversal("subnet_ids", ref("module", "vpc", "private_subnet_ids"))
+	eks.SetAttributeValue("instance_type", cty.StringVal(s.instanceType))
+	eks.SetAttributeValue("node_count", cty.NumberIntVal(s.nodeCount))
+	eks.SetAttributeValue("tags", s.tags())
+
+	output(outputs, OutputClusterName, "Name of the EKS cluster.", ref("module", "eks", "cluster_name"))
+	output(outputs, OutputClusterEndpoint, "URL of the cluster's Kubernetes API.", ref("module", "eks", "cluster_endpoint"))
+	output(outputs, OutputClusterCACertificate, "The cluster's CA certificate, base64-encoded.", ref("module", "eks", "cluster_ca_certificate"))
+	output(outputs, OutputVPCID, "The cluster's VPC.", ref("module", "vpc", "vpc_id"))
+}
+
+// loadBalancerName is a name for the API load balancer and its target group: at most 32
+// characters of letters, digits and hyphens, not starting with "internal-", unique per cluster.
+func loadBalancerName(clusterID string) string {
+	sum := sha256.Sum256([]byte(clusterID))
+	base := strings.ToLower(clusterID)
+	if len(base) > 15 {
+		base = base[:15]
+	}
+	base = strings.TrimRight(base, "-")
+	return "ko-" + base + "-" + hex.EncodeToString(sum[:])[:8] + "-api"
+}
+
+func moduleBlock(b *hclwrite.Body, name string) *hclwrite.Body {
+	b.AppendNewline()
+	m := b.AppendNewBlock("module", []string{name}).Body()
+	m.SetAttributeValue("source", cty.StringVal("./"+ModulesDir+"/"+name))
+	m.AppendNewline()
+	return m
+}
+
+func resourceBlock(b *hclwrite.Body, typ, name string) *hclwrite.Body {
+	b.AppendNewline()
+	return b.AppendNewBlock("resource", []string{typ, name}).Body()
+}
+
+func output(b *hclwrite.Body, name, description string, value hcl.Traversal) {
+	if len(b.Blocks()) > 0 {
+		b.AppendNewline()
+	}
+	o := b.AppendNewBlock("output", []string{name}).Body()
+	o.SetAttributeValue("description", cty.StringVal(description))
+	o.SetAttributeTraversal("value", value)
+}
+
+// ref is the traversal root.attr.attr...
+func ref(root string, attrs ...string) hcl.Traversal {
+	t := hcl.Traversal{hcl.TraverseRoot{Name: root}}
+	for _, a := range attrs {
+		t = append(t, hcl.TraverseAttr{Name: a})
+	}
+	return t
+}
+
+func setRefList(b *hclwrite.Body, name string, refs ...hcl.Traversal) {
+	elems := make([]hclwrite.Tokens, len(refs))
+	for i, r := range refs {
+		elems[i] = hclwrite.TokensForTraversal(r)
+	}
+	b.SetAttributeRaw(name, hclwrite.TokensForTuple(elems))
+}
