@@ -1,0 +1,22 @@
+// Package jobs keeps the provisioner's runs as Kubernetes objects in the jobs namespace (default
+// kubeopera-provisioning; seed 001, "Architecture: one Job per provisioning run"). There is no
+// database: a run IS its Job provision-<id> and the objects the Job owns, and every read is
+// computed from them (sync-on-read).
+//
+// Create makes, per run:
+//
+//	Job            provision-<id>              the runner, created suspended and owner of the rest
+//	ServiceAccount provision-<id>-runner       the run's own identity
+//	Role+Binding   provision-<id>-runner       get, update on Secret provision-<id>-outputs only
+//	Secret         provision-<id>-credentials  a copy of the caller's credential (known keys only)
+//	ConfigMap      provision-<id>-module       the rendered Terraform root module
+//	Secret         provision-<id>-outputs      empty; the runner reports progress (annotations)
+//	                                           and publishes the kubeconfig there
+//
+// then un-suspends the Job, so no pod starts before everything it mounts exists. Every object
+// carries the run's labels (api.LabelRun, LabelCluster, LabelOperation) and an ownerReference to
+// the Job: deleting the Job (Sweep does, with Background propagation) garbage-collects the run.
+//
+// Get maps the Job's conditions and the outputs Secret's annotations to an api.Provision; Logs
+// streams the Job's pod's log; Kubeconfig reads the outputs Secret once the run has succeeded.
+package jobs
