@@ -43,7 +43,7 @@ const (
 	// DefaultInstallConcurrency is how many Flux installs run at once.
 	DefaultInstallConcurrency = 4
 	// DefaultProvisionerIdentity is the provisioner's ServiceAccount (config/provisioner).
-	DefaultProvisionerIdentity = "kubeopera-system/kubeopera-provisioner"
+	DefaultProvisionerIdentity = "kubeopera-provisioning/kubeopera-provisioner"
 	// DefaultTargetTimeout bounds each request to a target cluster.
 	DefaultTargetTimeout = 15 * time.Second
 )
