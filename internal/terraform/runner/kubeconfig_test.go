@@ -1,0 +1,186 @@
+package runner
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/base64"
+	"encoding/pem"
+	"errors"
+	"math/big"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ssm"
+	ssmtypes "github.com/aws/aws-sdk-go-v2/service/ssm/types"
+	"github.com/aws/smithy-go"
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/yaml"
+
+	"github.com/kubeopera/kubeopera/internal/kubeconfig"
+)
+
+// caPEM is a self-signed CA certificate.
+func caPEM(t *testing.T) []byte {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "kubernetes"}, NotBefore: time.Now(), NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+}
+
+func TestEKSKubeconfig(t *testing.T) {
+	ca := caPEM(t)
+	for name, tc := range map[string]struct {
+		cred     Credential
+		caOutput string
+		args     []string
+		env      []clientcmdapi.ExecEnvVar
+	}{
+		"access key": {
+			cred:     Credential{AccessKey: "AKIAEXAMPLE", SecretKey: "s3cr3t"},
+			caOutput: base64.StdEncoding.EncodeToString(ca), // as EKS reports certificate_authority[0].data
+			args:     []string{"--cluster-name", "c-1", "--region", "eu-north-1"},
+			env:      []clientcmdapi.ExecEnvVar{{Name: "AWS_ACCESS_KEY_ID", Value: "AKIAEXAMPLE"}, {Name: "AWS_SECRET_ACCESS_KEY", Value: "s3cr3t"}},
+		},
+		"temporary key and a role with an external id": {
+			cred:     Credential{AccessKey: "ASIAEXAMPLE", SecretKey: "s3cr3t", SessionToken: "tok", RoleARN: "arn:aws:iam::123456789012:role/eks", ExternalID: "ext-1"},
+			caOutput: string(ca), // PEM as it is
+			args:     []string{"--cluster-name", "c-1", "--region", "eu-north-1", "--role-arn", "arn:aws:iam::123456789012:role/eks", "--external-id", "ext-1"},
+			env: []clientcmdapi.ExecEnvVar{
+				{Name: "AWS_ACCESS_KEY_ID", Value: "ASIAEXAMPLE"}, {Name: "AWS_SECRET_ACCESS_KEY", Value: "s3cr3t"}, {Name: "AWS_SESSION_TOKEN", Value: "tok"},
+			},
+		},
+		"a role assumed with the helper's own credentials": {
+			cred:     Credential{RoleARN: "arn:aws:iam::123456789012:role/eks"},
+			caOutput: base64.StdEncoding.EncodeToString(ca),
+			args:     []string{"--cluster-name", "c-1", "--region", "eu-north-1", "--role-arn", "arn:aws:iam::123456789012:role/eks"},
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			raw, err := EKSKubeconfig(EKSCluster{Name: "c-1", Endpoint: "https://ABC.gr7.eu-north-1.eks.amazonaws.com", CACertificate: tc.caOutput, Region: "eu-north-1", Credential: tc.cred})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// It is YAML client-go reads back to the same configuration.
+			var doc map[string]any
+			if err := yaml.Unmarshal(raw, &doc); err != nil || doc["kind"] != "Config" || doc["apiVersion"] != "v1" {
+				t.Fatalf("not a kubeconfig document: %v\n%s", err, raw)
+			}
+			cfg, err := clientcmd.Load(raw)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.CurrentContext != "c-1" || cfg.Contexts["c-1"].Cluster != "c-1" || cfg.Contexts["c-1"].AuthInfo != "c-1" {
+				t.Errorf("context %q %+v", cfg.CurrentContext, cfg.Contexts)
+			}
+			cluster := cfg.Clusters["c-1"]
+			if cluster.Server != "https://ABC.gr7.eu-north-1.eks.amazonaws.com" || string(cluster.CertificateAuthorityData) != string(ca) {
+				t.Errorf("cluster %+v", cluster)
+			}
+			exec := cfg.AuthInfos["c-1"].Exec
+			if exec.Command != EKSTokenHelper || exec.APIVersion != "client.authentication.k8s.io/v1beta1" || exec.InteractiveMode != clientcmdapi.NeverExecInteractiveMode {
+				t.Errorf("exec %+v", exec)
+			}
+			if d := cmp.Diff(tc.args, exec.Args); d != "" {
+				t.Errorf("args (-want +got):\n%s", d)
+			}
+			if d := cmp.Diff(tc.env, exec.Env); d != "" {
+				t.Errorf("env (-want +got):\n%s", d)
+			}
+			// The manager accepts it as a provisioned kubeconfig (the one exec plugin allowed).
+			if _, err := kubeconfig.ParseProvisioned(raw, kubeconfig.EKSTokenHelper); err != nil {
+				t.Errorf("kubeconfig.ParseProvisioned: %v", err)
+			}
+			// client-go turns it into an exec provider, with no other credential.
+			rc, err := clientcmd.NewNonInteractiveClientConfig(*cfg, "", &clientcmd.ConfigOverrides{}, nil).ClientConfig()
+			if err != nil || rc.ExecProvider == nil || rc.BearerToken != "" || rc.CertData != nil {
+				t.Errorf("rest config %+v %v", rc, err)
+			}
+		})
+	}
+
+	for name, c := range map[string]EKSCluster{
+		"http endpoint": {Name: "c", Region: "r", Endpoint: "http://x", CACertificate: string(ca)},
+		"no CA":         {Name: "c", Region: "r", Endpoint: "https://x", CACertificate: base64.StdEncoding.EncodeToString([]byte("hello"))},
+		"garbage CA":    {Name: "c", Region: "r", Endpoint: "https://x", CACertificate: "%%%"},
+		"no name":       {Region: "r", Endpoint: "https://x", CACertificate: string(ca)},
+	} {
+		if _, err := EKSKubeconfig(c); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}
+
+// parameters answers GetParameter from a script, one answer per call (the last repeats).
+type parameters struct {
+	answers []func() (*ssm.GetParameterOutput, error)
+	calls   int
+}
+
+func (p *parameters) GetParameter(_ context.Context, in *ssm.GetParameterInput, _ ...func(*ssm.Options)) (*ssm.GetParameterOutput, error) {
+	if !aws.ToBool(in.WithDecryption) {
+		return nil, errors.New("read without decryption")
+	}
+	i := min(p.calls, len(p.answers)-1)
+	p.calls++
+	return p.answers[i]()
+}
+
+func value(v string) func() (*ssm.GetParameterOutput, error) {
+	return func() (*ssm.GetParameterOutput, error) {
+		return &ssm.GetParameterOutput{Parameter: &ssmtypes.Parameter{Value: aws.String(v)}}, nil
+	}
+}
+
+func failure(err error) func() (*ssm.GetParameterOutput, error) {
+	return func() (*ssm.GetParameterOutput, error) { return nil, err }
+}
+
+func TestWaitForAdminKubeconfig(t *testing.T) {
+	admin := "apiVersion: v1\nkind: Config\nclusters:\n- name: kubernetes\n  cluster:\n    server: https://10.0.1.10:6443\ncontexts: []\nusers: []\n"
+	published := base64.StdEncoding.EncodeToString([]byte(admin))
+	for name, tc := range map[string]struct {
+		answers []func() (*ssm.GetParameterOutput, error)
+		calls   int
+		err     string
+	}{
+		"pending, then published": {answers: []func() (*ssm.GetParameterOutput, error){value("PENDING"), value("PENDING"), value(published)}, calls: 3},
+		"not visible yet, throttled": {answers: []func() (*ssm.GetParameterOutput, error){
+			failure(&ssmtypes.ParameterNotFound{}), failure(&smithy.GenericAPIError{Code: "ThrottlingException"}), value(published),
+		}, calls: 3},
+		"never published":        {answers: []func() (*ssm.GetParameterOutput, error){value("PENDING")}, err: "did not publish its admin kubeconfig within 300ms (SSM parameter /c/admin is still PENDING)"},
+		"access denied":          {answers: []func() (*ssm.GetParameterOutput, error){failure(&smithy.GenericAPIError{Code: "AccessDeniedException", Message: "no"})}, calls: 1, err: "AccessDeniedException"},
+		"not base64":             {answers: []func() (*ssm.GetParameterOutput, error){value("apiVersion: v1")}, calls: 1, err: "does not hold a base64 kubeconfig"},
+		"not a kubeconfig":       {answers: []func() (*ssm.GetParameterOutput, error){value(base64.StdEncoding.EncodeToString([]byte("hello: [")))}, calls: 1, err: "does not hold a kubeconfig with a cluster"},
+		"kubeconfig, no cluster": {answers: []func() (*ssm.GetParameterOutput, error){value(base64.StdEncoding.EncodeToString([]byte("apiVersion: v1\nkind: Config\n")))}, calls: 1, err: "does not hold a kubeconfig with a cluster"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			p := &parameters{answers: tc.answers}
+			got, err := WaitForAdminKubeconfig(t.Context(), p, "/c/admin", 10*time.Millisecond, 300*time.Millisecond)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("error %v, want %q", err, tc.err)
+				}
+			} else if err != nil || string(got) != admin {
+				t.Fatalf("got %q %v", got, err)
+			}
+			if tc.calls != 0 && p.calls != tc.calls {
+				t.Errorf("%d GetParameter calls, want %d", p.calls, tc.calls)
+			}
+		})
+	}
+}
