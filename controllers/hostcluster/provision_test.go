@@ -211,7 +211,6 @@ func setupProvisioning(t *testing.T) *provisionSuite {
 	go func() { defer close(done); _ = runner.Run(actx) }()
 	t.Cleanup(func() { cancel(); <-done })
 
-
 	pc, err := pclient.New(hs.URL, provisionerKey)
 	if err != nil {
 		t.Fatal(err)
@@ -241,7 +240,7 @@ func (s *provisionSuite) hostCluster(t *testing.T, name string, mode kov1alpha1.
 	t.Helper()
 	hc := &kov1alpha1.HostCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name}, Spec: kov1alpha1.HostClusterSpec{
 		ClusterID: name, Mode: mode, Provider: "aws", Region: "eu-north-1",
-		Provisioning: &kov1alpha1.HostClusterProvisioning{Topology: topology, NodeCount: 2, InstanceType: "t3.medium", KubernetesVersion: "1.31.0", CredentialRef: credential},
+		Provisioning:  &kov1alpha1.HostClusterProvisioning{Topology: topology, NodeCount: 2, InstanceType: "t3.medium", KubernetesVersion: "1.31.0", CredentialRef: credential},
 		GitOpsRepoURL: "https://git.example/gitops-iac.git", GitOpsPath: "fluxcd/clusters/" + name, Domain: name + ".example.com"}}
 	if topology == kov1alpha1.TopologyVanillaKubeadm {
 		hc.Spec.Provisioning.ControlPlaneCount = ptr.To[int32](3)
