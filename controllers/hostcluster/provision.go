@@ -95,8 +95,13 @@ func (r *Reconciler) provision(ctx context.Context, s *scope) error {
 // startRun copies the credential and asks the provisioner for a run of op.
 func (r *Reconciler) startRun(ctx context.Context, s *scope, op api.Operation) (api.Provision, error) {
 	hc := s.hc
-	if err := r.copyCredential(ctx, s); err != nil {
+	granted, err := r.copyCredential(ctx, s)
+	if err != nil {
 		return api.Provision{}, err
+	}
+	if granted {
+		// Kubernetes' RBAC authorizer sees a new RoleBinding a moment later: ask next pass.
+		return api.Provision{}, reconcile.Waiting(kov1alpha1.WaitingReason, "Letting the provisioner read the credential copy", r.PollInterval)
 	}
 	pr := hc.Spec.Provisioning
 	req := api.CreateRequest{
@@ -118,6 +123,14 @@ func (r *Reconciler) startRun(ctx context.Context, s *scope, op api.Operation) (
 	}
 	p, err := r.Provisioner.Create(ctx, req)
 	if err != nil {
+		var pe *pclient.Error
+		if errors.As(err, &pe) && pe.Field == "credentialSecretRef" {
+			// The copy is the platform's own: a provisioner that cannot read it is the platform's
+			// problem (its RBAC still settling, or --provisioner-identity naming another account),
+			// not the tenant's; say so and try again.
+			return api.Provision{}, reconcile.Waiting(kov1alpha1.WaitingReason,
+				fmt.Sprintf("The provisioner cannot read the credential copy yet (%s as %s): %v", name(req.CredentialSecretRef), r.ProvisionerIdentity, pe.Message), r.PollInterval)
+		}
 		if pclient.IsTerminal(err) {
 			return api.Provision{}, reconcile.Stalledf(kov1alpha1.ProvisioningFailedReason, "the provisioner refused the %s run: %v", op, err)
 		}
@@ -194,14 +207,14 @@ func (s *scope) record(p api.Provision) {
 // copyCredential checks the tenant's cloud credential and copies it to the backend for the
 // provisioner, which may read that one Secret only: a Role naming it and a RoleBinding to the
 // provisioner's identity, both owned by the copy so they go with it.
-func (r *Reconciler) copyCredential(ctx context.Context, s *scope) error {
+func (r *Reconciler) copyCredential(ctx context.Context, s *scope) (granted bool, err error) {
 	hc := s.hc
 	src, err := r.referenced(ctx, s, hc.Spec.Provisioning.CredentialRef)
 	if err != nil {
-		return err
+		return false, err
 	}
 	if err := checkCredential(src.Data); err != nil {
-		return reconcile.Stalledf(kov1alpha1.InvalidCredentialReason, "Secret %s/%s: %v", hc.Namespace, src.Name, err)
+		return false, reconcile.Stalledf(kov1alpha1.InvalidCredentialReason, "Secret %s/%s: %v", hc.Namespace, src.Name, err)
 	}
 	data := map[string][]byte{}
 	for _, k := range []string{api.CredentialAccessKey, api.CredentialSecretKey, api.CredentialSessionToken, api.CredentialRoleARN, api.CredentialExternalID} {
@@ -211,7 +224,7 @@ func (r *Reconciler) copyCredential(ctx context.Context, s *scope) error {
 	}
 	name := cloudCredentialSecretName(hc.Spec.ClusterID)
 	if err := r.store(ctx, s, name, corev1.SecretTypeOpaque, data); err != nil {
-		return err
+		return false, err
 	}
 	return r.grantCredential(ctx, s, name)
 }
@@ -233,30 +246,40 @@ func checkCredential(d map[string][]byte) error {
 	return nil
 }
 
-// grantCredential lets the provisioner's identity get the credential copy, and nothing else.
-func (r *Reconciler) grantCredential(ctx context.Context, s *scope, secretName string) error {
+// grantCredential lets the provisioner's identity get the credential copy, and nothing else; it
+// reports whether it created the grant now.
+func (r *Reconciler) grantCredential(ctx context.Context, s *scope, secretName string) (bool, error) {
 	sec := &corev1.Secret{}
 	if err := r.Backend.Reader.Get(ctx, client.ObjectKey{Namespace: s.storeNamespace, Name: secretName}, sec); err != nil {
-		return err
+		return false, err
 	}
 	owner := metav1.OwnerReference{APIVersion: "v1", Kind: "Secret", Name: sec.Name, UID: sec.UID}
 	meta := metav1.ObjectMeta{Namespace: s.storeNamespace, Name: secretName + "-reader", Labels: s.secretLabels(), OwnerReferences: []metav1.OwnerReference{owner}}
 	role := &rbacv1.Role{ObjectMeta: meta, Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{secretName}, Verbs: []string{"get"}}}}
-	if err := r.Backend.Client.Create(ctx, role); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("failed to let the provisioner read the credential: %w", err)
+	created := false
+	switch err := r.Backend.Client.Create(ctx, role); {
+	case err == nil:
+		created = true
+	case !apierrors.IsAlreadyExists(err):
+		return false, fmt.Errorf("failed to let the provisioner read the credential: %w", err)
 	}
 	ns, name, ok := strings.Cut(r.ProvisionerIdentity, "/")
 	if !ok {
-		return errors.New("the provisioner's identity must be <namespace>/<serviceaccount>")
+		return false, errors.New("the provisioner's identity must be <namespace>/<serviceaccount>")
 	}
 	binding := &rbacv1.RoleBinding{ObjectMeta: *meta.DeepCopy(),
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
 		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: name}}}
-	if err := r.Backend.Client.Create(ctx, binding); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("failed to let the provisioner read the credential: %w", err)
+	switch err := r.Backend.Client.Create(ctx, binding); {
+	case err == nil:
+		created = true
+	case !apierrors.IsAlreadyExists(err):
+		return false, fmt.Errorf("failed to let the provisioner read the credential: %w", err)
 	}
-	return nil
+	return created, nil
 }
+
+func name(ref api.SecretRef) string { return ref.Namespace + "/" + ref.Name }
 
 // destroy runs terraform destroy for a provisioned HostCluster deleted with deletionPolicy
 // Destroy, through the same Job path, before the finalizer goes; a failed destroy keeps the

@@ -1,10 +1,7 @@
 package hostcluster_test
 
 import (
-	"context"
-	"encoding/base64"
 	"fmt"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -26,32 +23,24 @@ import (
 	"github.com/kubeopera/kubeopera/controllers/hostcluster"
 	"github.com/kubeopera/kubeopera/internal/devenv"
 	"github.com/kubeopera/kubeopera/internal/flux"
-	"github.com/kubeopera/kubeopera/internal/manifests"
 	"github.com/kubeopera/kubeopera/internal/provisioner/api"
 	pclient "github.com/kubeopera/kubeopera/internal/provisioner/client"
-	"github.com/kubeopera/kubeopera/internal/provisioner/jobs"
-	"github.com/kubeopera/kubeopera/internal/provisioner/jobs/jobstest"
-	"github.com/kubeopera/kubeopera/internal/provisioner/server"
 	"github.com/kubeopera/kubeopera/internal/reconcile"
-	runnerpkg "github.com/kubeopera/kubeopera/internal/terraform/runner"
 	"github.com/kubeopera/kubeopera/syncer"
 	"github.com/kubeopera/kubeopera/test/framework"
 	"github.com/kubeopera/kubeopera/test/framework/actors"
 	"github.com/kubeopera/kubeopera/test/framework/awsfake"
 	"github.com/kubeopera/kubeopera/test/framework/fleettest"
+	"github.com/kubeopera/kubeopera/test/framework/provisionenv"
 	"github.com/kubeopera/kubeopera/workspaces"
 )
 
 // This suite provisions HostClusters through the real parts: the HostCluster reconciler (in
-// process, with the manager's shipped backend identity), the provisioner's store and HTTP API
-// (internal/provisioner/jobs and server, as the provisioner's ServiceAccount with
-// config/provisioner's RBAC), the Job's Pod played by actors.TerraformJob running the real
-// cmd/terraform-runner binary with the real terraform, and AWS's S3, SSM and STS played by
-// test/framework/awsfake. What no process here can do is AWS building machines: the root module
-// the provisioner renders uses the AWS provider, which cannot be downloaded here, so this suite's
-// renderer (offlineModule) writes a module of terraform_data resources with the real module's S3
-// backend and outputs; awsfake's SSM plays the control-plane node publishing its admin.conf, which
-// points at a real kube-apiserver standing in for the new cluster.
+// process, with the manager's shipped backend identity) and test/framework/provisionenv (the
+// real provisioner, the real runner binary with the real terraform in the Job's Pod, S3, SSM and
+// STS played by awsfake, and a module of terraform_data stand-ins for what AWS would build: see
+// its doc). awsfake's SSM plays the control-plane node publishing its admin.conf, which points at a
+// real kube-apiserver standing in for the new cluster.
 
 const provisionerKey = "provisioner-test-key"
 
@@ -63,73 +52,6 @@ type provisionSuite struct {
 	// adminConf is the admin kubeconfig of the cluster a vanilla run "builds".
 	adminConf []byte
 	user      awsfake.Credentials
-}
-
-// offlineModule renders, for a request, what the real root module does that matters to the rest
-// of the chain, without the AWS provider: the same S3 backend (state bucket per environment,
-// S3-native locking), terraform_data resources for the cluster, and the real outputs' names. A
-// cluster whose ID starts with "quota-" fails its apply with the error AWS gives when the account
-// has no VPC left (EC2 VpcLimitExceeded), as Terraform prints it.
-func offlineModule(clusterCA []byte) jobs.RenderFunc {
-	return func(req api.CreateRequest) (map[string]string, error) { return renderOffline(req, clusterCA) }
-}
-
-// renderOffline is offlineModule's module; clusterCA is the EKS cluster's CA (PEM).
-func renderOffline(req api.CreateRequest, clusterCA []byte) (map[string]string, error) {
-	if err := req.Validate(); err != nil {
-		return nil, err
-	}
-	ok := !strings.HasPrefix(req.ClusterID, "quota-")
-	main := fmt.Sprintf(`terraform {
-  backend "s3" {
-    bucket       = %q
-    key          = %q
-    region       = %q
-    use_lockfile = true
-    encrypt      = true
-  }
-}
-
-locals {
-  vpcs_left = %t
-}
-
-resource "terraform_data" "vpc" {
-  input = %q
-
-  lifecycle {
-    precondition {
-      condition     = local.vpcs_left
-      error_message = "creating EC2 VPC: operation error EC2: CreateVpc, api error VpcLimitExceeded: The maximum number of VPCs has been reached."
-    }
-  }
-}
-
-resource "terraform_data" "cluster" {
-  input = terraform_data.vpc.output
-}
-`, api.StateBucketPrefix+req.TerraformEnvironment, req.ClusterID+"/terraform.tfstate", req.Region, ok, req.ClusterID)
-	var outputs string
-	if req.Topology == api.TopologyEKS {
-		outputs = fmt.Sprintf(`output "cluster_name" {
-  value = %q
-}
-
-output "cluster_endpoint" {
-  value = "https://%s.gr7.%s.eks.amazonaws.com"
-}
-
-output "cluster_ca_certificate" {
-  value = %q
-}
-`, req.ClusterID, strings.ToUpper(req.ClusterID), req.Region, base64.StdEncoding.EncodeToString(clusterCA))
-	} else {
-		outputs = fmt.Sprintf(`output "admin_kubeconfig_parameter" {
-  value = "/kubeopera/%s/admin_kubeconfig"
-}
-`, req.ClusterID)
-	}
-	return map[string]string{"main.tf": main, "outputs.tf": outputs}, nil
 }
 
 func terraformAvailable(t *testing.T) string {
@@ -147,29 +69,8 @@ func setupProvisioning(t *testing.T) *provisionSuite {
 	h := fleettest.Start(t, "acme")
 	ctx := t.Context()
 
-	// The provisioner as an admin installs it (config/provisioner: namespace, its identity and
-	// roles), serving the real API on the real store, as its ServiceAccount.
-	for _, f := range []string{"namespace.yaml", "rbac.yaml"} {
-		raw, err := os.ReadFile(filepath.Join(framework.RepoRoot(), "config", "provisioner", f))
-		if err != nil {
-			t.Fatal(err)
-		}
-		objs, err := manifests.Decode(raw)
-		if err != nil {
-			t.Fatal(err)
-		}
-		admin, err := client.New(h.BackendAdmin, client.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, o := range objs {
-			if err := admin.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
-				t.Fatalf("%s: %v", f, err)
-			}
-		}
-	}
-	// The cluster a run builds: a real API server; its admin.conf is what node 0
-	// publishes to SSM.
+	// The cluster a run builds: a real API server; its admin.conf is what node 0 publishes to
+	// SSM, its CA what an EKS run's outputs name.
 	target := framework.StartCluster(t, framework.ClusterOptions{})
 	kcPath := filepath.Join(t.TempDir(), "admin.conf")
 	if err := devenv.WriteKubeconfig(target.Config, kcPath, "provisioned"); err != nil {
@@ -179,39 +80,13 @@ func setupProvisioning(t *testing.T) *provisionSuite {
 	if err != nil {
 		t.Fatal(err)
 	}
-
-	ns, sa, _ := strings.Cut(hostcluster.DefaultProvisionerIdentity, "/")
-	provCS, err := jobstest.ServiceAccountClient(h.BackendAdmin, ns, sa)
+	pe, err := provisionenv.Start(ctx, provisionenv.Options{Backend: h.BackendAdmin, Root: framework.RepoRoot(), Dir: t.TempDir(),
+		APIKey: provisionerKey, ClusterCA: target.Config.CAData, SSMPollInterval: 500 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
-	runs, err := jobs.New(provCS, jobs.Config{Namespace: api.DefaultJobsNamespace, Render: offlineModule(target.Config.CAData)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := server.New(server.Config{APIKey: provisionerKey, Runs: runs, Retention: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(srv.Handler())
-	t.Cleanup(hs.Close)
-
-	// AWS, and the Job's Pod running the real runner.
-	aws := awsfake.Start(t)
-	bin := filepath.Join(t.TempDir(), "terraform-runner")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/kubeopera/kubeopera/cmd/terraform-runner").CombinedOutput(); err != nil {
-		t.Fatalf("building the runner: %v\n%s", err, out)
-	}
-	env := aws.Env()
-	env[runnerpkg.EnvSSMPollInterval] = "500ms"
-	runner := &actors.TerraformJob{Backend: h.BackendAdmin, Namespace: api.DefaultJobsNamespace, RunnerBinary: bin,
-		ModulesDir: filepath.Join(framework.RepoRoot(), "terraform", "modules"), Env: env}
-	actx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = runner.Run(actx) }()
-	t.Cleanup(func() { cancel(); <-done })
-
-	pc, err := pclient.New(hs.URL, provisionerKey)
+	t.Cleanup(pe.Stop)
+	pc, err := pclient.New(pe.URL, provisionerKey)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,7 +99,7 @@ func setupProvisioning(t *testing.T) *provisionSuite {
 		t.Fatal(err)
 	}
 	h.Run(t)
-	return &provisionSuite{h: h, aws: aws, runner: runner, admin: kubernetes.NewForConfigOrDie(h.BackendAdmin), adminConf: adminConf, user: aws.AddUser("kubeopera-provisioner")}
+	return &provisionSuite{h: h, aws: pe.AWS, runner: pe.Runner, admin: kubernetes.NewForConfigOrDie(h.BackendAdmin), adminConf: adminConf, user: pe.AWS.AddUser("kubeopera-provisioner")}
 }
 
 // credential writes the tenant's cloud credential Secret.
@@ -285,7 +160,7 @@ func TestProvisioning(t *testing.T) {
 	t.Run("vanilla_kubeadm: one run, its progress, the node's kubeconfig, then on like a connected cluster", func(t *testing.T) {
 		s.credential(t, "aws", map[string]string{api.CredentialAccessKey: s.user.AccessKeyID, api.CredentialSecretKey: s.user.SecretAccessKey})
 		// Terraform creates the parameter seeded PENDING; node 0 overwrites it after kubeadm init.
-		param := "/kubeopera/vanilla-1/admin_kubeconfig"
+		param := provisionenv.AdminKubeconfigParameter("vanilla-1")
 		s.aws.SSM.Put(param, "SecureString", "PENDING")
 		s.aws.SSM.PublishAdminKubeconfig(param, s.adminConf, 2*time.Second)
 		s.hostCluster(t, "vanilla-1", kov1alpha1.HostClusterModeProvisionVanilla, kov1alpha1.TopologyVanillaKubeadm, "aws")
@@ -332,14 +207,14 @@ func TestProvisioning(t *testing.T) {
 	})
 
 	t.Run("a failed apply fails the HostCluster with Terraform's error", func(t *testing.T) {
-		s.hostCluster(t, "quota-1", kov1alpha1.HostClusterModeProvisionVanilla, kov1alpha1.TopologyVanillaKubeadm, "aws")
+		s.hostCluster(t, provisionenv.QuotaPrefix+"1", kov1alpha1.HostClusterModeProvisionVanilla, kov1alpha1.TopologyVanillaKubeadm, "aws")
 		var hc *kov1alpha1.HostCluster
 		framework.Eventually(t, 3*time.Minute, "quota-1 Failed", func() (bool, string) {
-			hc = s.get(t, "quota-1")
+			hc = s.get(t, provisionenv.QuotaPrefix+"1")
 			return hc.Status.Phase == kov1alpha1.HostClusterPhaseFailed, describeHC(hc)
 		})
 		c := reconcile.GetCondition(hc, kov1alpha1.ProvisionedCondition)
-		if c == nil || c.Reason != kov1alpha1.ProvisioningFailedReason || !strings.Contains(c.Message, "The maximum number of VPCs has been reached") {
+		if c == nil || c.Reason != kov1alpha1.ProvisioningFailedReason || !strings.Contains(c.Message, "VpcLimitExceeded") || !strings.Contains(c.Message, "The maximum number of VPCs has been reached.") {
 			t.Errorf("Provisioned: %+v, want ProvisioningFailed with Terraform's error", c)
 		}
 		if len(hc.Status.ProvisionRuns) != 1 || hc.Status.ProvisionRuns[0].Outcome != string(api.StatusFailed) {

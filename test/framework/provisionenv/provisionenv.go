@@ -1,0 +1,253 @@
+// Package provisionenv runs the provisioning side of the platform on a backend, for the
+// HostCluster suite, the e2e suite and make run: the real provisioner (its store and HTTP API,
+// internal/provisioner/jobs and server, as its ServiceAccount with config/provisioner's RBAC), the
+// Job's Pod played by actors.TerraformJob running the real cmd/terraform-runner with the real
+// terraform, and AWS's S3, SSM and STS played by test/framework/awsfake.
+//
+// What no process here can do is AWS building machines: the root module the provisioner renders
+// uses the AWS provider, which cannot be downloaded here, so the provisioner is given
+// OfflineModule instead of internal/terraform/render: terraform_data resources with the real
+// module's S3 backend (state bucket per environment, S3-native locking) and the real outputs'
+// names. The real modules and renderer are checked by internal/terraform/render's tests.
+package provisionenv
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kubeopera/kubeopera/controllers/hostcluster"
+	"github.com/kubeopera/kubeopera/internal/manifests"
+	"github.com/kubeopera/kubeopera/internal/provisioner/api"
+	"github.com/kubeopera/kubeopera/internal/provisioner/jobs"
+	"github.com/kubeopera/kubeopera/internal/provisioner/jobs/jobstest"
+	"github.com/kubeopera/kubeopera/internal/provisioner/server"
+	"github.com/kubeopera/kubeopera/internal/terraform/render"
+	"github.com/kubeopera/kubeopera/internal/terraform/runner"
+	"github.com/kubeopera/kubeopera/test/framework/actors"
+	"github.com/kubeopera/kubeopera/test/framework/awsfake"
+)
+
+// QuotaPrefix: a cluster whose ID starts with it fails its apply with the error AWS gives when the
+// account has no VPC left (EC2 VpcLimitExceeded), as Terraform prints it.
+const QuotaPrefix = "quota-"
+
+// QuotaError is that error's text.
+const QuotaError = "creating EC2 VPC: operation error EC2: CreateVpc, api error VpcLimitExceeded: The maximum number of VPCs has been reached."
+
+// Options configure Start.
+type Options struct {
+	// Backend is an admin config of the backend cluster.
+	Backend *rest.Config
+	// Root is the repository root (config/provisioner, terraform/modules, cmd/terraform-runner).
+	Root string
+	// Dir holds the built runner.
+	Dir string
+	// Addr is where the API listens; 127.0.0.1:0 when empty.
+	Addr string
+	// APIKey; a random one when empty.
+	APIKey string
+	// ClusterCA is the CA (PEM) an EKS run's outputs name.
+	ClusterCA []byte
+	// SSMPollInterval is the runner's SSM poll interval (the runner's default, 20 s, when zero).
+	SSMPollInterval time.Duration
+	// Log receives the provisioner's and the runs' logs; discarded when nil.
+	Log io.Writer
+}
+
+// Env is a running provisioning side.
+type Env struct {
+	// URL of the provisioner's API and its APIKey.
+	URL, APIKey string
+	// AWS is the local AWS endpoint.
+	AWS *awsfake.Endpoint
+	// Runner plays the runs' Pods.
+	Runner *actors.TerraformJob
+
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// Start starts the provisioning side; Stop stops it.
+func Start(ctx context.Context, o Options) (*Env, error) {
+	if _, err := exec.LookPath("terraform"); err != nil {
+		return nil, fmt.Errorf("terraform is not on PATH (the runner needs terraform %s)", runner.TerraformVersion)
+	}
+	if o.APIKey == "" {
+		b := make([]byte, 16)
+		_, _ = rand.Read(b)
+		o.APIKey = hex.EncodeToString(b)
+	}
+	if o.Addr == "" {
+		o.Addr = "127.0.0.1:0"
+	}
+	if o.Log == nil {
+		o.Log = io.Discard
+	}
+	if err := installProvisioner(ctx, o.Backend, o.Root); err != nil {
+		return nil, err
+	}
+	bin := filepath.Join(o.Dir, "terraform-runner")
+	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/terraform-runner")
+	build.Dir = o.Root
+	if out, err := build.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("building the runner: %v\n%s", err, out)
+	}
+	ns, sa, _ := strings.Cut(hostcluster.DefaultProvisionerIdentity, "/")
+	cs, err := jobstest.ServiceAccountClient(o.Backend, ns, sa)
+	if err != nil {
+		return nil, err
+	}
+	runs, err := jobs.New(cs, jobs.Config{Namespace: api.DefaultJobsNamespace, Render: OfflineModule(o.ClusterCA)})
+	if err != nil {
+		return nil, err
+	}
+	srv, err := server.New(server.Config{APIKey: o.APIKey, Runs: runs, Retention: 24 * time.Hour, Log: nil})
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", o.Addr)
+	if err != nil {
+		return nil, err
+	}
+	aws := awsfake.New()
+	env := map[string]string{}
+	for k, v := range aws.Env() {
+		env[k] = v
+	}
+	if o.SSMPollInterval > 0 {
+		env[runner.EnvSSMPollInterval] = o.SSMPollInterval.String()
+	}
+	ra := &actors.TerraformJob{Backend: o.Backend, Namespace: api.DefaultJobsNamespace, RunnerBinary: bin,
+		ModulesDir: filepath.Join(o.Root, "terraform", "modules"), Env: env}
+	rctx, cancel := context.WithCancel(context.Background())
+	e := &Env{URL: "http://" + ln.Addr().String(), APIKey: o.APIKey, AWS: aws, Runner: ra, cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(e.done)
+		errs := make(chan error, 2)
+		go func() { errs <- srv.Serve(rctx, ln) }()
+		go func() { errs <- ra.Run(rctx) }()
+		for range 2 {
+			if err := <-errs; err != nil && !errors.Is(err, context.Canceled) {
+				_, _ = fmt.Fprintf(o.Log, "provisionenv: %v\n", err)
+			}
+		}
+	}()
+	return e, nil
+}
+
+// Stop stops the provisioner, the runs' Pods and the AWS endpoint.
+func (e *Env) Stop() {
+	e.cancel()
+	<-e.done
+	e.AWS.Close()
+}
+
+// installProvisioner applies what an admin installs for the provisioner: its namespace, identity
+// and roles (config/provisioner).
+func installProvisioner(ctx context.Context, cfg *rest.Config, root string) error {
+	c, err := client.New(cfg, client.Options{})
+	if err != nil {
+		return err
+	}
+	for _, f := range []string{"namespace.yaml", "rbac.yaml"} {
+		raw, err := os.ReadFile(filepath.Join(root, "config", "provisioner", f))
+		if err != nil {
+			return err
+		}
+		objs, err := manifests.Decode(raw)
+		if err != nil {
+			return fmt.Errorf("%s: %w", f, err)
+		}
+		for _, o := range objs {
+			if err := c.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
+				return fmt.Errorf("%s: %s %s: %w", f, o.GetKind(), o.GetName(), err)
+			}
+		}
+	}
+	return nil
+}
+
+// OfflineModule renders, for a request, what the real root module does that matters to the rest
+// of the chain, without the AWS provider (see the package doc). clusterCA is the CA (PEM) an EKS
+// run's cluster_ca_certificate output names.
+func OfflineModule(clusterCA []byte) jobs.RenderFunc {
+	return func(req api.CreateRequest) (map[string]string, error) { return renderOffline(req, clusterCA) }
+}
+
+func renderOffline(req api.CreateRequest, clusterCA []byte) (map[string]string, error) {
+	if err := req.Validate(); err != nil {
+		return nil, err
+	}
+	main := fmt.Sprintf(`terraform {
+  backend "s3" {
+    bucket       = %q
+    key          = %q
+    region       = %q
+    use_lockfile = true
+    encrypt      = true
+  }
+}
+
+locals {
+  vpcs_left = %t
+}
+
+resource "terraform_data" "vpc" {
+  input = %q
+
+  lifecycle {
+    precondition {
+      condition     = local.vpcs_left
+      error_message = %q
+    }
+  }
+}
+
+resource "terraform_data" "cluster" {
+  input = terraform_data.vpc.output
+}
+`, api.StateBucketPrefix+req.TerraformEnvironment, req.ClusterID+"/terraform.tfstate", req.Region,
+		!strings.HasPrefix(req.ClusterID, QuotaPrefix), req.ClusterID, QuotaError)
+	var outputs string
+	if req.Topology == api.TopologyEKS {
+		outputs = fmt.Sprintf(`output "cluster_name" {
+  value = %q
+}
+
+output "cluster_endpoint" {
+  value = "https://%s.gr7.%s.eks.amazonaws.com"
+}
+
+output "cluster_ca_certificate" {
+  value = %q
+}
+`, req.ClusterID, strings.ToUpper(req.ClusterID), req.Region, base64.StdEncoding.EncodeToString(clusterCA))
+	} else {
+		outputs = fmt.Sprintf(`output "`+render.OutputAdminKubeconfigParameter+`" {
+  value = %q
+}
+`, AdminKubeconfigParameter(req.ClusterID))
+	}
+	return map[string]string{"main.tf": main, "outputs.tf": outputs}, nil
+}
+
+// AdminKubeconfigParameter is the SSM parameter a vanilla cluster's node 0 publishes its
+// admin.conf to (the real module's name, internal/terraform/render.SSMParameterPrefix).
+func AdminKubeconfigParameter(clusterID string) string {
+	return render.SSMParameterPrefix(clusterID) + "/" + render.ParameterAdminKubeconfig
+}
