@@ -100,6 +100,9 @@ type env struct {
 	withoutScaffolder bool
 	// metricsAddr and probeAddr are where the running manager serves /metrics and /healthz, /readyz.
 	metricsAddr, probeAddr string
+	// provisionerAddr is where the provisioner listens (provisioning_test.go starts it at the first
+	// test that needs it); the manager is given its URL and key from the start, as deployed.
+	provisionerAddr string
 }
 
 func b64(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
@@ -162,6 +165,11 @@ func startEnv() (e *env, err error) {
 	}
 	e.gitops = g
 	e.stops = append(e.stops, stopGitOps)
+	pp, err := devenv.FreePorts(1)
+	if err != nil {
+		return e, err
+	}
+	e.provisionerAddr = fmt.Sprintf("127.0.0.1:%d", pp[0])
 	if err := e.startManager(); err != nil {
 		return e, err
 	}
@@ -203,6 +211,7 @@ func (e *env) startManager() error {
 		"--vcluster-chart", filepath.Join(framework.RepoRoot(), "test", "charts", "vcluster"),
 		"--helm-cache-dir", filepath.Join(e.dir, "helm-cache"),
 		"--kubeopera-api-base-url", e.api.URL,
+		"--cluster-provisioner-base-url", "http://"+e.provisionerAddr,
 		"--metrics-bind-address", e.metricsAddr,
 		"--health-probe-bind-address", e.probeAddr,
 		"--tenant-requeue-interval", "1s",
@@ -215,7 +224,7 @@ func (e *env) startManager() error {
 		"--orphan-sweep-kcp-context", "system:admin",
 		"--zap-log-level", "debug",
 	)
-	cmd.Env = append(os.Environ(), "INTERNAL_SERVICE_TOKEN=e2e-token", "ENVIRONMENT=e2e")
+	cmd.Env = append(os.Environ(), "INTERNAL_SERVICE_TOKEN=e2e-token", "ENVIRONMENT=e2e", "CLUSTER_PROVISIONER_API_KEY="+provisionerAPIKey)
 	if !e.withoutScaffolder {
 		cmd.Env = append(cmd.Env, "GITOPS_SCAFFOLDER_BASE_URL="+e.gitops.Scaffolder.URL, "GITOPS_SCAFFOLDER_API_KEY="+scaffolderAPIKey)
 	}
