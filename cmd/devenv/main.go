@@ -18,6 +18,18 @@
 // provider's CRDs (test/fixtures/crossplane/otc: no Crossplane runs here). `devenv
 // simulate-crossplane` plays Crossplane and the OTC API on the embedded backend until Ctrl-C, so
 // the seed's demo flow (config/samples/kubernetescluster-demo.yaml) reaches Ready.
+//
+// For provisioned HostClusters (provision_vanilla, provision_eks), on the embedded backend and
+// with terraform on PATH, it starts test/framework/provisionenv: the real provisioner (API on
+// 127.0.0.1:8092, or $KUBEOPERA_PROVISIONER_PORT, its key in .dev/provisioning/api-key) whose
+// runs' Pods are played with the real terraform-runner and terraform, AWS's S3, SSM and STS played
+// by awsfake in this process, and the offline stand-in module (no machines are built: the
+// "provisioned" cluster is the local target). It saves the AWS endpoint and two users' keys in
+// .dev/provisioning/provisioning.json for the commands that play what no local process does:
+// `devenv aws-credentials [namespace]` prints the tenant's credential Secret (user
+// aws-credentials), and `devenv simulate-control-plane <clusterID>` plays node 0 of a
+// vanilla_kubeadm cluster publishing its admin.conf (the target's) to SSM. Without terraform on
+// PATH, make run says so and runs without provisioning.
 package main
 
 import (
@@ -48,6 +60,7 @@ import (
 	"github.com/kubeopera/kubeopera/syncer"
 	"github.com/kubeopera/kubeopera/test/framework/actors"
 	"github.com/kubeopera/kubeopera/test/framework/hostenv"
+	"github.com/kubeopera/kubeopera/test/framework/provisionenv"
 	"github.com/kubeopera/kubeopera/workspaces"
 )
 
@@ -70,6 +83,20 @@ func main() {
 	}
 	if len(os.Args) > 1 && os.Args[1] == "simulate-crossplane" {
 		if err := simulateCrossplane(); err != nil {
+			fmt.Fprintln(os.Stderr, "error:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if len(os.Args) > 1 && os.Args[1] == "aws-credentials" {
+		if err := awsCredentials(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "error:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if len(os.Args) > 1 && os.Args[1] == "simulate-control-plane" {
+		if err := simulateControlPlane(os.Args[2:]); err != nil {
 			fmt.Fprintln(os.Stderr, "error:", err)
 			os.Exit(1)
 		}
@@ -225,7 +252,7 @@ func run() error {
 	// What HostClusters need around the platform: a target cluster with Flux's controllers and
 	// authapi played on it, a git server and the gitops-scaffolder stand-in.
 	say("Starting the HostCluster target cluster (kubeconfig %s/target/target.kubeconfig); Flux's source- and kustomize-controller run there as processes once Flux is installed, authapi is played (log in %s/target/flux.log)", state, state)
-	_, stopTarget, err := hostenv.StartTarget(filepath.Join(dev, "target"), bin, true)
+	target, stopTarget, err := hostenv.StartTarget(filepath.Join(dev, "target"), bin, true)
 	if err != nil {
 		return err
 	}
@@ -240,6 +267,23 @@ func run() error {
 	}
 	defer stopGitOps()
 	say("Started the local git server: %s (user %s) and the gitops-scaffolder stand-in: %s", gitops.RepoURL, hostenv.GitUsername, gitops.Scaffolder.URL)
+	// Provisioned HostClusters: the provisioner, its runs and AWS, played on the embedded backend.
+	var provisioner *provisionenv.Env
+	if os.Getenv("BACKEND_KUBECONFIG") == "" {
+		provLog, _ := os.Create(filepath.Join(logs, "provisioner.log"))
+		defer func() { _ = provLog.Close() }()
+		if provisioner, err = startProvisioning(ctx, root, dev, state, backendCfg, target.Cluster.Config.CAData, provLog); err != nil {
+			return err
+		}
+		if provisioner != nil {
+			defer provisioner.Stop()
+		}
+	} else {
+		if err := os.Remove(filepath.Join(dev, provisioningDir, provisioningStateFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+		say("Provisioning is played on the embedded backend only: with BACKEND_KUBECONFIG no provisioner is started (deploy config/provisioner there and give the manager CLUSTER_PROVISIONER_BASE_URL and CLUSTER_PROVISIONER_API_KEY)")
+	}
 	fluxChart := os.Getenv("FLUX_CHART")
 	if fluxChart == "" {
 		// No chart registry is reachable from here: the local chart (Flux's CRDs and the
@@ -250,7 +294,7 @@ func run() error {
 	mgrLog := filepath.Join(logs, "manager.log")
 	say("Starting the manager (log in %s/logs/manager.log), vCluster chart %s", state, chart)
 	mf, _ := os.Create(mgrLog)
-	mgr := exec.CommandContext(ctx, filepath.Join(binDir(root), "manager"),
+	mgrArgs := []string{
 		"--kcp-kubeconfig", kcpKubeconfig,
 		"--kcp-context", "user",
 		"--backend-kubeconfig", managerBackendKubeconfig,
@@ -260,9 +304,16 @@ func run() error {
 		"--orphan-sweep-kcp-context", "system:admin",
 		"--flux-chart", fluxChart,
 		"--hostcluster-poll-interval", "2s",
-	)
-	mgr.Env = append(os.Environ(), "KUBEOPERA_API_BASE_URL="+os.Getenv("KUBEOPERA_API_BASE_URL"),
+	}
+	mgrEnv := append(os.Environ(), "KUBEOPERA_API_BASE_URL="+os.Getenv("KUBEOPERA_API_BASE_URL"),
 		"GITOPS_SCAFFOLDER_BASE_URL="+gitops.Scaffolder.URL, "GITOPS_SCAFFOLDER_API_KEY="+devScaffolderAPIKey)
+	if provisioner != nil {
+		// The key goes by environment (the manager has no flag for it: no secret on a command line).
+		mgrArgs = append(mgrArgs, "--cluster-provisioner-base-url", provisioner.URL)
+		mgrEnv = append(mgrEnv, "CLUSTER_PROVISIONER_API_KEY="+provisioner.APIKey)
+	}
+	mgr := exec.CommandContext(ctx, filepath.Join(binDir(root), "manager"), mgrArgs...)
+	mgr.Env = mgrEnv
 	mgr.Stdout, mgr.Stderr = mf, mf
 	mgr.Cancel = func() error { return mgr.Process.Signal(syscall.SIGTERM) }
 	mgr.WaitDelay = 20 * time.Second
@@ -308,6 +359,23 @@ HostCluster walkthrough: connect the local target cluster from the demo workspac
   kubectl --context demo -n kubeopera-system get secret hostcluster-7e9d3a1b-admin-password -o jsonpath='{.data.password}' | base64 -d
   kubectl --kubeconfig %s/target/target.kubeconfig -n flux-system get gitrepositories,kustomizations
 `, state)
+	if provisioner != nil {
+		fmt.Printf(`
+Provisioning walkthrough (provision_vanilla): the provisioner is %s, AWS is played at %s.
+No machines are built here: the "provisioned" cluster is the local target, and bin/devenv plays
+what AWS's machines would do.
+  bin/devenv hostcluster-secrets | kubectl --context demo apply -f -   # the git credentials (done if you connected my-cluster)
+  bin/devenv aws-credentials | kubectl --context demo apply -f -       # Secret aws-credentials: an AWS user's key
+  kubectl --context demo apply -f config/samples/hostcluster-provisioned.yaml
+  kubectl --context demo -n kubeopera-system get hostcluster my-aws-cluster -w      # Provisioning; describe shows the run: Queued, Planning, Applying
+  bin/devenv simulate-control-plane c-7e9d3a1b    # node 0 publishes its admin.conf (the target's) to SSM
+  kubectl --context demo -n kubeopera-system wait --for=condition=Ready hostcluster/my-aws-cluster --timeout=10m
+As the admin: the runs are Jobs on the backend; no kubelet keeps their logs here, so each run's
+output is copied to %s/logs/runs/<job>.log.
+  kubectl --kubeconfig %s/backend.kubeconfig -n kubeopera-provisioning get jobs
+  curl -s -H "X-Api-Key: $(cat %s/%s/%s)" %s/api/v1/provisions/<id>
+`, provisioner.URL, provisioner.AWS.URL, state, state, state, provisioningDir, provisioningAPIKey, provisioner.URL)
+	}
 	fmt.Printf(`
 Metrics are HTTPS (self-signed) for callers allowed by ClusterRole kubeopera-metrics-reader, e.g.
 ServiceAccount kubeopera-system/kubeopera-metrics-reader; probes are plain HTTP:

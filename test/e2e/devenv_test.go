@@ -16,6 +16,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -26,6 +28,7 @@ import (
 	"github.com/kubeopera/kubeopera/internal/devenv"
 	"github.com/kubeopera/kubeopera/internal/manager"
 	"github.com/kubeopera/kubeopera/internal/manifests"
+	"github.com/kubeopera/kubeopera/internal/provisioner/api"
 	"github.com/kubeopera/kubeopera/test/framework"
 )
 
@@ -48,19 +51,23 @@ func (s *syncBuffer) String() string {
 }
 
 // TestLocalEnvironment runs what `make run` runs (bin/devenv) in a temporary state directory and
-// follows the tenant's walkthrough it prints: apply the sample Tenant in root:orgs:demo through the
-// "demo" context, play the vCluster, wait for Ready, then Ctrl-C and check that everything stopped.
+// follows the walkthroughs it prints: apply the sample Tenant in root:orgs:demo through the "demo"
+// context, play the vCluster, wait for Ready; connect the local target (HostCluster); provision
+// a cluster (the provisioned HostCluster sample, with the AWS credential from bin/devenv
+// aws-credentials and node 0 played by bin/devenv simulate-control-plane) to Ready; the
+// KubernetesCluster demo; then Ctrl-C and check that everything stopped.
 func TestLocalEnvironment(t *testing.T) {
 	framework.SkipWithoutServers(t)
 	dir := t.TempDir()
 	bin := buildCommands(t, filepath.Join(dir, "bin"), "manager", "devenv")
-	ports, err := devenv.FreePorts(3)
+	ports, err := devenv.FreePorts(4)
 	if err != nil {
 		t.Fatal(err)
 	}
 	state := filepath.Join(dir, "state")
 	env := append(os.Environ(), "KUBEOPERA_DEV_DIR="+state, "KUBEOPERA_BIN_DIR="+bin, "KCP_PORT="+strconv.Itoa(ports[0]), "BACKEND_KUBECONFIG=",
-		"KUBEOPERA_GIT_PORT="+strconv.Itoa(ports[1]), "KUBEOPERA_SCAFFOLDER_PORT="+strconv.Itoa(ports[2]))
+		"KUBEOPERA_GIT_PORT="+strconv.Itoa(ports[1]), "KUBEOPERA_SCAFFOLDER_PORT="+strconv.Itoa(ports[2]),
+		"KUBEOPERA_PROVISIONER_PORT="+strconv.Itoa(ports[3]))
 	first := startDevenv(t, bin, state, env)
 	if !strings.Contains(first.out.String(), "using the repo's local chart") && !strings.Contains(first.out.String(), "vCluster chart oci://") {
 		t.Errorf("devenv did not say which vCluster chart it uses:\n%s", first.out.String())
@@ -134,6 +141,8 @@ func TestLocalEnvironment(t *testing.T) {
 		t.Errorf("admin password not delivered: %v", err)
 	}
 
+	walkProvisioning(t, bin, state, env, first, demo, ports[1])
+
 	// The KubernetesCluster demo it printed: the catalog is visible, the seed's demo objects
 	// applied, Crossplane played by bin/devenv simulate-crossplane, Ready with the kubeconfig.
 	flavors := &platformv1alpha1.ProviderMachineFlavorList{}
@@ -196,6 +205,9 @@ func TestLocalEnvironment(t *testing.T) {
 	if !strings.Contains(second.out.String(), "Using the backend cluster of BACKEND_KUBECONFIG") {
 		t.Errorf("devenv did not say it uses BACKEND_KUBECONFIG:\n%s", second.out.String())
 	}
+	if !strings.Contains(second.out.String(), "no provisioner is started") {
+		t.Errorf("devenv did not say it starts no provisioner with BACKEND_KUBECONFIG:\n%s", second.out.String())
+	}
 	// kcp issues a new admin token at every start; the tenant's kubeconfig file is rewritten.
 	demo = demoClient(t, kubeconfig)
 	again := &kov1alpha1.Tenant{}
@@ -214,6 +226,114 @@ func TestLocalEnvironment(t *testing.T) {
 		return len(list.Items) > 0, fmt.Sprintf("%d release revisions", len(list.Items))
 	})
 	second.stop(t)
+}
+
+// walkProvisioning follows the provisioning walkthrough make run printed (README, "Provisioning
+// a cluster on AWS"): the AWS credential from bin/devenv aws-credentials, the provisioned sample
+// (pointed at this run's git port), node 0 played by bin/devenv simulate-control-plane; the
+// HostCluster is provisioned by one run of the real provisioner and runner and goes on to Ready
+// with the kubeconfig node 0 published.
+func walkProvisioning(t *testing.T, bin, state string, env []string, run *runningDevenv, demo client.Client, gitPort int) {
+	t.Helper()
+	ctx := context.Background()
+	out := run.out.String()
+	if _, err := exec.LookPath("terraform"); err != nil {
+		if !strings.Contains(out, "terraform is not on PATH: provisioning is NOT started") {
+			t.Errorf("without terraform, devenv did not say provisioning is not started:\n%s", out)
+		}
+		t.Log("terraform is not on PATH: the provisioning walkthrough is skipped")
+		return
+	}
+	if !strings.Contains(out, "Started the cluster provisioner") || !strings.Contains(out, "bin/devenv simulate-control-plane") {
+		t.Fatalf("devenv did not say it started the provisioner, or print the provisioning walkthrough:\n%s", out)
+	}
+	for _, f := range []string{"api-key", "provisioning.json"} {
+		fi, err := os.Stat(filepath.Join(state, "provisioning", f))
+		if err != nil || fi.Mode().Perm() != 0o600 {
+			t.Errorf("%s: %v, mode %v; want 0600", f, err, fi)
+		}
+	}
+	devenvCmd := func(args ...string) []byte {
+		t.Helper()
+		cmd := exec.Command(filepath.Join(bin, "devenv"), args...)
+		cmd.Dir, cmd.Env = framework.RepoRoot(), env
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		b, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("devenv %s: %v\n%s%s", strings.Join(args, " "), err, b, stderr.String())
+		}
+		return b
+	}
+	// bin/devenv aws-credentials | kubectl --context demo apply -f -
+	creds := devenvCmd("aws-credentials")
+	var credential *corev1.Secret
+	for _, doc := range strings.Split(string(creds), "---\n") {
+		if strings.TrimSpace(doc) == "" {
+			continue
+		}
+		u := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil {
+			t.Fatal(err)
+		}
+		if u.GetKind() == "Secret" {
+			credential = &corev1.Secret{}
+			if err := yaml.Unmarshal([]byte(doc), credential); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := demo.Create(ctx, u); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+	}
+	if credential == nil || credential.Name != "aws-credentials" || credential.Labels["kubeopera.io/platform-access"] != "true" ||
+		!strings.HasPrefix(credential.StringData["access_key"], "AKIA") || credential.StringData["secret_key"] == "" {
+		t.Fatalf("aws-credentials printed no usable credential Secret:\n%s", creds)
+	}
+
+	// kubectl --context demo apply -f config/samples/hostcluster-provisioned.yaml
+	raw, err := os.ReadFile(filepath.Join(framework.RepoRoot(), "config", "samples", "hostcluster-provisioned.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hc := &kov1alpha1.HostCluster{}
+	if err := yaml.UnmarshalStrict(raw, hc); err != nil {
+		t.Fatal(err)
+	}
+	hc.Spec.GitOpsRepoURL = strings.Replace(hc.Spec.GitOpsRepoURL, "127.0.0.1:8090", "127.0.0.1:"+strconv.Itoa(gitPort), 1)
+	if err := demo.Create(ctx, hc); err != nil {
+		t.Fatal(err)
+	}
+	// The run starts and waits for node 0; then bin/devenv simulate-control-plane plays it.
+	waitHostClusterPhaseIn(t, demo, hc.Namespace, hc.Name, kov1alpha1.HostClusterPhaseProvisioning, 2*time.Minute)
+	if b := devenvCmd("simulate-control-plane", hc.Spec.ClusterID); !strings.Contains(string(b), "/kubeopera/"+hc.Spec.ClusterID+"/admin_kubeconfig") {
+		t.Errorf("simulate-control-plane did not name the parameter it wrote:\n%s", b)
+	}
+	ready := waitHostClusterPhaseIn(t, demo, hc.Namespace, hc.Name, kov1alpha1.HostClusterPhaseReady, 5*time.Minute)
+	for _, cond := range []string{kov1alpha1.ProvisionedCondition, kov1alpha1.AccessValidatedCondition, kov1alpha1.FluxReadyCondition, kov1alpha1.KubeOperaInstalledCondition} {
+		if c := meta.FindStatusCondition(ready.Status.Conditions, cond); c == nil || c.Status != metav1.ConditionTrue {
+			t.Errorf("condition %s of the provisioned HostCluster: %+v", cond, c)
+		}
+	}
+	if len(ready.Status.ProvisionRuns) != 1 || ready.Status.ProvisionRuns[0].Outcome != string(api.StatusSucceeded) {
+		t.Errorf("want one succeeded run, got %+v", ready.Status.ProvisionRuns)
+	}
+	delivered := &corev1.Secret{}
+	if err := demo.Get(ctx, client.ObjectKey{Namespace: hc.Namespace, Name: "hostcluster-" + hc.Spec.ClusterID + "-kubeconfig"}, delivered); err != nil {
+		t.Fatal(err)
+	}
+	adminConf, err := os.ReadFile(filepath.Join(state, "target", "target.kubeconfig"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(delivered.Data["kubeconfig"], adminConf) {
+		t.Error("the delivered kubeconfig is not the admin.conf simulate-control-plane published")
+	}
+	// The run is a Job on the backend, and its output is kept in the logs.
+	framework.Eventually(t, 30*time.Second, "the run's log copied to logs/runs", func() (bool, string) {
+		logs, _ := filepath.Glob(filepath.Join(state, "logs", "runs", "provision-*.log"))
+		return len(logs) == 1, fmt.Sprint(logs)
+	})
 }
 
 // waitHostClusterPhaseIn waits for a HostCluster in namespace to reach phase.
