@@ -619,32 +619,7 @@ func (a *CrossplaneOTC) writeStatus(ctx context.Context, client dynamic.Resource
 			return err
 		}
 	}
-	existing, _, _ := unstructured.NestedSlice(mr.Object, "status", "conditions")
-	now := time.Now().UTC().Format(time.RFC3339)
-	for _, c := range conds {
-		c["observedGeneration"] = mr.GetGeneration()
-		replaced := false
-		for i, e := range existing {
-			m, _ := e.(map[string]any)
-			if m["type"] != c["type"] {
-				continue
-			}
-			replaced = true
-			if m["status"] == c["status"] && m["reason"] == c["reason"] && m["message"] == c["message"] && m["observedGeneration"] == c["observedGeneration"] {
-				break
-			}
-			c["lastTransitionTime"] = now
-			existing[i] = c
-			break
-		}
-		if !replaced {
-			c["lastTransitionTime"] = now
-			existing = append(existing, c)
-		}
-	}
-	if err := unstructured.SetNestedSlice(mr.Object, existing, "status", "conditions"); err != nil {
-		return err
-	}
+	setCrossplaneConditions(mr, conds...)
 	after, _, _ := unstructured.NestedFieldCopy(mr.Object, "status")
 	if equalJSON(before, after) {
 		return nil

@@ -609,7 +609,7 @@ func (a *CrossplaneXR) reconcileXRD(ctx context.Context, c xrClients, xrd *unstr
 	before, _, _ := unstructured.NestedFieldCopy(xrd.Object, "status")
 	_ = unstructured.SetNestedStringMap(xrd.Object, map[string]string{"apiVersion": k.gvk.GroupVersion().String(), "kind": k.gvk.Kind},
 		"status", "controllers", "compositeResourceType")
-	xrSetConditions(xrd, condition(CrossplaneTypeEstablished, true, CrossplaneReasonWatchingComposite, ""))
+	setCrossplaneConditions(xrd, condition(CrossplaneTypeEstablished, true, CrossplaneReasonWatchingComposite, ""))
 	if after, _, _ := unstructured.NestedFieldCopy(xrd.Object, "status"); !equalJSON(before, after) {
 		if _, err := client.UpdateStatus(ctx, xrd, metav1.UpdateOptions{}); err != nil {
 			return xrKind{}, false
@@ -645,7 +645,7 @@ func (a *CrossplaneXR) deleteXRD(ctx context.Context, c xrClients, xrd *unstruct
 		return nil
 	}
 	before, _, _ := unstructured.NestedFieldCopy(xrd.Object, "status")
-	xrSetConditions(xrd, condition(CrossplaneTypeEstablished, false, CrossplaneReasonTerminatingComposite, ""))
+	setCrossplaneConditions(xrd, condition(CrossplaneTypeEstablished, false, CrossplaneReasonTerminatingComposite, ""))
 	if after, _, _ := unstructured.NestedFieldCopy(xrd.Object, "status"); !equalJSON(before, after) {
 		updated, err := client.UpdateStatus(ctx, xrd, metav1.UpdateOptions{})
 		if err != nil {
@@ -990,10 +990,10 @@ func (a *CrossplaneXR) deleteXR(ctx context.Context, c xrClients, client dynamic
 	return nil
 }
 
-// xrSetConditions sets conds on u as crossplane-runtime's ConditionedStatus.SetConditions does:
+// setCrossplaneConditions sets conds on u as crossplane-runtime's ConditionedStatus.SetConditions does:
 // an equal condition (type, status, reason, message, observedGeneration) keeps its
 // lastTransitionTime; observedGeneration is u's generation.
-func xrSetConditions(u *unstructured.Unstructured, conds ...map[string]any) {
+func setCrossplaneConditions(u *unstructured.Unstructured, conds ...map[string]any) {
 	existing, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
 	now := time.Now().UTC().Format(time.RFC3339)
 	for _, c := range conds {
@@ -1029,7 +1029,7 @@ func (a *CrossplaneXR) writeXRStatus(ctx context.Context, client dynamic.Resourc
 			return err
 		}
 	}
-	xrSetConditions(xr, conds...)
+	setCrossplaneConditions(xr, conds...)
 	if after, _, _ := unstructured.NestedFieldCopy(xr.Object, "status"); equalJSON(before, after) {
 		return nil
 	}
