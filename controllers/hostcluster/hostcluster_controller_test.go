@@ -245,6 +245,19 @@ func TestHostCluster(t *testing.T) {
 		t.Error("the exec plugin ran")
 	}
 
+	t.Run("provisioning without a provisioner configured fails at once, saying so", func(t *testing.T) {
+		// This suite's manager has no CLUSTER_PROVISIONER_BASE_URL.
+		hc := &kov1alpha1.HostCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "no-provisioner"}, Spec: kov1alpha1.HostClusterSpec{
+			ClusterID: "no-provisioner", Mode: kov1alpha1.HostClusterModeProvisionEKS, Region: "eu-north-1",
+			Provisioning:  &kov1alpha1.HostClusterProvisioning{Topology: kov1alpha1.TopologyEKS, NodeCount: 1, InstanceType: "t3.medium", KubernetesVersion: "1.31", CredentialRef: "aws"},
+			GitOpsRepoURL: "https://git.example/gitops-iac.git", GitOpsPath: "fluxcd/clusters/no-provisioner", Domain: "no-provisioner.example.com"}}
+		if err := s.ws.Create(t.Context(), hc); err != nil {
+			t.Fatal(err)
+		}
+		hc = s.waitPhase(t, "no-provisioner", kov1alpha1.HostClusterPhaseFailed, time.Minute)
+		wantCondition(t, hc, kov1alpha1.ProvisionedCondition, metav1.ConditionFalse, kov1alpha1.ProvisioningUnavailableReason, "CLUSTER_PROVISIONER_BASE_URL")
+	})
+
 	t.Run("an unreachable target is retried until the give-up time, then fails with the real error", func(t *testing.T) {
 		s.secret(t, "far-input", []byte(unreachableKubeconfig))
 		start := time.Now()

@@ -256,6 +256,34 @@ func TestProvisioning(t *testing.T) {
 		}
 	})
 
+	t.Run("a failed destroy keeps the HostCluster, with Terraform's error", func(t *testing.T) {
+		c := s.h.WS["acme"]
+		name := provisionenv.ProtectedPrefix + "1"
+		hc := s.hostCluster(t, name, kov1alpha1.HostClusterModeProvisionEKS, kov1alpha1.TopologyEKS, "aws")
+		framework.Eventually(t, 3*time.Minute, name+" provisioned", func() (bool, string) {
+			hc = s.get(t, name)
+			return reconcile.IsTrue(hc, kov1alpha1.ProvisionedCondition), describeHC(hc)
+		})
+		hc.Spec.Provisioning.DeletionPolicy = kov1alpha1.DeletionPolicyDestroy
+		if err := c.Update(ctx, hc); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Delete(ctx, s.get(t, name)); err != nil {
+			t.Fatal(err)
+		}
+		framework.Eventually(t, 3*time.Minute, name+"'s destroy failed", func() (bool, string) {
+			hc = s.get(t, name)
+			cond := reconcile.GetCondition(hc, kov1alpha1.InfrastructureDestroyedCondition)
+			return cond != nil && cond.Reason == kov1alpha1.DestroyFailedReason && strings.Contains(cond.Message, "cannot be destroyed"), describeHC(hc)
+		})
+		if !slices.Contains(hc.Finalizers, kov1alpha1.HostClusterFinalizer) {
+			t.Errorf("the finalizer went although the destroy failed: %v", hc.Finalizers)
+		}
+		if got := len(s.runJobs(t, name)); got != 2 {
+			t.Errorf("%d runs, want the apply and one failed destroy (no retry without the tenant asking)", got)
+		}
+	})
+
 	t.Run("deletionPolicy Destroy runs terraform destroy before the HostCluster goes; Retain leaves it", func(t *testing.T) {
 		c := s.h.WS["acme"]
 		hc := s.get(t, "vanilla-1")

@@ -46,6 +46,11 @@ import (
 // account has no VPC left (EC2 VpcLimitExceeded), as Terraform prints it.
 const QuotaPrefix = "quota-"
 
+// ProtectedPrefix: a cluster whose ID starts with it cannot be destroyed (its cluster resource
+// has lifecycle prevent_destroy, as a deletion-protected resource would refuse): a destroy run
+// fails with Terraform's error.
+const ProtectedPrefix = "protected-"
+
 // QuotaError is that error's text.
 const QuotaError = "creating EC2 VPC: operation error EC2: CreateVpc, api error VpcLimitExceeded: The maximum number of VPCs has been reached."
 
@@ -220,9 +225,13 @@ resource "terraform_data" "vpc" {
 
 resource "terraform_data" "cluster" {
   input = terraform_data.vpc.output
+
+  lifecycle {
+    prevent_destroy = %t
+  }
 }
 `, api.StateBucketPrefix+req.TerraformEnvironment, req.ClusterID+"/terraform.tfstate", req.Region,
-		!strings.HasPrefix(req.ClusterID, QuotaPrefix), req.ClusterID, QuotaError)
+		!strings.HasPrefix(req.ClusterID, QuotaPrefix), req.ClusterID, QuotaError, strings.HasPrefix(req.ClusterID, ProtectedPrefix))
 	var outputs string
 	if req.Topology == api.TopologyEKS {
 		outputs = fmt.Sprintf(`output "cluster_name" {
