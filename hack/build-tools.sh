@@ -2,7 +2,7 @@
 # Builds the pinned tools the project needs from the Go module proxy into _tools/bin, skipping
 # those already built for the pinned version. Usage: hack/build-tools.sh [tool...]
 # Tools: kcp apigen kube-apiserver etcd kube-controller-manager controller-gen source-controller
-# kustomize-controller flux-chart (default: all).
+# kustomize-controller flux-chart terraform (default: all).
 #   flux-chart assembles the local Flux chart into _tools/charts/flux2: the project's templates
 #   (charts/flux2) plus Flux's own CRDs, copied from the Go modules of the controllers.
 set -euo pipefail
@@ -29,7 +29,7 @@ FLUX_CRD_MODULES=(github.com/fluxcd/source-controller github.com/fluxcd/kustomiz
 
 tools=("$@")
 if [ ${#tools[@]} -eq 0 ]; then
-  tools=(kcp apigen kube-apiserver etcd kube-controller-manager controller-gen source-controller kustomize-controller flux-chart)
+  tools=(kcp apigen kube-apiserver etcd kube-controller-manager controller-gen source-controller kustomize-controller flux-chart terraform)
 fi
 
 # stamp_of prints a short hash of the given files, so a pin or content change rebuilds.
@@ -63,9 +63,39 @@ flux_chart() {
   echo "${want}" >"${stamp}"
 }
 
+# terraform_tool puts the pinned Terraform (internal/terraform/runner.TerraformVersion) into
+# _tools/bin. hashicorp/terraform cannot be built from the Go module proxy (its go.mod replaces
+# nested internal/... modules with local paths, and the module zip leaves nested modules out), so
+# the terraform on PATH is linked when it is exactly the pinned version; otherwise this says so and
+# the provisioning tests skip.
+terraform_tool() {
+  local want have path
+  want="$(sed -n 's/^const TerraformVersion = "\(.*\)"$/\1/p' "${ROOT}/internal/terraform/runner/config.go")"
+  if [ -z "${want}" ]; then
+    echo "cannot read TerraformVersion from internal/terraform/runner/config.go" >&2
+    exit 1
+  fi
+  path="$(command -v terraform || true)"
+  if [ -n "${path}" ] && [ "$(readlink -f "${path}")" != "$(readlink -f "${BIN}/terraform" 2>/dev/null || true)" ]; then
+    have="$("${path}" version -json 2>/dev/null | sed -n 's/.*"terraform_version": *"\([^"]*\)".*/\1/p')"
+    if [ "${have}" = "${want}" ]; then
+      ln -sf "${path}" "${BIN}/terraform"
+      return
+    fi
+  fi
+  if [ -x "${BIN}/terraform" ]; then
+    return
+  fi
+  echo ">> terraform ${want} is not on PATH (found '${path:-none}' ${have:-}); the provisioning tests will skip" >&2
+}
+
 for tool in "${tools[@]}"; do
   if [ "${tool}" = flux-chart ]; then
     flux_chart
+    continue
+  fi
+  if [ "${tool}" = terraform ]; then
+    terraform_tool
     continue
   fi
   if [ -z "${PKG[$tool]+x}" ]; then

@@ -3,7 +3,6 @@ package hostcluster_test
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -56,9 +55,9 @@ type provisionSuite struct {
 
 func terraformAvailable(t *testing.T) string {
 	t.Helper()
-	path, err := exec.LookPath("terraform")
+	path, err := provisionenv.Terraform(framework.RepoRoot())
 	if err != nil {
-		t.Skip("terraform is not on PATH")
+		t.Skip(err.Error())
 	}
 	return path
 }

@@ -89,8 +89,9 @@ type Env struct {
 
 // Start starts the provisioning side; Stop stops it.
 func Start(ctx context.Context, o Options) (*Env, error) {
-	if _, err := exec.LookPath("terraform"); err != nil {
-		return nil, fmt.Errorf("terraform is not on PATH (the runner needs terraform %s)", runner.TerraformVersion)
+	tf, err := Terraform(o.Root)
+	if err != nil {
+		return nil, err
 	}
 	if o.APIKey == "" {
 		b := make([]byte, 16)
@@ -130,7 +131,7 @@ func Start(ctx context.Context, o Options) (*Env, error) {
 		return nil, err
 	}
 	aws := awsfake.New()
-	env := map[string]string{}
+	env := map[string]string{runner.EnvTerraformBinary: tf}
 	for k, v := range aws.Env() {
 		env[k] = v
 	}
@@ -153,6 +154,24 @@ func Start(ctx context.Context, o Options) (*Env, error) {
 		}
 	}()
 	return e, nil
+}
+
+// Terraform is the pinned terraform: _tools/bin/terraform (hack/build-tools.sh links it), else
+// the one on PATH; the runner refuses any other version.
+func Terraform(root string) (string, error) {
+	if tf := filepath.Join(root, "_tools", "bin", "terraform"); fileExists(tf) {
+		return tf, nil
+	}
+	tf, err := exec.LookPath("terraform")
+	if err != nil {
+		return "", fmt.Errorf("no terraform in _tools/bin or on PATH (the runner needs terraform %s; make tools links it)", runner.TerraformVersion)
+	}
+	return tf, nil
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
 }
 
 // Stop stops the provisioner, the runs' Pods and the AWS endpoint.
