@@ -156,7 +156,10 @@ func terraformEnvironment(hc *kov1alpha1.HostCluster) string {
 
 // showRun shows a run in progress on cond and polls it again.
 func (r *Reconciler) showRun(s *scope, cond string, p api.Provision) error {
-	reason := strings.ToUpper(string(p.Status[:1])) + string(p.Status[1:])
+	reason := "Unknown"
+	if p.Status != "" {
+		reason = strings.ToUpper(string(p.Status[:1])) + string(p.Status[1:])
+	}
 	msg := fmt.Sprintf("Run %s %s", p.ID, p.Status)
 	if p.Message != "" {
 		msg += ": " + p.Message
