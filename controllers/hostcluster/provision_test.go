@@ -2,6 +2,8 @@ package hostcluster_test
 
 import (
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -51,6 +53,8 @@ type provisionSuite struct {
 	// adminConf is the admin kubeconfig of the cluster a vanilla run "builds".
 	adminConf []byte
 	user      awsfake.Credentials
+	// url is the provisioner's API.
+	url string
 }
 
 func terraformAvailable(t *testing.T) string {
@@ -98,7 +102,7 @@ func setupProvisioning(t *testing.T) *provisionSuite {
 		t.Fatal(err)
 	}
 	h.Run(t)
-	return &provisionSuite{h: h, aws: pe.AWS, runner: pe.Runner, admin: kubernetes.NewForConfigOrDie(h.BackendAdmin), adminConf: adminConf, user: pe.AWS.AddUser("kubeopera-provisioner")}
+	return &provisionSuite{h: h, aws: pe.AWS, runner: pe.Runner, admin: kubernetes.NewForConfigOrDie(h.BackendAdmin), adminConf: adminConf, user: pe.AWS.AddUser("kubeopera-provisioner"), url: pe.URL}
 }
 
 // credential writes the tenant's cloud credential Secret.
@@ -183,6 +187,21 @@ func TestProvisioning(t *testing.T) {
 		}
 		if jobs := s.runJobs(t, "vanilla-1"); len(jobs) != 1 {
 			t.Errorf("%d runs for one HostCluster, want exactly one POST", len(jobs))
+		}
+		// An admin reads the run's log through the provisioner's API: the Pod's log, from the
+		// kubelet through the API server.
+		id := hc.Status.ProvisionRuns[0].ID
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.url+"/api/v1/provisions/"+id+"/logs", nil)
+		req.Header.Set("X-Api-Key", provisionerKey)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		logs, _ := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		want, _ := s.runner.Output(api.JobName(id))
+		if resp.StatusCode != http.StatusOK || len(want) == 0 || string(logs) != want || !strings.Contains(want, "Apply complete") {
+			t.Errorf("GET logs: %d %q, want the runner's output (%d bytes, with Terraform's \"Apply complete\")", resp.StatusCode, logs, len(want))
 		}
 		delivered := &corev1.Secret{}
 		if err := s.h.WS["acme"].Get(ctx, client.ObjectKey{Namespace: "default", Name: "hostcluster-vanilla-1-kubeconfig"}, delivered); err != nil {

@@ -5,11 +5,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -119,8 +124,9 @@ const (
 // Refused rather than run differently from Kubernetes (an error in Output, no Pod): init
 // containers, more than one container, completions or parallelism other than 1, pod failure and
 // success policies, a restartPolicy other than Never, volume types other than configMap, secret,
-// emptyDir and the service account token. Not played at all: scheduling (the Pod has no node),
-// security contexts (the runner runs as the test's user), resource limits, TTL after finished.
+// emptyDir and the service account token. The scheduler is not played: every Pod is bound to
+// Node KubeletNodeName at creation, whose kubelet log endpoint the actor serves (serveLogs), so
+// `kubectl logs` works. Not played at all: security contexts (the runner runs as the test's user), resource limits, TTL after finished.
 type TerraformJob struct {
 	// Backend is the backend cluster (an admin config: the actor is the controllers).
 	Backend *rest.Config
@@ -164,6 +170,11 @@ func (a *TerraformJob) Run(ctx context.Context) error {
 	a.outputs = map[string]*lockedBuffer{}
 	a.running = map[types.UID]context.CancelFunc{}
 	a.mu.Unlock()
+	stopLogs, err := a.serveLogs(ctx, cs)
+	if err != nil {
+		return err
+	}
+	defer stopLogs()
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	tick := time.NewTicker(jobSyncInterval)
@@ -396,7 +407,66 @@ func (a *TerraformJob) createPod(ctx context.Context, cs kubernetes.Interface, j
 		},
 		Spec: t.Spec,
 	}
+	// Bound to the kubelet this actor plays (see serveLogs), as the scheduler would bind it.
+	pod.Spec.NodeName = KubeletNodeName
 	return cs.CoreV1().Pods(job.Namespace).Create(ctx, pod, metav1.CreateOptions{})
+}
+
+// KubeletNodeName is the Node the actor's Pods run on.
+const KubeletNodeName = "terraform-job-kubelet"
+
+// serveLogs plays the kubelet's log endpoint, so `kubectl logs` and the provisioner's
+// GET /provisions/{id}/logs read the runner's output through the API server as they do from a
+// real kubelet: it registers Node KubeletNodeName with an InternalIP and
+// status.daemonEndpoints.kubeletEndpoint.port, which the API server dials for pods/log
+// (pkg/registry/core/pod/strategy.go LogLocation -> the node's connection info,
+// pkg/kubelet/client/kubelet_client.go NodeConnectionInfoGetter), and answers
+// GET /containerLogs/<namespace>/<pod>/<container> over HTTPS with the container's output
+// (pkg/kubelet/server/server.go, route containerLogs). The API server verifies no kubelet serving
+// certificate unless --kubelet-certificate-authority is set, which no backend here sets.
+func (a *TerraformJob) serveLogs(ctx context.Context, cs kubernetes.Interface) (func(), error) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		parts := strings.Split(strings.TrimPrefix(r.URL.Path, "/containerLogs/"), "/")
+		if !strings.HasPrefix(r.URL.Path, "/containerLogs/") || len(parts) != 3 {
+			http.NotFound(w, r)
+			return
+		}
+		pod, err := cs.CoreV1().Pods(parts[0]).Get(r.Context(), parts[1], metav1.GetOptions{})
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusNotFound)
+			return
+		}
+		out, ok := a.Output(pod.Labels[batchv1.JobNameLabel])
+		if !ok {
+			http.Error(w, "container not started", http.StatusBadRequest)
+			return
+		}
+		w.Header().Set("Content-Type", "text/plain")
+		_, _ = io.WriteString(w, out)
+	}))
+	_, portStr, err := net.SplitHostPort(srv.Listener.Addr().String())
+	if err != nil {
+		srv.Close()
+		return nil, err
+	}
+	port, _ := strconv.Atoi(portStr)
+	node, err := cs.CoreV1().Nodes().Get(ctx, KubeletNodeName, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		node, err = cs.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: KubeletNodeName}}, metav1.CreateOptions{})
+	}
+	if err != nil {
+		srv.Close()
+		return nil, fmt.Errorf("registering the kubelet's Node: %w", err)
+	}
+	// Only an InternalIP: the API server dials the first of its preferred address types
+	// (Hostname first by default), and the Node's name resolves nowhere here.
+	node.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "127.0.0.1"}}
+	node.Status.DaemonEndpoints.KubeletEndpoint.Port = int32(port)
+	if _, err := cs.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{}); err != nil {
+		srv.Close()
+		return nil, fmt.Errorf("registering the kubelet's endpoint: %w", err)
+	}
+	return srv.Close, nil
 }
 
 // runPod plays the kubelet for pod: volumes, token, environment, the container, the status. It
