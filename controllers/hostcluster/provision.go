@@ -53,7 +53,10 @@ func (r *Reconciler) provision(ctx context.Context, s *scope) error {
 	if err := s.enter(kov1alpha1.HostClusterPhaseProvisioning); err != nil {
 		return err
 	}
-	id := hc.Annotations[kov1alpha1.ProvisionJobIDAnnotation]
+	id, err := r.runID(ctx, s, kov1alpha1.ProvisionJobIDAnnotation)
+	if err != nil {
+		return err
+	}
 	if id == "" {
 		p, err := r.startRun(ctx, s, api.OperationApply)
 		if err != nil {
@@ -90,6 +93,20 @@ func (r *Reconciler) provision(ctx context.Context, s *scope) error {
 	reconcile.MarkTrue(hc, kov1alpha1.ProvisionedCondition, kov1alpha1.SucceededReason,
 		fmt.Sprintf("Provisioning run %s built the cluster (%s in %s); its kubeconfig is stored", id, hc.Spec.Provisioning.Topology, hc.Spec.Region))
 	return nil
+}
+
+// runID is the run a HostCluster tracks in annotation key. Before a new run is started the
+// object is read from the API server, not the cache: a pass that works from a cached copy older
+// than the previous pass' annotation would otherwise POST a second run.
+func (r *Reconciler) runID(ctx context.Context, s *scope, key string) (string, error) {
+	if id := s.hc.Annotations[key]; id != "" {
+		return id, nil
+	}
+	fresh := &kov1alpha1.HostCluster{}
+	if err := s.wsDirect.Get(ctx, client.ObjectKeyFromObject(s.hc), fresh); err != nil {
+		return "", fmt.Errorf("failed to read the HostCluster before starting a run: %w", err)
+	}
+	return fresh.Annotations[key], nil
 }
 
 // startRun copies the credential and asks the provisioner for a run of op.
@@ -305,7 +322,10 @@ func (r *Reconciler) destroy(ctx context.Context, s *scope) error {
 	if r.Provisioner == nil {
 		return reconcile.Waiting(kov1alpha1.ProvisioningUnavailableReason, "deletionPolicy Destroy needs the cluster provisioner, and the manager has no CLUSTER_PROVISIONER_BASE_URL", r.PollInterval)
 	}
-	id := hc.Annotations[kov1alpha1.DestroyJobIDAnnotation]
+	id, err := r.runID(ctx, s, kov1alpha1.DestroyJobIDAnnotation)
+	if err != nil {
+		return err
+	}
 	if id != "" && reconcile.RetryRequested(hc) {
 		// The tenant asks again after a failed destroy: a new run.
 		reconcile.MarkRetryHandled(hc)
