@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -84,7 +83,7 @@ func startProvisioning(ctx context.Context, root, dev, state string, backend *re
 	if err := os.Remove(filepath.Join(dir, provisioningStateFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, err
 	}
-	if _, err := exec.LookPath("terraform"); err != nil {
+	if _, err := provisionenv.Terraform(root); err != nil {
 		say("terraform is not on PATH: provisioning is NOT started (HostClusters of mode provision_vanilla and provision_eks fail with ProvisioningUnavailable); put terraform %s on PATH and restart to play it", runner.TerraformVersion)
 		return nil, nil
 	}
