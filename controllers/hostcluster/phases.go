@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"time"
 
@@ -273,6 +274,8 @@ func (r *Reconciler) refreshInventory(ctx context.Context, s *scope) error {
 		Nodes:             fmt.Sprintf("%d/%d", inv.ReadyNodeCount, inv.NodeCount),
 		HealthScore:       inv.Score.Value,
 		HealthBand:        string(inv.Score.Band),
+		CPUPercent:        wholePercent(inv.Facts.CPUPercent),
+		MemoryPercent:     wholePercent(inv.Facts.MemoryPercent),
 		ObservedAt:        &now,
 	}
 	for _, p := range inv.Score.Summarize(32) {
@@ -685,3 +688,11 @@ func (r *Reconciler) removeSecrets(ctx context.Context, s *scope) error {
 // isTerminal reports whether a Flux install error cannot be fixed by retrying (the Helm
 // client's classification: a chart that cannot be found or rendered, values the chart refuses).
 func isTerminal(err error) bool { return helm.IsTerminal(err) }
+
+// wholePercent rounds a percentage to a whole number; nil stays nil (unknown).
+func wholePercent(p *float64) *int32 {
+	if p == nil {
+		return nil
+	}
+	return ptr.To(int32(math.Round(*p)))
+}

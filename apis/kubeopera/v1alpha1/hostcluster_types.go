@@ -300,6 +300,15 @@ type HostClusterInventory struct {
 	// nodes is "<ready>/<total>", for the printer column.
 	// +optional
 	Nodes string `json:"nodes,omitempty"`
+	// cpuPercent is the share of the nodes' allocatable CPU that running Pods request (what the
+	// scheduler has handed out, not what is consumed), in whole percent; unset when unknown.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	CPUPercent *int32 `json:"cpuPercent,omitempty"`
+	// memoryPercent is the same for memory.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	MemoryPercent *int32 `json:"memoryPercent,omitempty"`
 	// healthScore is 0-100, computed with the fleet's penalty table (100 minus the penalties).
 	// +optional
 	HealthScore int32 `json:"healthScore"`
