@@ -44,12 +44,26 @@ lint: ## gofmt and go vet.
 	@out="$$(gofmt -l $$(git ls-files '*.go'))"; if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	go vet ./...
 
+ECHARTS := internal/overview/static/vendor/echarts.min.js
+
+# npm ci only when web/node_modules/echarts is missing or older than the lockfile.
+web/node_modules/echarts/package.json: web/package-lock.json web/package.json
+	npm ci --prefix web --no-audit --no-fund
+	touch $@
+
+$(ECHARTS): web/node_modules/echarts/package.json
+	mkdir -p $(@D)
+	cp web/node_modules/echarts/dist/echarts.min.js $@
+
+.PHONY: ui
+ui: $(ECHARTS) ## Install the fleet overview's chart library (echarts, pinned in web/package-lock.json) into internal/overview/static/vendor.
+
 .PHONY: build
-build: ## Build the binaries into bin/.
+build: ui ## Build the binaries into bin/.
 	go build -o bin/ ./cmd/...
 
 .PHONY: test
-test: tools ## Run every test, including the e2e suite on real kcp and kube-apiservers.
+test: tools ui ## Run every test, including the e2e suite on real kcp and kube-apiservers.
 	go test $(GO_TEST_FLAGS) -timeout 30m ./...
 
 .PHONY: test-unit
