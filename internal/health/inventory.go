@@ -56,37 +56,10 @@ const (
 // when set) divided by the sum of the nodes' allocatable. This is what the scheduler has handed
 // out, not what is consumed. Unknown (nil) when there are no nodes or the allocatable is zero.
 func Read(ctx context.Context, cs kubernetes.Interface) (Inventory, error) {
-	v, err := cs.Discovery().ServerVersion()
+	inv, cpuAllocatable, memAllocatable, err := readNodes(ctx, cs)
 	if err != nil {
-		return Inventory{}, fmt.Errorf("failed to get the server version: %w", err)
+		return Inventory{}, err
 	}
-	inv := Inventory{KubernetesVersion: v.GitVersion, Provider: UnknownProvider}
-
-	var cpuAllocatable, memAllocatable resource.Quantity
-	err = listPages(ctx, func(opts metav1.ListOptions) (string, error) {
-		list, err := cs.CoreV1().Nodes().List(ctx, opts)
-		if err != nil {
-			return "", err
-		}
-		for i := range list.Items {
-			n := &list.Items[i]
-			facts := nodeFacts(n)
-			inv.Facts.Nodes = append(inv.Facts.Nodes, facts)
-			if facts.Ready {
-				inv.ReadyNodeCount++
-			}
-			if inv.Provider == UnknownProvider {
-				inv.Provider, inv.Region = ParseProviderID(n.Spec.ProviderID)
-			}
-			cpuAllocatable.Add(n.Status.Allocatable[corev1.ResourceCPU])
-			memAllocatable.Add(n.Status.Allocatable[corev1.ResourceMemory])
-		}
-		return list.Continue, nil
-	})
-	if err != nil {
-		return Inventory{}, fmt.Errorf("failed to list nodes: %w", err)
-	}
-	inv.NodeCount = int32(len(inv.Facts.Nodes))
 
 	var cpuRequested, memRequested resource.Quantity
 	components := map[string]bool{} // component -> healthy (all its pods Ready)
@@ -130,6 +103,53 @@ func Read(ctx context.Context, cs kubernetes.Interface) (Inventory, error) {
 	}
 	inv.Score = Compute(inv.Facts)
 	return inv, nil
+}
+
+// ReadNodes reads what Read reads from the API server's version and the nodes only, and scores
+// the node conditions alone: pods, the control plane and CPU and memory use are not looked at
+// (Facts says nothing of them, so they cost no points). For a cluster whose pods the reader may
+// not list, such as the platform's own backend. It needs to get the server version and list nodes.
+func ReadNodes(ctx context.Context, cs kubernetes.Interface) (Inventory, error) {
+	inv, _, _, err := readNodes(ctx, cs)
+	if err != nil {
+		return Inventory{}, err
+	}
+	inv.Score = Compute(inv.Facts)
+	return inv, nil
+}
+
+// readNodes reads the version and the nodes into an Inventory and sums the nodes' allocatable.
+func readNodes(ctx context.Context, cs kubernetes.Interface) (inv Inventory, cpuAllocatable, memAllocatable resource.Quantity, err error) {
+	v, err := cs.Discovery().ServerVersion()
+	if err != nil {
+		return Inventory{}, resource.Quantity{}, resource.Quantity{}, fmt.Errorf("failed to get the server version: %w", err)
+	}
+	inv = Inventory{KubernetesVersion: v.GitVersion, Provider: UnknownProvider}
+	err = listPages(ctx, func(opts metav1.ListOptions) (string, error) {
+		list, err := cs.CoreV1().Nodes().List(ctx, opts)
+		if err != nil {
+			return "", err
+		}
+		for i := range list.Items {
+			n := &list.Items[i]
+			facts := nodeFacts(n)
+			inv.Facts.Nodes = append(inv.Facts.Nodes, facts)
+			if facts.Ready {
+				inv.ReadyNodeCount++
+			}
+			if inv.Provider == UnknownProvider {
+				inv.Provider, inv.Region = ParseProviderID(n.Spec.ProviderID)
+			}
+			cpuAllocatable.Add(n.Status.Allocatable[corev1.ResourceCPU])
+			memAllocatable.Add(n.Status.Allocatable[corev1.ResourceMemory])
+		}
+		return list.Continue, nil
+	})
+	if err != nil {
+		return Inventory{}, cpuAllocatable, memAllocatable, fmt.Errorf("failed to list nodes: %w", err)
+	}
+	inv.NodeCount = int32(len(inv.Facts.Nodes))
+	return inv, cpuAllocatable, memAllocatable, nil
 }
 
 // listPages calls list with Limit listPageSize, then with each continue token it returns, until

@@ -118,6 +118,24 @@ func TestRead(t *testing.T) {
 		t.Errorf("Read() mismatch (-want +got):\n%s", diff)
 	}
 
+	t.Run("nodes only", func(t *testing.T) {
+		got, err := ReadNodes(ctx, cs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got.KubernetesVersion = ""
+		want := Inventory{
+			NodeCount: 3, ReadyNodeCount: 2, Provider: "aws", Region: "eu-north-1",
+			Facts: Facts{Nodes: want.Facts.Nodes},
+			// Only the node penalties: the failed, crash-looping and control-plane pods and the
+			// CPU use are not read.
+			Score: Score{Value: 92, Band: BandGreen, Penalties: want.Score.Penalties[:2]},
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("ReadNodes() mismatch (-want +got):\n%s", diff)
+		}
+	})
+
 	t.Run("canceled", func(t *testing.T) {
 		ctx, cancel := context.WithCancel(t.Context())
 		cancel()
