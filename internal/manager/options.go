@@ -106,6 +106,20 @@ type Options struct {
 	// MetricsCertDir holds tls.crt and tls.key for /metrics; empty (or missing files): a
 	// self-signed certificate made at start.
 	MetricsCertDir string
+	// FleetOverviewAddr is where the platform admins' fleet overview (page, JSON, see
+	// internal/overview) is served; "0" or empty: off. Without FleetOverviewSecure it must be a
+	// loopback address (reach it with kubectl port-forward).
+	FleetOverviewAddr string
+	// FleetOverviewSecure serves the fleet overview over HTTPS and authenticates and authorizes
+	// every request against the backend cluster (TokenReview + SubjectAccessReview, as /metrics:
+	// get on its paths, ClusterRole kubeopera-fleet-viewer); required to bind it to anything but
+	// loopback.
+	FleetOverviewSecure bool
+	// FleetOverviewCertDir holds tls.crt and tls.key for the secure fleet overview; empty: a
+	// self-signed certificate made at start.
+	FleetOverviewCertDir string
+	// FleetOverviewRefresh is how often an open overview page updates itself.
+	FleetOverviewRefresh time.Duration
 	// PprofAddr serves net/http/pprof (heap, goroutine profiles) on this address; empty or "0":
 	// off. Bind it to localhost: the profiles are not authenticated.
 	PprofAddr string
@@ -184,6 +198,8 @@ func DefaultOptions() Options {
 		BackendQPS:                    100,
 		BackendBurst:                  200,
 		ProbeAddr:                     ":8081",
+		FleetOverviewAddr:             "127.0.0.1:8090",
+		FleetOverviewRefresh:          5 * time.Second,
 		LeaderElect:                   true,
 		LeaderElectionNamespace:       "kubeopera-system",
 		LeaderElectionID:              "kubeopera-manager",
@@ -234,6 +250,10 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", o.MetricsAddr, "address of the Prometheus metrics endpoint; 0 disables it")
 	fs.BoolVar(&o.MetricsSecure, "metrics-secure", o.MetricsSecure, "serve /metrics over HTTPS to authenticated, authorized callers only (get on /metrics, e.g. ClusterRole kubeopera-metrics-reader); false: plain HTTP to anyone")
 	fs.StringVar(&o.MetricsCertDir, "metrics-cert-dir", o.MetricsCertDir, "directory with tls.crt and tls.key for /metrics; empty: a self-signed certificate")
+	fs.StringVar(&o.FleetOverviewAddr, "fleet-overview-bind-address", o.FleetOverviewAddr, "address of the platform admins' fleet overview (page and JSON); loopback unless --fleet-overview-secure; 0: off")
+	fs.BoolVar(&o.FleetOverviewSecure, "fleet-overview-secure", o.FleetOverviewSecure, "serve the fleet overview over HTTPS to authenticated, authorized callers only (get on its paths, e.g. ClusterRole kubeopera-fleet-viewer); required to bind it to a non-loopback address")
+	fs.StringVar(&o.FleetOverviewCertDir, "fleet-overview-cert-dir", o.FleetOverviewCertDir, "directory with tls.crt and tls.key for the secure fleet overview; empty: a self-signed certificate")
+	fs.DurationVar(&o.FleetOverviewRefresh, "fleet-overview-refresh-interval", o.FleetOverviewRefresh, "how often an open fleet overview page updates itself")
 	fs.StringVar(&o.PprofAddr, "pprof-bind-address", o.PprofAddr, "address of net/http/pprof (e.g. 127.0.0.1:6060); empty: off")
 	fs.Float32Var(&o.KCPQPS, "kcp-qps", o.KCPQPS, "requests per second to kcp, per export and shard, shared by every workspace")
 	fs.IntVar(&o.KCPBurst, "kcp-burst", o.KCPBurst, "burst of --kcp-qps")

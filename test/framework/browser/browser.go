@@ -1,0 +1,152 @@
+// Package browser drives Debian's chromium with chromedp for the browser tests. Chromium is not
+// on a fresh machine: Start installs the Debian package with apt-get when it is missing, and says
+// so in the test log.
+package browser
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/kubeopera/kubeopera/test/framework"
+)
+
+// installed guards the one install of a test binary.
+var installed struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// Chromium returns the path of Debian's chromium, installing the package with apt-get first when
+// it is missing.
+func Chromium(t testing.TB) string {
+	t.Helper()
+	installed.once.Do(func() {
+		if p, err := exec.LookPath("chromium"); err == nil {
+			installed.path = p
+			return
+		}
+		t.Log("chromium is missing: installing Debian's chromium package with apt-get (the browser tests drive it with chromedp)")
+		install := func() error {
+			cmd := exec.Command("apt-get", "install", "-y", "--no-install-recommends", "chromium")
+			cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				return fmt.Errorf("apt-get install chromium: %w\n%s", err, tail(out))
+			}
+			return nil
+		}
+		if err := install(); err != nil {
+			// A fresh machine may not have the package lists yet.
+			if out, uerr := exec.Command("apt-get", "update").CombinedOutput(); uerr != nil {
+				installed.err = fmt.Errorf("%v; apt-get update: %v\n%s", err, uerr, tail(out))
+				return
+			}
+			if err := install(); err != nil {
+				installed.err = err
+				return
+			}
+		}
+		installed.path, installed.err = exec.LookPath("chromium")
+	})
+	if installed.err != nil {
+		t.Fatalf("no chromium for the browser tests: %v", installed.err)
+	}
+	return installed.path
+}
+
+func tail(b []byte) string {
+	const n = 2000
+	if len(b) > n {
+		b = b[len(b)-n:]
+	}
+	return string(b)
+}
+
+// Start starts a headless chromium for t and returns a chromedp context of its first tab; it is
+// closed when t ends. Self-signed certificates are accepted (the manager's secure endpoints make
+// their own). Chromium's own background connections are turned off: the test machine has no
+// network beyond its package registries.
+func Start(t testing.TB) context.Context {
+	t.Helper()
+	framework.SkipWithoutServers(t)
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(Chromium(t)),
+		chromedp.Headless,
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.NoFirstRun,
+		chromedp.NoDefaultBrowserCheck,
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1440, 1000),
+		chromedp.IgnoreCertErrors,
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-dev-shm-usage", true),
+	}
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancel := chromedp.NewContext(actx, chromedp.WithLogf(t.Logf))
+	if err := chromedp.Do(ctx); err != nil {
+		cancel()
+		cancelAlloc()
+		t.Fatalf("failed to start chromium: %v", err)
+	}
+	t.Cleanup(func() { cancel(); cancelAlloc() })
+	return ctx
+}
+
+// Do runs steps in the tab of ctx, in order, with a timeout.
+func Do(ctx context.Context, timeout time.Duration, steps ...chromedp.Action[chromedp.Void]) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	return chromedp.Do(ctx, steps...)
+}
+
+// Run runs one action in the tab of ctx with a timeout and returns its value.
+func Run[T any](ctx context.Context, timeout time.Duration, a chromedp.Action[T]) (T, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	return chromedp.Run(ctx, a)
+}
+
+// ArtifactsDir is where browser tests keep their screenshots: $KUBEOPERA_TEST_ARTIFACTS, else
+// _artifacts in the repository (ignored by git).
+func ArtifactsDir() string {
+	if d := os.Getenv("KUBEOPERA_TEST_ARTIFACTS"); d != "" {
+		return d
+	}
+	return filepath.Join(framework.RepoRoot(), "_artifacts")
+}
+
+// Screenshot saves a full-page PNG of the tab of ctx as <ArtifactsDir>/<name>.png and returns its
+// path.
+func Screenshot(t testing.TB, ctx context.Context, name string) string {
+	t.Helper()
+	png, err := Run(ctx, 30*time.Second, chromedp.FullScreenshot(95))
+	if err != nil {
+		t.Errorf("screenshot %s: %v", name, err)
+		return ""
+	}
+	dir := ArtifactsDir()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Errorf("screenshot %s: %v", name, err)
+		return ""
+	}
+	path := filepath.Join(dir, name+".png")
+	if err := os.WriteFile(path, png, 0o644); err != nil {
+		t.Errorf("screenshot %s: %v", name, err)
+		return ""
+	}
+	t.Logf("screenshot: %s", path)
+	return path
+}
