@@ -132,7 +132,7 @@ func ArtifactsDir() string {
 // path.
 func Screenshot(t testing.TB, ctx context.Context, name string) string {
 	t.Helper()
-	png, err := Run(ctx, 30*time.Second, chromedp.FullScreenshot(95))
+	png, err := Run(ctx, 30*time.Second, chromedp.FullScreenshot(100))
 	if err != nil {
 		t.Errorf("screenshot %s: %v", name, err)
 		return ""
