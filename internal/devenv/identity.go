@@ -141,23 +141,41 @@ func ServiceAccountConfig(ctx context.Context, cfg *rest.Config, namespace, name
 // ClusterRole kubeopera-metrics-reader (applied by ApplyBackendRBAC) and returns a token of it
 // valid for ttl: what a scraper presents to the manager's /metrics.
 func MetricsReaderToken(ctx context.Context, cfg *rest.Config, ttl time.Duration) (string, error) {
+	return ClusterRoleToken(ctx, cfg, MetricsReaderServiceAccount, "kubeopera-metrics-reader", ttl)
+}
+
+// FleetViewerServiceAccount is the ServiceAccount FleetViewerToken binds to ClusterRole
+// kubeopera-fleet-viewer.
+const FleetViewerServiceAccount = "kubeopera-fleet-viewer"
+
+// FleetViewerToken creates ServiceAccount kubeopera-system/kubeopera-fleet-viewer, binds it to
+// ClusterRole kubeopera-fleet-viewer (config/rbac/fleet-viewer.yaml, applied by ApplyBackendRBAC)
+// and returns a token of it valid for ttl: what a platform admin signs in to the secure fleet
+// overview with.
+func FleetViewerToken(ctx context.Context, cfg *rest.Config, ttl time.Duration) (string, error) {
+	return ClusterRoleToken(ctx, cfg, FleetViewerServiceAccount, "kubeopera-fleet-viewer", ttl)
+}
+
+// ClusterRoleToken creates ServiceAccount kubeopera-system/<name>, binds it (ClusterRoleBinding
+// <name>) to clusterRole and returns a token of it valid for ttl.
+func ClusterRoleToken(ctx context.Context, cfg *rest.Config, name, clusterRole string, ttl time.Duration) (string, error) {
 	c, err := client.New(cfg, client.Options{})
 	if err != nil {
 		return "", err
 	}
-	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ManagerNamespace, Name: MetricsReaderServiceAccount}}
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ManagerNamespace, Name: name}}
 	if err := c.Create(ctx, sa); err != nil && !apierrors.IsAlreadyExists(err) {
 		return "", fmt.Errorf("failed to create ServiceAccount %s/%s: %w", sa.Namespace, sa.Name, err)
 	}
 	crb := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: MetricsReaderServiceAccount},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "kubeopera-metrics-reader"},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ManagerNamespace, Name: MetricsReaderServiceAccount}},
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: clusterRole},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ManagerNamespace, Name: name}},
 	}
 	if err := c.Create(ctx, crb); err != nil && !apierrors.IsAlreadyExists(err) {
-		return "", fmt.Errorf("failed to bind kubeopera-metrics-reader: %w", err)
+		return "", fmt.Errorf("failed to bind %s: %w", clusterRole, err)
 	}
-	sc, err := ServiceAccountConfig(ctx, cfg, ManagerNamespace, MetricsReaderServiceAccount, ttl)
+	sc, err := ServiceAccountConfig(ctx, cfg, ManagerNamespace, name, ttl)
 	if err != nil {
 		return "", err
 	}
