@@ -23,15 +23,23 @@ $(APIGEN):
 generate: $(CONTROLLER_GEN) ## Generate deepcopy functions.
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./apis/...
 
+# The exported groups' CRDs go to config/crd/bases, which apigen turns into APIResourceSchemas;
+# platform-only groups (fleet.kubeopera.io: RegisteredCluster) go to config/crd/platform, never
+# exported to tenants. A new group is listed in one of the two.
+EXPORTED_APIS := {./apis/kubeopera/...,./apis/platform/...}
+PLATFORM_APIS := ./apis/fleet/...
+
 .PHONY: manifests
-manifests: $(CONTROLLER_GEN) ## Generate CRDs into config/crd/bases.
-	$(CONTROLLER_GEN) crd paths=./apis/... output:crd:artifacts:config=config/crd/bases
+manifests: $(CONTROLLER_GEN) ## Generate CRDs into config/crd/bases (exported) and config/crd/platform (platform workspace only).
+	$(CONTROLLER_GEN) crd paths="$(EXPORTED_APIS)" output:crd:artifacts:config=config/crd/bases
+	$(CONTROLLER_GEN) crd paths="$(PLATFORM_APIS)" output:crd:artifacts:config=config/crd/platform
 
 .PHONY: apiexports
-apiexports: $(APIGEN) manifests ## Generate APIResourceSchemas and APIExports into apiexports/resources.
+apiexports: $(APIGEN) manifests ## Generate APIResourceSchemas and APIExports into apiexports/resources; copy the platform workspace's own CRDs into apiexports/catalog and apiexports/platform.
 	$(APIGEN) --input-dir config/crd/bases --output-dir apiexports/resources 2>/dev/null
 	go run ./hack/gen-apiexports --dir apiexports/resources
 	mkdir -p apiexports/catalog && cp config/crd/bases/platform.edgeconnect.eu_providermachineflavors.yaml apiexports/catalog/
+	mkdir -p apiexports/platform && cp config/crd/platform/*.yaml apiexports/platform/
 
 .PHONY: verify
 verify: generate manifests apiexports lint ## Fail when generated files are stale or code is not gofmt/vet clean.
