@@ -1,8 +1,3 @@
-// Package overview serves the platform admins' fleet overview: every HostCluster of every bound
-// workspace and the self-registered cluster the platform runs on, as a server-rendered page
-// (summary cards, a sortable and filterable table, a treemap, a per-cluster health breakdown), a
-// JSON endpoint with the same data and Prometheus gauges of the fleet. It reads through a Source;
-// the manager's Source reads the fleet's shared caches and the platform workspace.
 package overview
 
 import (
