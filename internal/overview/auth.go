@@ -1,6 +1,7 @@
 package overview
 
 import (
+	"context"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -114,8 +115,10 @@ func safeNext(next string) string {
 }
 
 // withBrowserCredentials turns the cookie into a bearer token when the request has no
-// Authorization header, sends a browser without any credential to /login, and shows the login
-// page, with the filter's status, when the filter refuses a browser.
+// Authorization header, sends a browser without any credential to /login, and shows a browser the
+// login page, with the filter's status, when the filter refuses the request: 401 (no identity),
+// 403 (not authorized) or 500 (the TokenReview failed, as it does for an expired or malformed
+// token, or the backend did not answer). Responses of the overview itself pass unchanged.
 func (s *Server) withBrowserCredentials(protected http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		html := wantsHTML(r)
@@ -132,14 +135,34 @@ func (s *Server) withBrowserCredentials(protected http.Handler) http.Handler {
 			protected.ServeHTTP(w, r)
 			return
 		}
-		dw := &deniedWriter{ResponseWriter: w}
+		reached := new(bool)
+		r = r.WithContext(context.WithValue(r.Context(), reachedKey{}, reached))
+		dw := &deniedWriter{ResponseWriter: w, reached: reached}
 		protected.ServeHTTP(dw, r)
+		next := safeNext(r.URL.RequestURI())
 		switch dw.denied {
+		case 0:
 		case http.StatusUnauthorized:
-			s.renderLogin(w, dw.denied, "The token was not accepted: it may have expired. Paste a new one.", safeNext(r.URL.RequestURI()))
+			s.renderLogin(w, dw.denied, "The token was not accepted: it may have expired. Paste a new one.", next)
 		case http.StatusForbidden:
-			s.renderLogin(w, dw.denied, "This identity may not view the fleet overview: bind its ServiceAccount to ClusterRole kubeopera-fleet-viewer, or paste another token.", safeNext(r.URL.RequestURI()))
+			s.renderLogin(w, dw.denied, "This identity may not view the fleet overview: bind its ServiceAccount to ClusterRole kubeopera-fleet-viewer, or paste another token.", next)
+		default:
+			s.renderLogin(w, dw.denied, "The token could not be verified: the backend refused it (an expired or malformed token) or did not answer. Paste a new one, or see the manager's log.", next)
 		}
+	})
+}
+
+// reachedKey holds a *bool in a request's context, set when the request passed the filter.
+type reachedKey struct{}
+
+// markReached records, for withBrowserCredentials, that a request passed the filter: what is
+// written from then on is the overview's answer, not the filter's.
+func markReached(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if p, ok := r.Context().Value(reachedKey{}).(*bool); ok {
+			*p = true
+		}
+		next.ServeHTTP(w, r)
 	})
 }
 
@@ -148,10 +171,12 @@ func wantsHTML(r *http.Request) bool {
 	return strings.Contains(r.Header.Get("Accept"), "text/html")
 }
 
-// deniedWriter holds back a 401 or 403 response (the filter's plain text) so the login page can
-// be written instead; any other response goes through.
+// deniedWriter holds back the filter's refusal (401, 403 or 500 in plain text, written before the
+// request reached the overview) so the login page can be written instead; any other response
+// goes through.
 type deniedWriter struct {
 	http.ResponseWriter
+	reached     *bool
 	denied      int
 	wroteHeader bool
 }
@@ -161,7 +186,8 @@ func (d *deniedWriter) WriteHeader(code int) {
 		return
 	}
 	d.wroteHeader = true
-	if code == http.StatusUnauthorized || code == http.StatusForbidden {
+	refused := code == http.StatusUnauthorized || code == http.StatusForbidden || code == http.StatusInternalServerError
+	if refused && !*d.reached {
 		d.denied = code
 		h := d.Header()
 		h.Del("Content-Type")

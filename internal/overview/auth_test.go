@@ -14,8 +14,9 @@ import (
 // Tokens of the fake filter: viewer may, stranger is authenticated but not authorized, anything
 // else is not authenticated.
 const (
-	viewerToken   = "eyJhbGciOiJSUzI1NiJ9.viewer.sig"
-	strangerToken = "eyJhbGciOiJSUzI1NiJ9.stranger.sig"
+	viewerToken    = "eyJhbGciOiJSUzI1NiJ9.viewer.sig"
+	strangerToken  = "eyJhbGciOiJSUzI1NiJ9.stranger.sig"
+	malformedToken = "eyJhbGciOiJSUzI1NiJ9.malformed.sig"
 )
 
 // fakeFilter answers as controller-runtime's filter does: 401 or 403 in plain text, and records
@@ -30,6 +31,10 @@ func fakeFilter(seen *[]string) func(logr.Logger, http.Handler) (http.Handler, e
 				next.ServeHTTP(w, r)
 			case "Bearer " + strangerToken:
 				http.Error(w, "Authorization denied for user system:serviceaccount:default:stranger", http.StatusForbidden)
+			case "Bearer " + malformedToken:
+				// What controller-runtime's filter answers when the TokenReview fails, as it
+				// does for an expired or malformed token.
+				http.Error(w, "Authentication failed", http.StatusInternalServerError)
 			default:
 				http.Error(w, "Unauthorized", http.StatusUnauthorized)
 			}
@@ -97,11 +102,11 @@ func TestSecureRequests(t *testing.T) {
 			wantStatus: http.StatusSeeOther, wantLocation: "/login?next=%2Fclusters%2Froot%3Aorgs%3Aacme%2Finfra%2Fedge-9%3Fx%3D1",
 		},
 		"API client without credential gets the filter's 401": {
-			req:        request{method: "GET", target: "/api/v1/fleet"},
+			req:        request{method: "GET", target: "/v1/fleet"},
 			wantStatus: http.StatusUnauthorized, wantBody: "Unauthorized",
 		},
 		"bearer header": {
-			req:        request{method: "GET", target: "/api/v1/fleet", header: map[string]string{"Authorization": "Bearer " + viewerToken}},
+			req:        request{method: "GET", target: "/v1/fleet", header: map[string]string{"Authorization": "Bearer " + viewerToken}},
 			wantStatus: http.StatusOK, wantBody: `"name": "prod-eu"`,
 		},
 		"cookie": {
@@ -113,7 +118,7 @@ func TestSecureRequests(t *testing.T) {
 			wantStatus: http.StatusOK, wantBody: `<div id="fleet"`,
 		},
 		"the bearer header wins over the cookie": {
-			req:        request{method: "GET", target: "/api/v1/fleet", header: map[string]string{"Authorization": "Bearer " + strangerToken}, cookie: viewerToken},
+			req:        request{method: "GET", target: "/v1/fleet", header: map[string]string{"Authorization": "Bearer " + strangerToken}, cookie: viewerToken},
 			wantStatus: http.StatusForbidden, wantBody: "Authorization denied",
 		},
 		"rejected token, browser: login page with 401": {
@@ -125,7 +130,7 @@ func TestSecureRequests(t *testing.T) {
 			wantStatus: http.StatusForbidden, wantBody: "This identity may not view the fleet overview",
 		},
 		"unauthorized identity, API client: the filter's 403": {
-			req:        request{method: "GET", target: "/api/v1/fleet", cookie: strangerToken},
+			req:        request{method: "GET", target: "/v1/fleet", cookie: strangerToken},
 			wantStatus: http.StatusForbidden, wantBody: "Authorization denied",
 		},
 		"assets need nothing": {
@@ -135,6 +140,18 @@ func TestSecureRequests(t *testing.T) {
 		"login page needs nothing": {
 			req:        request{method: "GET", target: "/login?next=/clusters/a/b/c", header: html},
 			wantStatus: http.StatusOK, wantBody: `<input type="hidden" name="next" value="/clusters/a/b/c">`,
+		},
+		"token the TokenReview fails on, browser: login page with 500": {
+			req:        request{method: "GET", target: "/", header: html, cookie: malformedToken},
+			wantStatus: http.StatusInternalServerError, wantBody: "The token could not be verified",
+		},
+		"token the TokenReview fails on, API client: the filter's 500": {
+			req:        request{method: "GET", target: "/fragments/fleet", cookie: malformedToken},
+			wantStatus: http.StatusInternalServerError, wantBody: "Authentication failed",
+		},
+		"the overview's own 404 passes": {
+			req:        request{method: "GET", target: "/nope", header: html, cookie: viewerToken},
+			wantStatus: http.StatusNotFound, wantBody: "<h1>Page not found</h1>",
 		},
 		"a 404 is only shown to the authorized": {
 			req:        request{method: "GET", target: "/nope", header: html, cookie: strangerToken},
@@ -157,13 +174,13 @@ func TestSecureRequests(t *testing.T) {
 				t.Error("no CSP")
 			}
 			body := rec.Body.String()
-			for _, tok := range []string{viewerToken, strangerToken, "expired.token"} {
+			for _, tok := range []string{viewerToken, strangerToken, malformedToken, "expired.token"} {
 				if strings.Contains(body, tok) {
 					t.Errorf("the response echoes token %s", tok)
 				}
 			}
-			if tt.wantStatus == http.StatusUnauthorized || tt.wantStatus == http.StatusForbidden {
-				if tt.req.header["Accept"] != "" && (strings.Contains(body, "Unauthorized\n") || strings.Contains(body, "Authorization denied")) {
+			if tt.wantStatus == http.StatusUnauthorized || tt.wantStatus == http.StatusForbidden || tt.wantStatus == http.StatusInternalServerError {
+				if tt.req.header["Accept"] != "" && (strings.Contains(body, "Unauthorized\n") || strings.Contains(body, "Authorization denied") || strings.Contains(body, "Authentication failed")) {
 					t.Error("a browser gets the filter's plain text")
 				}
 				if tt.req.header["Accept"] != "" && rec.Header().Get("Content-Type") != "text/html; charset=utf-8" {
@@ -174,12 +191,12 @@ func TestSecureRequests(t *testing.T) {
 	}
 	// The login page and the assets never reach the filter.
 	for _, auth := range *seen {
-		if auth != "" && auth != "Bearer "+viewerToken && auth != "Bearer "+strangerToken && auth != "Bearer expired.token" {
+		if auth != "" && auth != "Bearer "+viewerToken && auth != "Bearer "+strangerToken && auth != "Bearer "+malformedToken && auth != "Bearer expired.token" {
 			t.Errorf("the filter saw Authorization %q", auth)
 		}
 	}
-	if n := len(*seen); n != 9 {
-		t.Errorf("the filter saw %d requests, want 9 (all but the redirect, the asset and the login page)", n)
+	if n := len(*seen); n != 12 {
+		t.Errorf("the filter saw %d requests, want 12 (all but the redirect, the asset and the login page)", n)
 	}
 }
 

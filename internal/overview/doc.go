@@ -10,8 +10,8 @@
 //	GET /                                          the page (cards, table, treemap)
 //	GET /fragments/fleet                           the cards and the table alone, for the page's updates
 //	GET /clusters/{workspace}/{namespace}/{name}   a cluster's facts and health breakdown
-//	GET /api/v1/fleet                              the fleet as JSON
-//	GET /api/v1/fleet/clusters/{workspace}/{namespace}/{name}   one cluster as JSON
+//	GET /v1/fleet                              the fleet as JSON
+//	GET /v1/fleet/clusters/{workspace}/{namespace}/{name}   one cluster as JSON
 //	GET /assets/...                                app.js, style.css, vendor/echarts.min.js
 //	GET, POST /login; POST /logout                 Secure only: the browser's token cookie
 //
@@ -23,7 +23,7 @@
 //
 // # JSON
 //
-// GET /api/v1/fleet answers (the summary is the whole fleet's whatever the filter; clusters are
+// GET /v1/fleet answers (the summary is the whole fleet's whatever the filter; clusters are
 // the ones the query keeps, in its order; fields without a value are left out or null):
 //
 //	{
@@ -48,7 +48,7 @@
 //
 // healthy counts the clusters in phase Ready or Registered whose health band is green; the bands
 // are the seed's: green 80 and above, amber 60-79, red below 60, unknown without a health score.
-// GET /api/v1/fleet/clusters/{workspace}/{namespace}/{name} answers one element of clusters, or
+// GET /v1/fleet/clusters/{workspace}/{namespace}/{name} answers one element of clusters, or
 // 404 with {"error": "..."}.
 //
 // # Exposure
@@ -58,6 +58,8 @@
 // serves HTTPS and every request but /login, /logout and /assets/ passes controller-runtime's
 // authentication and authorization filter (TokenReview and SubjectAccessReview on the backend
 // cluster, verb get on the request's path: ClusterRole kubeopera-fleet-viewer in
-// config/rbac/fleet-viewer.yaml). API clients send "Authorization: Bearer <token>"; a browser
-// pastes a ServiceAccount token at /login, kept in an HttpOnly, Secure, SameSite=Strict cookie.
+// config/rbac/fleet-viewer.yaml). No path is under /api, /apis, /openapi, /version or the
+// health checks: Kubernetes' default discovery roles let every authenticated identity get those.
+// API clients send "Authorization: Bearer <token>"; a browser pastes a ServiceAccount token at
+// /login, kept in an HttpOnly, Secure, SameSite=Strict cookie.
 package overview

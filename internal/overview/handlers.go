@@ -15,7 +15,7 @@ import (
 // Paths of the overview.
 const (
 	pathFleetFragment = "/fragments/fleet"
-	pathFleetAPI      = "/api/v1/fleet"
+	pathFleetAPI      = "/v1/fleet"
 	pathLogin         = "/login"
 	pathLogout        = "/logout"
 )
@@ -32,7 +32,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET "+pathFleetAPI, s.serveFleetJSON)
 	mux.HandleFunc("GET "+pathFleetAPI+"/clusters/{workspace}/{namespace}/{name}", s.serveClusterJSON)
 	mux.HandleFunc("GET /assets/", s.ui.serveAsset)
-	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusNotFound, errorBody{Error: "no such endpoint: " + r.Method + " " + r.URL.Path})
 	})
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
@@ -417,7 +417,7 @@ func (s *Server) renderError(w http.ResponseWriter, r *http.Request, status int,
 	})
 }
 
-// FleetResponse is the body of GET /api/v1/fleet.
+// FleetResponse is the body of GET /v1/fleet.
 type FleetResponse struct {
 	// GeneratedAt is when the response was made, RFC 3339.
 	GeneratedAt string `json:"generatedAt"`
@@ -459,7 +459,7 @@ func (s *Server) serveClusterJSON(w http.ResponseWriter, r *http.Request) {
 }
 
 func wantsJSON(r *http.Request) bool {
-	return strings.HasPrefix(r.URL.Path, "/api/")
+	return strings.HasPrefix(r.URL.Path, "/v1/")
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

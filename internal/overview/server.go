@@ -125,7 +125,7 @@ func New(opts Options) (*Server, error) {
 			return nil, fmt.Errorf("failed to build the fleet overview's authentication and authorization filter: %w", err)
 		}
 	}
-	protected, err := filter(opts.Log, app)
+	protected, err := filter(opts.Log, markReached(app))
 	if err != nil {
 		return nil, fmt.Errorf("failed to build the fleet overview's authentication and authorization filter: %w", err)
 	}

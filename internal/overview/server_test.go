@@ -147,7 +147,7 @@ func TestIndexPage(t *testing.T) {
 		`<div id="treemap"`,
 		`data-refresh-ms="5000"`,
 		`data-fragment="/fragments/fleet"`,
-		`data-api="/api/v1/fleet"`,
+		`data-api="/v1/fleet"`,
 		`KubeOpera <span class="brand-sep">·</span> <span class="brand-page">Fleet overview</span>`,
 		`<time id="updated" datetime="2025-06-01T12:00:01Z">12:00:01 UTC</time>`,
 		// Bars: width class and text; unknown is a dash.
@@ -288,7 +288,7 @@ func TestClusterPage(t *testing.T) {
 			`<dt>Provider</dt><dd>hetzner</dd>`,
 			`<dt>Region</dt><dd>fsn1</dd>`,
 			`<time datetime="2025-06-01T11:59:30Z">`,
-			`<a href="/api/v1/fleet/clusters/root:orgs:acme/infra/edge-9">`,
+			`<a href="/v1/fleet/clusters/root:orgs:acme/infra/edge-9">`,
 		} {
 			if !strings.Contains(r.body, want) {
 				t.Errorf("page lacks %s", want)
@@ -361,9 +361,9 @@ func TestNotFound(t *testing.T) {
 			t.Errorf("GET %s = %d, want the 404 page", p, r.status)
 		}
 	}
-	r := get(t, h, "/api/v2/things")
+	r := get(t, h, "/v1/things")
 	if r.status != http.StatusNotFound || r.header.Get("Content-Type") != "application/json" {
-		t.Errorf("GET /api/v2/things = %d %s, want a JSON 404", r.status, r.header.Get("Content-Type"))
+		t.Errorf("GET /v1/things = %d %s, want a JSON 404", r.status, r.header.Get("Content-Type"))
 	}
 	r = get(t, h, "/assets/missing.js")
 	if r.status != http.StatusNotFound {
@@ -373,9 +373,9 @@ func TestNotFound(t *testing.T) {
 
 func TestFleetJSON(t *testing.T) {
 	h := newTestServer(t, fleet()).Handler()
-	r := get(t, h, "/api/v1/fleet")
+	r := get(t, h, "/v1/fleet")
 	if r.status != http.StatusOK || r.header.Get("Content-Type") != "application/json" || r.header.Get("Cache-Control") != "no-store" {
-		t.Fatalf("GET /api/v1/fleet = %d, %q, %q", r.status, r.header.Get("Content-Type"), r.header.Get("Cache-Control"))
+		t.Fatalf("GET /v1/fleet = %d, %q, %q", r.status, r.header.Get("Content-Type"), r.header.Get("Cache-Control"))
 	}
 	var body map[string]json.RawMessage
 	if err := json.Unmarshal([]byte(r.body), &body); err != nil {
@@ -427,7 +427,7 @@ func TestFleetJSON(t *testing.T) {
 	}
 
 	// The query applies to the clusters, not to the summary.
-	r = get(t, h, "/api/v1/fleet?q=aws&sort=name&dir=desc")
+	r = get(t, h, "/v1/fleet?q=aws&sort=name&dir=desc")
 	var filtered FleetResponse
 	if err := json.Unmarshal([]byte(r.body), &filtered); err != nil {
 		t.Fatal(err)
@@ -440,7 +440,7 @@ func TestFleetJSON(t *testing.T) {
 	}
 
 	// No clusters: an empty list, not null; averages null.
-	r = get(t, newTestServer(t, nil).Handler(), "/api/v1/fleet?band=red")
+	r = get(t, newTestServer(t, nil).Handler(), "/v1/fleet?band=red")
 	for _, want := range []string{`"clusters": []`, `"avgCPUPercent": null`, `"hostRegistered": false`} {
 		if !strings.Contains(r.body, want) {
 			t.Errorf("empty fleet JSON lacks %s:\n%s", want, r.body)
@@ -458,7 +458,7 @@ func countKeys(m map[string]json.RawMessage) map[string]int {
 
 func TestClusterJSON(t *testing.T) {
 	h := newTestServer(t, fleet()).Handler()
-	r := get(t, h, "/api/v1/fleet/clusters/root:orgs:acme/infra/edge-9")
+	r := get(t, h, "/v1/fleet/clusters/root:orgs:acme/infra/edge-9")
 	if r.status != http.StatusOK {
 		t.Fatalf("GET = %d", r.status)
 	}
@@ -469,11 +469,11 @@ func TestClusterJSON(t *testing.T) {
 	if diff := cmp.Diff(fleet()[4], c); diff != "" {
 		t.Errorf("cluster (-want +got):\n%s", diff)
 	}
-	r = get(t, h, "/api/v1/fleet/clusters/root:kubeopera/_/platform")
+	r = get(t, h, "/v1/fleet/clusters/root:kubeopera/_/platform")
 	if r.status != http.StatusOK || !strings.Contains(r.body, `"isHost": true`) {
 		t.Errorf("GET the platform's cluster = %d:\n%s", r.status, r.body)
 	}
-	r = get(t, h, "/api/v1/fleet/clusters/root:orgs:acme/infra/gone")
+	r = get(t, h, "/v1/fleet/clusters/root:orgs:acme/infra/gone")
 	if r.status != http.StatusNotFound || r.header.Get("Content-Type") != "application/json" {
 		t.Fatalf("GET unknown = %d %s", r.status, r.header.Get("Content-Type"))
 	}
@@ -593,9 +593,9 @@ func TestSourceFailure(t *testing.T) {
 	if r.status != http.StatusServiceUnavailable || !strings.Contains(r.body, "cache not synced") {
 		t.Errorf("GET / = %d:\n%s", r.status, r.body)
 	}
-	r = get(t, s.Handler(), "/api/v1/fleet")
+	r = get(t, s.Handler(), "/v1/fleet")
 	if r.status != http.StatusServiceUnavailable || !strings.Contains(r.body, `"error": "failed to list the fleet's clusters: cache not synced"`) {
-		t.Errorf("GET /api/v1/fleet = %d:\n%s", r.status, r.body)
+		t.Errorf("GET /v1/fleet = %d:\n%s", r.status, r.body)
 	}
 }
 
@@ -674,7 +674,7 @@ func TestStart(t *testing.T) {
 			c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
 				TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // the test's self-signed certificate
 			}}
-			resp, err := c.Get(tt.scheme + "://" + addr + "/api/v1/fleet")
+			resp, err := c.Get(tt.scheme + "://" + addr + "/v1/fleet")
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,7 +1,7 @@
 // The fleet overview's behaviour: sorting and filtering without a reload, live updates of the
 // cards, the table and the treemap. The page works without it (links and a GET form); the server
 // sorts and filters, this only fetches what the server renders (/fragments/fleet) and the JSON
-// (/api/v1/fleet) with the same query. No inline script: the CSP is default-src 'self'.
+// (/v1/fleet) with the same query. No inline script: the CSP is default-src 'self'.
 (function () {
   'use strict';
 
@@ -222,14 +222,23 @@
       showUpdated();
     }
 
-    function failed(resp) {
-      if (resp && resp.status === 401) {
-        setStatus('Session expired.', true, { href: '/login?next=' + encodeURIComponent(window.location.pathname + window.location.search), text: 'Log in again' });
-      } else if (resp && resp.status === 403) {
-        setStatus('This identity may not view the fleet overview.', true);
-      } else {
-        setStatus('Update failed' + (resp ? ' (HTTP ' + resp.status + ')' : ': server not reachable') + '; retrying.', true);
+    // failed says why an update did not work; a token the backend no longer accepts (the filter
+    // answers 401, or 500 "Authentication failed" when the TokenReview fails) needs a new login.
+    function failed(err) {
+      if (!(err instanceof Response)) {
+        setStatus('Update failed: server not reachable; retrying.', true);
+        return;
       }
+      err.text().catch(function () { return ''; }).then(function (text) {
+        var login = { href: '/login?next=' + encodeURIComponent(window.location.pathname + window.location.search), text: 'Log in again' };
+        if (err.status === 401 || (err.status === 500 && text.indexOf('Authentication failed') === 0)) {
+          setStatus('The token was not accepted.', true, login);
+        } else if (err.status === 403) {
+          setStatus('This identity may not view the fleet overview.', true, login);
+        } else {
+          setStatus('Update failed (HTTP ' + err.status + '); retrying.', true);
+        }
+      });
     }
 
     function refresh() {
@@ -251,7 +260,7 @@
         setStatus('', false);
       }, function (err) {
         if (mine !== seq) { return; }
-        failed(err instanceof Response ? err : null);
+        failed(err);
       });
     }
 
@@ -305,9 +314,7 @@
     if (chart) {
       fetch(apiPath + search(), { credentials: 'same-origin', cache: 'no-store' })
         .then(function (resp) { if (!resp.ok) { throw resp; } return resp.json(); })
-        .then(function (body) { renderTreemap(body.clusters || []); }, function (err) {
-          failed(err instanceof Response ? err : null);
-        });
+        .then(function (body) { renderTreemap(body.clusters || []); }, failed);
     }
     schedule();
   });
