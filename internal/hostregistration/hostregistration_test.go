@@ -335,6 +335,76 @@ func TestRegisterHost(t *testing.T) {
 		}
 	})
 
+	t.Run("concurrent registrations after the host was deleted create one object", func(t *testing.T) {
+		// Deleting the record is how the host moves; every racer then either creates "host" or
+		// loses with AlreadyExists and returns the winner's object.
+		if err := admin.Delete(ctx, &fleetv1alpha1.RegisteredCluster{ObjectMeta: metav1.ObjectMeta{Name: fleetv1alpha1.HostName}}); err != nil {
+			t.Fatal(err)
+		}
+		facts, err := Inspect(ctx, backend)
+		if err != nil {
+			t.Fatal(err)
+		}
+		const racers = 4
+		type result struct {
+			uid     string
+			created bool
+			err     error
+		}
+		results := make(chan result, racers)
+		for range racers {
+			go func() {
+				rc, created, err := Register(ctx, asManager, facts, time.Now())
+				r := result{created: created, err: err}
+				if rc != nil {
+					r.uid = string(rc.UID)
+				}
+				results <- r
+			}()
+		}
+		creators, uids := 0, map[string]bool{}
+		for range racers {
+			r := <-results
+			if r.err != nil {
+				t.Errorf("Register: %v", r.err)
+				continue
+			}
+			if r.created {
+				creators++
+			}
+			uids[r.uid] = true
+		}
+		if creators != 1 || len(uids) != 1 {
+			t.Errorf("%d registrations created, objects %v; want one creator and one object", creators, uids)
+		}
+		if n := len(registeredClusters(ctx, t, admin)); n != 1 {
+			t.Errorf("%d RegisteredClusters, want 1", n)
+		}
+	})
+
+	t.Run("a host record whose isHost was turned off is made the host again", func(t *testing.T) {
+		rc := &fleetv1alpha1.RegisteredCluster{}
+		if err := admin.Get(ctx, client.ObjectKey{Name: fleetv1alpha1.HostName}, rc); err != nil {
+			t.Fatal(err)
+		}
+		before := rc.DeepCopy()
+		rc.Spec.IsHost = false
+		if err := admin.Patch(ctx, rc, client.MergeFrom(before)); err != nil {
+			t.Fatal(err)
+		}
+		facts, err := Inspect(ctx, backend)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, created, err := Register(ctx, asManager, facts, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if created || !got.Spec.IsHost || got.UID != rc.UID {
+			t.Errorf("created %v, isHost %v, uid %s; want false, true, %s", created, got.Spec.IsHost, got.UID, rc.UID)
+		}
+	})
+
 	t.Run("nothing else was created", func(t *testing.T) {
 		if got := namespaceNames(ctx, t, backendAdmin); !slices.Equal(got, namespacesBefore) {
 			t.Errorf("backend namespaces %v, before registering %v", got, namespacesBefore)
@@ -434,4 +504,69 @@ func TestInspectWithoutCloudProvider(t *testing.T) {
 	if f.ClusterUID == "" || f.KubernetesVersion == "" {
 		t.Errorf("clusterUID %q, version %q, want both", f.ClusterUID, f.KubernetesVersion)
 	}
+}
+
+// TestSchema applies RegisteredClusters to the platform workspace and checks that kcp admits or
+// refuses each as the CRD's schema and CEL rules say. It runs after TestRegisterHost and leaves
+// RegisteredCluster host as it found it.
+func TestSchema(t *testing.T) {
+	admin, _, _ := platform(t)
+	ctx := t.Context()
+	rc := func(name, uid string, isHost bool, source fleetv1alpha1.ClusterSource) *fleetv1alpha1.RegisteredCluster {
+		return &fleetv1alpha1.RegisteredCluster{
+			ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec:       fleetv1alpha1.RegisteredClusterSpec{ClusterUID: uid, IsHost: isHost, Source: source},
+		}
+	}
+	const uid = "3f1a2b4c-0000-0000-0000-000000000000"
+	creates := []struct {
+		name   string
+		obj    *fleetv1alpha1.RegisteredCluster
+		reason string // "" when it is admitted
+	}{
+		{"a cluster that is not the host, under any name", rc("edge-1", uid, false, ""), ""},
+		{"the host under another name", rc("edge-2", uid, true, fleetv1alpha1.SourceSelfRegistered), "only the RegisteredCluster named host may set spec.isHost"},
+		{"an empty clusterUID", rc("edge-3", "", false, ""), "spec.clusterUID"},
+		{"an unknown source", rc("edge-4", uid, false, "connected_existing"), "spec.source"},
+	}
+	for _, tc := range creates {
+		t.Run("create: "+tc.name, func(t *testing.T) {
+			err := admin.Create(ctx, tc.obj)
+			if tc.reason == "" {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				if tc.obj.Spec.Source != fleetv1alpha1.SourceSelfRegistered {
+					t.Errorf("spec.source = %q, want the default %q", tc.obj.Spec.Source, fleetv1alpha1.SourceSelfRegistered)
+				}
+				t.Cleanup(func() { _ = admin.Delete(context.Background(), tc.obj) })
+				return
+			}
+			if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), tc.reason) {
+				t.Errorf("err = %v, want Invalid naming %q", err, tc.reason)
+			}
+		})
+	}
+	t.Run("update: clusterUID is immutable", func(t *testing.T) {
+		obj := rc("edge-5", uid, false, "")
+		if err := admin.Create(ctx, obj); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = admin.Delete(context.Background(), obj) })
+		obj.Spec.ClusterUID = "9b2c1d7e-0000-0000-0000-000000000000"
+		if err := admin.Update(ctx, obj); !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "spec.clusterUID is immutable") {
+			t.Errorf("err = %v, want Invalid: spec.clusterUID is immutable", err)
+		}
+	})
+	t.Run("update: a non-host cannot become the host", func(t *testing.T) {
+		obj := rc("edge-6", uid, false, "")
+		if err := admin.Create(ctx, obj); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = admin.Delete(context.Background(), obj) })
+		obj.Spec.IsHost = true
+		if err := admin.Update(ctx, obj); !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "only the RegisteredCluster named host") {
+			t.Errorf("err = %v, want Invalid naming the host rule", err)
+		}
+	})
 }
