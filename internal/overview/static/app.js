@@ -177,6 +177,8 @@
           label: {
             show: true,
             color: '#ffffff',
+            fontSize: 13,
+            lineHeight: 18,
             overflow: 'truncate',
             formatter: function (p) {
               var d = p.data || {};
