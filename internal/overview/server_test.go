@@ -9,6 +9,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -16,6 +18,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/google/go-cmp/cmp"
+	certutil "k8s.io/client-go/util/cert"
 )
 
 var now = time.Date(2025, 6, 1, 12, 0, 1, 0, time.UTC)
@@ -651,13 +654,27 @@ func TestNewRefusesExposure(t *testing.T) {
 func TestStart(t *testing.T) {
 	src := SourceFunc(func(context.Context) ([]Cluster, error) { return fleet(), nil })
 	allow := func(_ logr.Logger, h http.Handler) (http.Handler, error) { return h, nil }
+	certDir := t.TempDir()
+	crt, key, err := certutil.GenerateSelfSignedCertKey("fleet.example", nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(certDir, "tls.crt"), crt, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(certDir, "tls.key"), key, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	for _, tt := range []struct {
 		name   string
 		opts   Options
 		scheme string
+		// wantIssuer is the certificate's issuer's common name, when served over TLS.
+		wantIssuer string
 	}{
-		{"plain", Options{BindAddress: "127.0.0.1:0", Source: src}, "http"},
-		{"secure, self-signed", Options{BindAddress: "127.0.0.1:0", Source: src, Secure: true, Filter: allow, CertDir: t.TempDir()}, "https"},
+		{"plain", Options{BindAddress: "127.0.0.1:0", Source: src}, "http", ""},
+		{"secure, self-signed", Options{BindAddress: "127.0.0.1:0", Source: src, Secure: true, Filter: allow, CertDir: t.TempDir()}, "https", "localhost-ca@"},
+		{"secure, CertDir", Options{BindAddress: "127.0.0.1:0", Source: src, Secure: true, Filter: allow, CertDir: certDir}, "https", "fleet.example-ca@"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			s, err := New(tt.opts)
@@ -683,8 +700,13 @@ func TestStart(t *testing.T) {
 			if resp.StatusCode != http.StatusOK || !strings.Contains(string(b), `"name": "prod-eu"`) {
 				t.Errorf("GET = %d:\n%s", resp.StatusCode, b)
 			}
-			if tt.scheme == "https" && (resp.TLS == nil || len(resp.TLS.PeerCertificates) == 0 || resp.TLS.PeerCertificates[0].Subject.CommonName == "") {
-				t.Error("no server certificate")
+			if tt.wantIssuer != "" {
+				if resp.TLS == nil || len(resp.TLS.PeerCertificates) == 0 {
+					t.Fatal("no server certificate")
+				}
+				if got := resp.TLS.PeerCertificates[0].Issuer.CommonName; !strings.HasPrefix(got, tt.wantIssuer) {
+					t.Errorf("certificate issued by %q, want %s…", got, tt.wantIssuer)
+				}
 			}
 			cancel()
 			select {
