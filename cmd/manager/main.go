@@ -1,5 +1,7 @@
 // Command manager is the one KubeOpera manager: it engages every kcp workspace bound to the
 // platform's exports, does the work on the backend cluster and writes status back.
+//
+// `manager register-host [flags]` records the backend cluster as the host instead (register.go).
 package main
 
 import (
@@ -16,6 +18,11 @@ import (
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == registerHostCommand {
+		ctx := ctrl.SetupSignalHandler()
+		ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr)))
+		os.Exit(runRegisterHost(ctx, os.Args[2:], os.Stdout, os.Stderr))
+	}
 	opts := manager.DefaultOptions()
 	opts.BindFlags(pflag.CommandLine)
 	zapOpts := zap.Options{TimeEncoder: zapcore.ISO8601TimeEncoder}
