@@ -33,7 +33,7 @@ in-cluster; --kcp-kubeconfig). Running it again refreshes the facts and keeps th
 creates nothing else: no HostCluster, no backend namespace.
 
 In a deployment:
-  kubectl -n kubeopera-system exec deploy/kubeopera-manager -- /manager register-host --kcp-kubeconfig=/etc/kcp/kubeconfig
+  kubectl -n kubeopera-system exec deploy/kubeopera-manager -- /manager register-host
 
 Flags (the manager's; only the kcp, platform workspace and backend ones matter here):
 `

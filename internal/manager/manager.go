@@ -3,7 +3,11 @@ package manager
 import (
 	"context"
 	"fmt"
+	"sync"
+	"time"
+
 	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
 
 	apisv1alpha1 "github.com/kcp-dev/sdk/apis/apis/v1alpha1"
 	apisv1alpha2 "github.com/kcp-dev/sdk/apis/apis/v1alpha2"
@@ -12,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -20,9 +25,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
 	"sigs.k8s.io/multicluster-runtime/providers/multi"
 
+	fleetv1alpha1 "github.com/kubeopera/kubeopera/apis/fleet/v1alpha1"
 	kov1alpha1 "github.com/kubeopera/kubeopera/apis/kubeopera/v1alpha1"
 	platformv1alpha1 "github.com/kubeopera/kubeopera/apis/platform/v1alpha1"
 	flavorcatalog "github.com/kubeopera/kubeopera/controllers/catalog"
@@ -36,6 +43,7 @@ import (
 	"github.com/kubeopera/kubeopera/internal/flux"
 	"github.com/kubeopera/kubeopera/internal/helm"
 	"github.com/kubeopera/kubeopera/internal/kubeoperaapi"
+	"github.com/kubeopera/kubeopera/internal/overview"
 	pclient "github.com/kubeopera/kubeopera/internal/provisioner/client"
 	"github.com/kubeopera/kubeopera/internal/scaffolder"
 	"github.com/kubeopera/kubeopera/workspaces"
@@ -57,6 +65,7 @@ func Scheme() *runtime.Scheme {
 	utilruntime.Must(tenancyv1alpha1.AddToScheme(s))
 	utilruntime.Must(kov1alpha1.AddToScheme(s))
 	utilruntime.Must(platformv1alpha1.AddToScheme(s))
+	utilruntime.Must(fleetv1alpha1.AddToScheme(s))
 	return s
 }
 
@@ -244,6 +253,10 @@ func Run(ctx context.Context, o Options, cfgs *Configs) error {
 		return err
 	}
 
+	if err := setupFleetOverview(mgr, o, kcpCfg, backendCfg, scheme, fleets[KubeoperaProvider], log); err != nil {
+		return err
+	}
+
 	log.Info("Starting manager", "platformWorkspace", o.PlatformWorkspace, "vclusterChart", o.VClusterChart, "vclusterChartVersion", o.VClusterChartVersion)
 	return mgr.Start(ctx)
 }
@@ -347,4 +360,73 @@ func setupCatalog(ctx context.Context, mgr mcmanager.Manager, kcpCfg *rest.Confi
 		return fmt.Errorf("failed to set up the machinecapabilities controller: %w", err)
 	}
 	return nil
+}
+
+// setupFleetOverview serves the platform admins' fleet overview (unless its address is off) and
+// registers the fleet's gauges with the manager's metrics, both reading the same Source: the
+// HostClusters in the fleet's shared cache and the platform workspace's RegisteredClusters.
+func setupFleetOverview(mgr mcmanager.Manager, o Options, kcpCfg, backendCfg *rest.Config, scheme *runtime.Scheme, ws *fleet.Provider, log logr.Logger) error {
+	platform, err := client.New(kcpCfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return err
+	}
+	backend, err := kubernetes.NewForConfig(backendCfg)
+	if err != nil {
+		return err
+	}
+	reg := &registeredSource{platform: platform, backend: backend, platformWorkspace: o.PlatformWorkspace, now: time.Now}
+	// Pages, JSON requests and scrapes read the platform workspace and the backend's nodes at
+	// most every 10 s; HostClusters come from the shared cache on every call.
+	regCache := &ttlCache[[]overview.Cluster]{ttl: 10 * time.Second, fetch: reg.clusters}
+	src := &fleetSource{workspaces: ws, registered: regCache.get}
+	fleetCollector.set(src)
+	if o.FleetOverviewAddr == "" || o.FleetOverviewAddr == "0" {
+		log.Info("The fleet overview is off (--fleet-overview-bind-address 0)")
+		return nil
+	}
+	srv, err := overview.New(overview.Options{
+		BindAddress:       o.FleetOverviewAddr,
+		Source:            src,
+		RefreshInterval:   o.FleetOverviewRefresh,
+		Secure:            o.FleetOverviewSecure,
+		CertDir:           o.FleetOverviewCertDir,
+		RestConfig:        backendCfg,
+		PlatformWorkspace: o.PlatformWorkspace,
+		Log:               log.WithName("fleet-overview"),
+	})
+	if err != nil {
+		return err
+	}
+	return mgr.GetLocalManager().Add(srv)
+}
+
+// fleetCollector is the fleet's gauges in controller-runtime's metrics registry: registered once
+// per process, reading the Source of the manager started last (the e2e and dev environments run
+// Run more than once in a process).
+var fleetCollector = &swappableCollector{}
+
+func init() { ctrlmetrics.Registry.MustRegister(fleetCollector) }
+
+// swappableCollector collects overview.NewCollector of its current Source; nothing before set.
+type swappableCollector struct {
+	mu sync.RWMutex
+	c  prometheus.Collector
+}
+
+func (s *swappableCollector) set(src overview.Source) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.c = overview.NewCollector(src)
+}
+
+// Describe sends no descriptions: the collector is unchecked, as its Source comes later.
+func (s *swappableCollector) Describe(chan<- *prometheus.Desc) {}
+
+func (s *swappableCollector) Collect(ch chan<- prometheus.Metric) {
+	s.mu.RLock()
+	c := s.c
+	s.mu.RUnlock()
+	if c != nil {
+		c.Collect(ch)
+	}
 }

@@ -198,7 +198,7 @@ func DefaultOptions() Options {
 		BackendQPS:                    100,
 		BackendBurst:                  200,
 		ProbeAddr:                     ":8081",
-		FleetOverviewAddr:             "127.0.0.1:8090",
+		FleetOverviewAddr:             "127.0.0.1:8083",
 		FleetOverviewRefresh:          5 * time.Second,
 		LeaderElect:                   true,
 		LeaderElectionNamespace:       "kubeopera-system",

@@ -98,8 +98,9 @@ type env struct {
 	starts  int
 	// withoutScaffolder starts the manager without GITOPS_SCAFFOLDER_BASE_URL (a restart test).
 	withoutScaffolder bool
-	// metricsAddr and probeAddr are where the running manager serves /metrics and /healthz, /readyz.
-	metricsAddr, probeAddr string
+	// metricsAddr and probeAddr are where the running manager serves /metrics and /healthz, /readyz;
+	// overviewAddr its fleet overview (secure: HTTPS, every request authenticated and authorized).
+	metricsAddr, probeAddr, overviewAddr string
 	// provisionerAddr is where the provisioner listens (provisioning_test.go starts it at the first
 	// test that needs it); the manager is given its URL and key from the start, as deployed.
 	provisionerAddr string
@@ -194,7 +195,7 @@ func (e *env) teardown(keep bool) {
 func (e *env) startManager() error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	ports, err := devenv.FreePorts(2)
+	ports, err := devenv.FreePorts(3)
 	if err != nil {
 		return err
 	}
@@ -204,6 +205,7 @@ func (e *env) startManager() error {
 		return err
 	}
 	e.metricsAddr, e.probeAddr = fmt.Sprintf("127.0.0.1:%d", ports[0]), fmt.Sprintf("127.0.0.1:%d", ports[1])
+	e.overviewAddr = fmt.Sprintf("127.0.0.1:%d", ports[2])
 	cmd := exec.Command(e.managerBin,
 		"--kcp-kubeconfig", e.kcp.KubeconfigPath,
 		"--kcp-context", "user",
@@ -214,6 +216,9 @@ func (e *env) startManager() error {
 		"--cluster-provisioner-base-url", "http://"+e.provisionerAddr,
 		"--metrics-bind-address", e.metricsAddr,
 		"--health-probe-bind-address", e.probeAddr,
+		"--fleet-overview-bind-address", e.overviewAddr,
+		"--fleet-overview-secure",
+		"--fleet-overview-refresh-interval", "1s",
 		"--tenant-requeue-interval", "1s",
 		"--flux-chart", filepath.Join(framework.RepoRoot(), "_tools", "charts", "flux2"),
 		"--hostcluster-poll-interval", "1s",
