@@ -246,6 +246,17 @@ func TestLoginAndLogout(t *testing.T) {
 		t.Errorf("a cross-origin login = %d with %d cookies, want 403 and none", rec.Code, len(rec.Result().Cookies()))
 	}
 
+	rec = do(t, h, request{method: "POST", target: "/login", header: map[string]string{"Sec-Fetch-Site": "cross-site", "Origin": "https://example.com"}, form: url.Values{"token": {viewerToken}}})
+	if rec.Code != http.StatusForbidden || len(rec.Result().Cookies()) != 0 {
+		t.Errorf("a login the browser says is cross-site = %d with %d cookies, want 403 and none", rec.Code, len(rec.Result().Cookies()))
+	}
+	// Under Referrer-Policy no-referrer a browser's form post carries Origin "null"; its
+	// Sec-Fetch-Site says it came from this site.
+	rec = do(t, h, request{method: "POST", target: "/login", header: map[string]string{"Sec-Fetch-Site": "same-origin", "Origin": "null"}, form: url.Values{"token": {viewerToken}}})
+	if rec.Code != http.StatusSeeOther || len(rec.Result().Cookies()) != 1 {
+		t.Errorf("a browser's same-origin login with Origin null = %d with %d cookies, want 303 and the cookie", rec.Code, len(rec.Result().Cookies()))
+	}
+
 	rec = do(t, h, request{method: "POST", target: "/logout", header: origin, cookie: viewerToken})
 	if rec.Code != http.StatusSeeOther || rec.Header().Get("Location") != "/login" {
 		t.Errorf("POST /logout = %d to %q", rec.Code, rec.Header().Get("Location"))

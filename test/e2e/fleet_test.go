@@ -243,7 +243,7 @@ func TestFleetNothingOfOneWorkspaceReachesAnother(t *testing.T) {
 			}
 		}
 		// The reader's own facts are there: the test reads what it claims to read.
-		for _, own := range []string{reader.name, reader.id, reader.target.prefix + "-0", "hostcluster-" + reader.id + "-kubeconfig"} {
+		for _, own := range []string{reader.name, reader.id, reader.target.prefix + "-", "hostcluster-" + reader.id + "-kubeconfig"} {
 			if !strings.Contains(everything, own) {
 				t.Errorf("workspace %s: %q not found in what its tenant reads: the probe reads too little", reader.lc, own)
 			}
