@@ -195,6 +195,26 @@ func TestFleetOverviewInABrowser(t *testing.T) {
 			}
 		}
 	})
+	t.Run("the treemap", func(t *testing.T) {
+		// ECharts' own instance: one tile per cluster, sized by CPU percent, coloured by band.
+		tiles := `(window.echarts && echarts.getInstanceByDom(document.getElementById('treemap'))?.getOption().series[0].data) || []`
+		until("the treemap has the test's tiles", fmt.Sprintf(`[%s].every(k => (%s).some(d => d.id === k))`, quoteJS(keysOf(ours)), tiles))
+		raw := eval(fmt.Sprintf(`JSON.stringify(Object.fromEntries((%s).map(d => [d.id, [d.value, d.itemStyle.color]])))`, tiles))
+		var got map[string][2]any
+		if err := json.Unmarshal([]byte(raw), &got); err != nil {
+			t.Fatal(err)
+		}
+		for k, want := range map[string][2]any{
+			key(lcA, "edge-eu"):  {float64(50), "#1a7f37"},
+			key(lcB, "core-de"):  {float64(25), "#d4a72c"},
+			key(lcA, "batch-us"): {float64(75), "#cf222e"},
+		} {
+			if g := got[k]; g[0] != want[0] || !strings.EqualFold(fmt.Sprint(g[1]), fmt.Sprint(want[1])) {
+				t.Errorf("treemap tile %s = size %v colour %v, want %v %v", k, g[0], g[1], want[0], want[1])
+			}
+		}
+		time.Sleep(time.Second) // the tiles' entry animation
+	})
 	browser.Screenshot(t, tab, "fleet-overview")
 
 	t.Run("sorting by health", func(t *testing.T) {
@@ -232,17 +252,15 @@ func TestFleetOverviewInABrowser(t *testing.T) {
 			return len(keys) == 2, all
 		})
 		browser.Screenshot(t, tab, "fleet-overview-filtered")
-		step("clear the filter, pick the red band",
-			chromedp.SetValue(chromedp.CSS(`#filter`), ""),
-			chromedp.SetValue(chromedp.CSS(`#band`), "red"))
-		eval(`document.getElementById('filter').dispatchEvent(new Event('input', {bubbles: true})), document.getElementById('band').dispatchEvent(new Event('change', {bubbles: true})), ''`)
+		// Clear the filter and pick the red band, as a user does: the value, then the event.
+		eval(`(() => { const f = document.getElementById('filter'); f.value = ''; f.dispatchEvent(new Event('input', {bubbles: true}));
+			const b = document.getElementById('band'); b.value = 'red'; b.dispatchEvent(new Event('change', {bubbles: true})); return '' })()`)
 		framework.Eventually(t, 30*time.Second, "only red rows, batch-us among them", func() (bool, string) {
 			got := visibleOurs()
 			bands := eval(`JSON.stringify([...document.querySelectorAll('#clusters tbody tr[data-key]')].filter(r => r.offsetParent !== null).map(r => r.querySelector('.badge').dataset.band))`)
 			return slices.Equal(got, []string{key(lcA, "batch-us")}) && !strings.Contains(bands, "green") && !strings.Contains(bands, "amber"), fmt.Sprint(got, bands)
 		})
-		step("show every band again", chromedp.SetValue(chromedp.CSS(`#band`), ""))
-		eval(`document.getElementById('band').dispatchEvent(new Event('change', {bubbles: true})), ''`)
+		eval(`(() => { const b = document.getElementById('band'); b.value = ''; b.dispatchEvent(new Event('change', {bubbles: true})); return '' })()`)
 		until("all rows back", fmt.Sprintf(`[%s].every(k => document.querySelector('#clusters tr[data-key="'+k+'"]'))`, quoteJS(keysOf(ours))))
 	})
 
@@ -253,9 +271,7 @@ func TestFleetOverviewInABrowser(t *testing.T) {
 		if got := eval(`window.__sameDocument || 'reloaded'`); got != "yes" {
 			t.Errorf("the page was reloaded to show the new cluster")
 		}
-		if got := eval(`String(document.querySelectorAll('#treemap canvas, #treemap svg').length > 0)`); got != "true" {
-			t.Errorf("the treemap did not render")
-		}
+		until("the new HostCluster in the treemap", fmt.Sprintf(`(echarts.getInstanceByDom(document.getElementById('treemap')).getOption().series[0].data).some(d => d.id === %q)`, key(lcA, "late-joiner")))
 	})
 
 	t.Run("the health breakdown of a cluster", func(t *testing.T) {
