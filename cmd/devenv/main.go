@@ -41,6 +41,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -291,6 +292,8 @@ func run() error {
 		fluxChart = filepath.Join(root, "_tools", "charts", "flux2")
 	}
 
+	// The fleet overview: loopback, plain HTTP, as the manager serves it by default.
+	overviewAddr := "127.0.0.1:" + envOr("KUBEOPERA_FLEET_OVERVIEW_PORT", "8083")
 	mgrLog := filepath.Join(logs, "manager.log")
 	say("Starting the manager (log in %s/logs/manager.log), vCluster chart %s", state, chart)
 	mf, _ := os.Create(mgrLog)
@@ -304,6 +307,7 @@ func run() error {
 		"--orphan-sweep-kcp-context", "system:admin",
 		"--flux-chart", fluxChart,
 		"--hostcluster-poll-interval", "2s",
+		"--fleet-overview-bind-address", overviewAddr,
 	}
 	mgrEnv := append(os.Environ(), "KUBEOPERA_API_BASE_URL="+os.Getenv("KUBEOPERA_API_BASE_URL"),
 		"GITOPS_SCAFFOLDER_BASE_URL="+gitops.Scaffolder.URL, "GITOPS_SCAFFOLDER_API_KEY="+devScaffolderAPIKey)
@@ -382,6 +386,12 @@ ServiceAccount kubeopera-system/kubeopera-metrics-reader; probes are plain HTTP:
   curl -sk -H "Authorization: Bearer $(kubectl --kubeconfig %s/backend.kubeconfig -n kubeopera-system create token kubeopera-metrics-reader)" https://127.0.0.1:8080/metrics
   curl -s http://127.0.0.1:8081/readyz
 `, state)
+	fmt.Printf(`
+Fleet overview for platform admins (every HostCluster of every workspace, live): http://%s/
+  JSON:  curl -s http://%s/v1/fleet
+  Register the backend as the platform's own cluster (the host), with the manager's identities:
+  %s/manager register-host --kcp-kubeconfig %s/kcp.kubeconfig --kcp-context user --backend-kubeconfig %s
+`, overviewAddr, overviewAddr, relOr(root, binDir(root)), state, relOr(root, managerBackendKubeconfig))
 	fmt.Println("\nCtrl-C stops everything; the next `make run` reuses what is stored in .dev/.")
 
 	err = mgr.Wait()
@@ -537,4 +547,12 @@ func simulateVCluster(args []string) error {
 	}
 	say("Wrote Secret %s/%s as vCluster %s would; the Tenant becomes Ready at its next poll (within 15 s)", ns, written.Secret.Name, release)
 	return nil
+}
+
+// relOr returns path relative to root when it is below root, else path.
+func relOr(root, path string) string {
+	if rel, err := filepath.Rel(root, path); err == nil && !strings.HasPrefix(rel, "..") {
+		return rel
+	}
+	return path
 }

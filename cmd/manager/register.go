@@ -96,8 +96,18 @@ func registerHost(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return fmt.Errorf("failed to create the client of %s: %w", opts.PlatformWorkspace, err)
 	}
 	rc, created, err := hostregistration.Register(ctx, platform, facts, time.Now())
-	if meta.IsNoMatchError(err) {
-		return fmt.Errorf("%s does not serve RegisteredClusters (fleet.kubeopera.io): bootstrap it (the manager's --bootstrap) and, right after a bootstrap, retry in a few seconds: %w", opts.PlatformWorkspace, err)
+	// Right after a bootstrap kcp may take a few seconds to serve the new kind: wait for it, up to
+	// --timeout, saying so once.
+	for waited := false; meta.IsNoMatchError(err); waited = true {
+		if !waited {
+			_, _ = fmt.Fprintf(stderr, "Waiting for %s to serve RegisteredClusters (fleet.kubeopera.io; the manager's --bootstrap installs them)\n", opts.PlatformWorkspace)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s does not serve RegisteredClusters (fleet.kubeopera.io): bootstrap it (the manager's --bootstrap): %w", opts.PlatformWorkspace, err)
+		case <-time.After(2 * time.Second):
+		}
+		rc, created, err = hostregistration.Register(ctx, platform, facts, time.Now())
 	}
 	if err != nil {
 		return fmt.Errorf("failed to register the backend cluster in %s: %w", opts.PlatformWorkspace, err)

@@ -3,7 +3,10 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -28,6 +31,7 @@ import (
 	"github.com/kubeopera/kubeopera/internal/devenv"
 	"github.com/kubeopera/kubeopera/internal/manager"
 	"github.com/kubeopera/kubeopera/internal/manifests"
+	"github.com/kubeopera/kubeopera/internal/overview"
 	"github.com/kubeopera/kubeopera/internal/provisioner/api"
 	"github.com/kubeopera/kubeopera/test/framework"
 )
@@ -60,14 +64,14 @@ func TestLocalEnvironment(t *testing.T) {
 	framework.SkipWithoutServers(t)
 	dir := t.TempDir()
 	bin := buildCommands(t, filepath.Join(dir, "bin"), "manager", "devenv")
-	ports, err := devenv.FreePorts(4)
+	ports, err := devenv.FreePorts(5)
 	if err != nil {
 		t.Fatal(err)
 	}
 	state := filepath.Join(dir, "state")
 	env := append(os.Environ(), "KUBEOPERA_DEV_DIR="+state, "KUBEOPERA_BIN_DIR="+bin, "KCP_PORT="+strconv.Itoa(ports[0]), "BACKEND_KUBECONFIG=",
 		"KUBEOPERA_GIT_PORT="+strconv.Itoa(ports[1]), "KUBEOPERA_SCAFFOLDER_PORT="+strconv.Itoa(ports[2]),
-		"KUBEOPERA_PROVISIONER_PORT="+strconv.Itoa(ports[3]))
+		"KUBEOPERA_PROVISIONER_PORT="+strconv.Itoa(ports[3]), "KUBEOPERA_FLEET_OVERVIEW_PORT="+strconv.Itoa(ports[4]))
 	first := startDevenv(t, bin, state, env)
 	if !strings.Contains(first.out.String(), "using the repo's local chart") && !strings.Contains(first.out.String(), "vCluster chart oci://") {
 		t.Errorf("devenv did not say which vCluster chart it uses:\n%s", first.out.String())
@@ -189,6 +193,8 @@ func TestLocalEnvironment(t *testing.T) {
 	if err := xp.Wait(); err != nil {
 		t.Errorf("simulate-crossplane did not stop cleanly on Ctrl-C: %v\n%s", err, xpOut.String())
 	}
+
+	walkFleetOverview(t, bin, state, env, first, ports[4])
 
 	// Ctrl-C stops everything.
 	first.stop(t)
@@ -417,4 +423,54 @@ func demoClient(t *testing.T, kubeconfig string) client.Client {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// walkFleetOverview follows what make run printed about the fleet overview: the admin registers
+// the backend as the host with the printed command, then the page and its JSON (loopback, plain
+// HTTP, as in make run) show the host and the HostClusters the walk made Ready.
+func walkFleetOverview(t *testing.T, bin, state string, env []string, run *runningDevenv, port int) {
+	t.Helper()
+	base := fmt.Sprintf("http://127.0.0.1:%d", port)
+	if !strings.Contains(run.out.String(), "Fleet overview for platform admins") || !strings.Contains(run.out.String(), base+"/") {
+		t.Errorf("make run did not print the fleet overview's URL %s:\n%s", base, run.out.String())
+	}
+	reg := exec.Command(filepath.Join(bin, "manager"), "register-host",
+		"--kcp-kubeconfig", filepath.Join(state, "kcp.kubeconfig"), "--kcp-context", "user",
+		"--backend-kubeconfig", filepath.Join(state, "manager-backend.kubeconfig"))
+	reg.Dir, reg.Env = framework.RepoRoot(), env
+	if out, err := reg.CombinedOutput(); err != nil || !strings.Contains(string(out), "as the host") {
+		t.Fatalf("manager register-host: %v\n%s", err, out)
+	}
+	var fleet struct {
+		Clusters []overview.Cluster `json:"clusters"`
+	}
+	framework.Eventually(t, time.Minute, "the fleet JSON lists the host and the Ready HostCluster with its health", func() (bool, string) {
+		resp, err := http.Get(base + "/v1/fleet")
+		if err != nil {
+			return false, err.Error()
+		}
+		defer func() { _ = resp.Body.Close() }()
+		body, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != http.StatusOK {
+			return false, fmt.Sprintf("%d %s", resp.StatusCode, body)
+		}
+		if err := json.Unmarshal(body, &fleet); err != nil {
+			return false, err.Error()
+		}
+		host, ready := false, false
+		for _, c := range fleet.Clusters {
+			host = host || (c.IsHost && c.Phase == overview.PhaseRegistered && c.Health != nil)
+			ready = ready || (c.Name == "my-cluster" && c.Phase == "Ready" && c.Health != nil)
+		}
+		return host && ready, string(body)
+	})
+	resp, err := http.Get(base + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	page, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(page), "Fleet overview") || !strings.Contains(string(page), "my-cluster") {
+		t.Errorf("GET %s/: %d\n%s", base, resp.StatusCode, page)
+	}
 }
