@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -267,7 +268,12 @@ func readWorkspace(t *testing.T, c client.Client) string {
 		if err := c.List(ctx, l); err != nil && !apierrors.IsNotFound(err) {
 			t.Fatalf("list %T: %v", l, err)
 		}
-		fmt.Fprintf(&b, "%+v\n", l)
+		raw, err := json.Marshal(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.Write(raw)
+		b.WriteByte('\n')
 	}
 	for _, s := range secrets.Items {
 		for k, v := range s.Data {
