@@ -271,10 +271,10 @@ func TestLoginAndLogout(t *testing.T) {
 		t.Error("the secure page has no logout button")
 	}
 	plain := newTestServer(t, fleet()).Handler()
-	if rec := do(t, plain, request{method: "GET", target: "/login"}); rec.Code != http.StatusNotFound {
-		t.Errorf("GET /login on the plain overview = %d, want 404", rec.Code)
+	if rec := get(t, plain, "/login"); rec.status != http.StatusNotFound {
+		t.Errorf("GET /login on the plain overview = %d, want 404", rec.status)
 	}
-	if rec := do(t, plain, request{method: "GET", target: "/"}); strings.Contains(rec.Body.String(), "logout") {
+	if rec := get(t, plain, "/"); rec.status != http.StatusOK || strings.Contains(rec.body, "logout") {
 		t.Error("the plain page has a logout button")
 	}
 }

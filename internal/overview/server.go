@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -107,7 +108,7 @@ func New(opts Options) (*Server, error) {
 	s := &Server{opts: opts, ui: u, now: time.Now}
 	app := s.routes()
 	if !opts.Secure {
-		s.handler = withHeaders(app)
+		s.handler = withHeaders(loopbackHostOnly(app))
 		return s, nil
 	}
 	filter := opts.Filter
@@ -143,6 +144,24 @@ func checkExposure(bindAddress string, secure bool) error {
 		return nil
 	}
 	return fmt.Errorf("binding the fleet overview to %s exposes it: add --fleet-overview-secure (HTTPS, every request authenticated and authorized against the backend cluster)", bindAddress)
+}
+
+// loopbackHostOnly answers only requests addressed to a loopback host (localhost, 127.0.0.1,
+// [::1], as a browser through kubectl port-forward sends them): the plain overview has no
+// authentication, and a web page the admin opens could otherwise read it through a DNS name it
+// re-points at 127.0.0.1 (DNS rebinding).
+func loopbackHostOnly(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		host := r.Host
+		if h, _, err := net.SplitHostPort(host); err == nil {
+			host = h
+		}
+		if !isLoopback(strings.Trim(host, "[]")) {
+			http.Error(w, "the fleet overview answers requests for localhost only", http.StatusMisdirectedRequest)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 func isLoopback(host string) bool {

@@ -46,7 +46,12 @@ type response struct {
 func get(t *testing.T, h http.Handler, target string, header ...string) response {
 	t.Helper()
 	req := httptest.NewRequest(http.MethodGet, target, nil)
+	req.Host = "127.0.0.1:8083" // as a browser through kubectl port-forward addresses it
 	for i := 0; i+1 < len(header); i += 2 {
+		if header[i] == "Host" {
+			req.Host = header[i+1]
+			continue
+		}
 		req.Header.Set(header[i], header[i+1])
 	}
 	rec := httptest.NewRecorder()
@@ -732,4 +737,22 @@ func waitAddr(t *testing.T, s *Server) string {
 	}
 	t.Fatal("the server did not listen")
 	return ""
+}
+
+// TestPlainOverviewAnswersLoopbackHostsOnly: without authentication, a request addressed to any
+// other host (a DNS name re-pointed at 127.0.0.1 by a web page the admin opened) is refused.
+func TestPlainOverviewAnswersLoopbackHostsOnly(t *testing.T) {
+	h := newTestServer(t, nil).Handler()
+	for host, want := range map[string]int{
+		"127.0.0.1:8083":           http.StatusOK,
+		"localhost:8083":           http.StatusOK,
+		"[::1]:8083":               http.StatusOK,
+		"localhost":                http.StatusOK,
+		"rebound.example.com:8083": http.StatusMisdirectedRequest,
+		"10.0.0.7:8083":            http.StatusMisdirectedRequest,
+	} {
+		if got := get(t, h, "/v1/fleet", "Host", host); got.status != want {
+			t.Errorf("Host %s: %d, want %d", host, got.status, want)
+		}
+	}
 }
