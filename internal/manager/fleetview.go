@@ -188,6 +188,9 @@ func (s *registeredSource) clusters(ctx context.Context) ([]overview.Cluster, er
 		if row.Source == "" {
 			row.Source = overview.SourceSelfRegistered
 		}
+		for _, n := range rc.Status.Nodes {
+			row.Nodes = append(row.Nodes, overview.Node{Name: n.Name, Ready: n.Ready})
+		}
 		switch {
 		case backendUID == "":
 			row.Note = "The backend's kube-system namespace could not be read, so whether this is the cluster the manager runs against is not known; facts as recorded."
@@ -210,6 +213,7 @@ func (s *registeredSource) clusters(ctx context.Context) ([]overview.Cluster, er
 			}
 			row.Health = h
 			row.Note = hostNote
+			row.Nodes = liveNodes(inv.Facts.Nodes)
 		}
 		out = append(out, row)
 	}
@@ -228,4 +232,25 @@ func (s *registeredSource) backendUID(ctx context.Context) string {
 	}
 	s.uid = string(ns.UID)
 	return s.uid
+}
+
+// maxNodes is how many nodes the overview lists for a self-registered cluster (as its record).
+const maxNodes = fleetv1alpha1.MaxNodes
+
+// liveNodes is the per-node breakdown of node facts read from the backend, the first maxNodes.
+func liveNodes(facts []health.NodeFacts) []overview.Node {
+	out := make([]overview.Node, 0, min(len(facts), maxNodes))
+	for _, f := range facts[:min(len(facts), maxNodes)] {
+		n := overview.Node{Name: f.Name, Ready: f.Ready}
+		for _, c := range []struct {
+			on   bool
+			name string
+		}{{f.MemoryPressure, "MemoryPressure"}, {f.DiskPressure, "DiskPressure"}, {f.PIDPressure, "PIDPressure"}, {f.NetworkUnavailable, "NetworkUnavailable"}} {
+			if c.on {
+				n.Conditions = append(n.Conditions, c.name)
+			}
+		}
+		out = append(out, n)
+	}
+	return out
 }

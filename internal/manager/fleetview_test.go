@@ -11,6 +11,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	kov1alpha1 "github.com/kubeopera/kubeopera/apis/kubeopera/v1alpha1"
+	"github.com/kubeopera/kubeopera/internal/health"
 	"github.com/kubeopera/kubeopera/internal/overview"
 )
 
@@ -92,5 +93,20 @@ func TestTTLCache(t *testing.T) {
 	fail = true
 	if _, err := get(); err == nil {
 		t.Fatal("a failed fetch after the ttl: no error, want it (never a stale value passed off as fresh)")
+	}
+}
+
+func TestLiveNodes(t *testing.T) {
+	got := liveNodes([]health.NodeFacts{
+		{Name: "a", Ready: true},
+		{Name: "b", MemoryPressure: true, NetworkUnavailable: true},
+	})
+	want := []overview.Node{{Name: "a", Ready: true}, {Name: "b", Conditions: []string{"MemoryPressure", "NetworkUnavailable"}}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("liveNodes() mismatch (-want +got):\n%s", diff)
+	}
+	many := make([]health.NodeFacts, maxNodes+3)
+	if n := len(liveNodes(many)); n != maxNodes {
+		t.Errorf("liveNodes of %d nodes lists %d, want %d", len(many), n, maxNodes)
 	}
 }

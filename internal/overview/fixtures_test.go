@@ -52,6 +52,7 @@ func fleet() []Cluster {
 			Health:     &Health{Score: 100, Band: "green", Penalties: []Penalty{}},
 			NodesReady: 1, NodesTotal: 1, CPUPercent: ptr.To[int32](12),
 			Version: "v1.34.0", ObservedAt: &observed, Note: "pods not read: the platform may not list them",
+			Nodes: []Node{{Name: "cp-1", Ready: true}, {Name: "worker-<2>", Conditions: []string{"DiskPressure", "PIDPressure"}}},
 		},
 		{
 			Workspace: "root:orgs:acme", Namespace: "infra", Name: edge9, ClusterID: "edge-9",

@@ -50,6 +50,17 @@ type Cluster struct {
 	ObservedAt *time.Time `json:"observedAt,omitempty"`
 	// Note says what the overview could not know about this cluster, e.g. why pods were not read.
 	Note string `json:"note,omitempty"`
+	// Nodes is the per-node breakdown, for a self-registered cluster only (seed 002); HostClusters
+	// keep their node facts in their health penalties.
+	Nodes []Node `json:"nodes,omitempty"`
+}
+
+// Node is one node of a self-registered cluster.
+type Node struct {
+	Name  string `json:"name"`
+	Ready bool   `json:"ready"`
+	// Conditions are the node's problem conditions that are True, e.g. MemoryPressure.
+	Conditions []string `json:"conditions,omitempty"`
 }
 
 // Health is a cluster's health score with the penalties that applied.

@@ -276,6 +276,21 @@ func TestFragment(t *testing.T) {
 func TestClusterPage(t *testing.T) {
 	h := newTestServer(t, fleet()).Handler()
 
+	t.Run("the nodes of a self-registered cluster", func(t *testing.T) {
+		r := get(t, h, "/clusters/root:kubeopera/_/platform")
+		for _, want := range []string{
+			`<tr data-node="cp-1"><td>cp-1</td><td><span class="phase phase-ok">Ready</span></td><td><span class="muted">none</span></td></tr>`,
+			`<tr data-node="worker-&lt;2&gt;"><td>worker-&lt;2&gt;</td><td><span class="phase phase-failed">NotReady</span></td><td>DiskPressure, PIDPressure</td></tr>`,
+		} {
+			if !strings.Contains(r.body, want) {
+				t.Errorf("the host's page lacks %s", want)
+			}
+		}
+		if r := get(t, h, "/clusters/root:orgs:acme/infra/edge-9"); strings.Contains(r.body, `id="nodes"`) {
+			t.Error("a HostCluster's page has a node list")
+		}
+	})
+
 	t.Run("penalties", func(t *testing.T) {
 		r := get(t, h, "/clusters/root:orgs:acme/infra/edge-9")
 		if r.status != http.StatusOK {
