@@ -86,7 +86,7 @@ func TestSecureOnBackend(t *testing.T) {
 			t.Errorf("Start = %v", err)
 		}
 	})
-	base := "https://" + waitListening(t, srv)
+	base := "https://" + overview.WaitAddr(t, srv)
 
 	hc := &http.Client{
 		Timeout: 30 * time.Second,
@@ -201,19 +201,6 @@ func waitAllowed(ctx context.Context, t *testing.T, b *devenv.Backend, user stri
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
-}
-
-func waitListening(t *testing.T, s *overview.Server) string {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		if a := s.Addr(); a != nil {
-			return a.String()
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatal("the overview did not listen")
-	return ""
 }
 
 func call(ctx context.Context, t *testing.T, hc *http.Client, method, target, bearer, cookie, accept string, form url.Values) (int, http.Header, string) {
