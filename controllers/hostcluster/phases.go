@@ -367,11 +367,16 @@ func (r *Reconciler) generateTree(ctx context.Context, s *scope) error {
 		return reconcile.Stalled(kov1alpha1.ScaffolderNotConfiguredReason,
 			"GITOPS_SCAFFOLDER_BASE_URL is not set: the platform cannot generate this cluster's GitOps tree; a platform admin must configure the gitops-scaffolder, then retry")
 	}
-	id := hc.Annotations[kov1alpha1.ScaffoldJobIDAnnotation]
-	if c := reconcile.GetCondition(hc, kov1alpha1.GitOpsTreeGeneratedCondition); id != "" && c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration != hc.Generation {
-		// The tree was generated for an earlier spec (a new gitOpsPath, domain or region): a new
-		// job, whose ID replaces the old one.
-		id = ""
+	id := scaffoldJobID(hc)
+	if id == "" {
+		// Before a new job is started the object is read from the API server, not the cache: a
+		// pass that works from a cached copy older than the previous pass' job-ID annotation
+		// would otherwise start a second job (as for provisioning runs).
+		fresh := &kov1alpha1.HostCluster{}
+		if err := s.wsDirect.Get(ctx, client.ObjectKeyFromObject(hc), fresh); err != nil {
+			return fmt.Errorf("failed to read the HostCluster before starting a gitops-scaffolder job: %w", err)
+		}
+		id = scaffoldJobID(fresh)
 	}
 	if id == "" {
 		slug, err := scaffolder.SlugFromPath(hc.Spec.GitOpsPath)
@@ -695,4 +700,15 @@ func wholePercent(p *float64) *int32 {
 		return nil
 	}
 	return ptr.To(int32(math.Round(*p)))
+}
+
+// scaffoldJobID is the gitops-scaffolder job hc tracks, or "" when a new job is due: none was
+// started, or the tree was generated for an earlier spec (a new gitOpsPath, domain or region),
+// whose job the new one replaces.
+func scaffoldJobID(hc *kov1alpha1.HostCluster) string {
+	id := hc.Annotations[kov1alpha1.ScaffoldJobIDAnnotation]
+	if c := reconcile.GetCondition(hc, kov1alpha1.GitOpsTreeGeneratedCondition); id != "" && c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration != hc.Generation {
+		return ""
+	}
+	return id
 }

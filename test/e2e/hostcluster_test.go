@@ -284,6 +284,21 @@ func TestHostClusterConnectedInTwoWorkspacesWithTheSameNames(t *testing.T) {
 		t.Errorf("authapi last bootstrap for %s/%s", email, user)
 	}
 
+	// One gitops-scaffolder job per cluster: the job ID in the annotation is read back from the
+	// API server before a job is started, so a pass working from an older cached copy never
+	// starts a second one.
+	for _, lc := range []string{acmeLC, globexLC} {
+		n := 0
+		for _, j := range e.gitops.Scaffolder.Jobs() {
+			if j.Request.KubeconfigSecretNamespace == workspaces.Namespace(lc) {
+				n++
+			}
+		}
+		if n != 1 {
+			t.Errorf("%d gitops-scaffolder jobs for the cluster of %s, want 1", n, lc)
+		}
+	}
+
 	// Stored per workspace on the backend, apart.
 	for _, lc := range []string{acmeLC, globexLC} {
 		sec := &corev1.Secret{}
