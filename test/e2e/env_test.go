@@ -106,6 +106,33 @@ type env struct {
 	provisionerAddr string
 }
 
+// lazy is a part of the suite's environment (a target cluster, the provisioner) started by the
+// first test that needs it and stopped with the environment.
+type lazy[T any] struct {
+	once sync.Once
+	v    T
+	err  error
+}
+
+// get returns the part, starting it at the first call; the stop start returns runs at teardown.
+// A part that failed to start fails every test that needs it, saying what did not start.
+func (l *lazy[T]) get(t *testing.T, e *env, what string, start func() (T, func(), error)) T {
+	t.Helper()
+	l.once.Do(func() {
+		var stop func()
+		l.v, stop, l.err = start()
+		if l.err == nil && stop != nil {
+			e.mu.Lock()
+			e.stops = append(e.stops, stop)
+			e.mu.Unlock()
+		}
+	})
+	if l.err != nil {
+		t.Fatalf("%s did not start: %v", what, l.err)
+	}
+	return l.v
+}
+
 func b64(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
 
 // startEnv starts the shared environment. On error, what was started is stopped again.

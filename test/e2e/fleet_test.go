@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -54,50 +53,48 @@ var fleetTargetSpecs = []struct {
 	{prefix: "n40", nodes: 13, notReady: 12, cpuPercent: 75, memPct: 45, wantScore: 40, allocCPU: 4, allocMemG: 16},
 }
 
-var fleetTargets struct {
-	once    sync.Once
-	targets map[int32]*fleetTarget // by score
-	err     error
-}
+var fleetTargets lazy[map[int32]*fleetTarget]
 
 // fleetTargetsFor returns the suite's fleet targets by score, starting them at the first call.
 func (e *env) fleetTargetsFor(t *testing.T) map[int32]*fleetTarget {
 	t.Helper()
-	fleetTargets.once.Do(func() {
-		fleetTargets.targets = map[int32]*fleetTarget{}
-		for _, spec := range fleetTargetSpecs {
-			env := &envtest.Environment{BinaryAssetsDirectory: framework.ToolsBin()}
-			cfg, err := env.Start()
-			if err != nil {
-				_ = env.Stop()
-				fleetTargets.err = fmt.Errorf("target %s: %w", spec.prefix, err)
-				return
-			}
-			e.mu.Lock()
-			e.stops = append(e.stops, func() { _ = env.Stop() })
-			e.mu.Unlock()
-			path := filepath.Join(e.dir, "fleet-"+spec.prefix+".kubeconfig")
-			if err := devenv.WriteKubeconfig(cfg, path, spec.prefix); err != nil {
-				fleetTargets.err = err
-				return
-			}
-			kc, err := os.ReadFile(path)
-			if err != nil {
-				fleetTargets.err = err
-				return
-			}
-			ft := &fleetTarget{prefix: spec.prefix, score: spec.wantScore, cpuPercent: spec.cpuPercent, config: cfg, kubeconfig: kc}
-			if err := populateTarget(cfg, spec.prefix, spec.nodes, spec.notReady, spec.allocCPU, spec.allocMemG, spec.cpuPercent, spec.memPct); err != nil {
-				fleetTargets.err = fmt.Errorf("target %s: %w", spec.prefix, err)
-				return
-			}
-			fleetTargets.targets[spec.wantScore] = ft
+	return fleetTargets.get(t, e, "the fleet targets", e.startFleetTargets)
+}
+
+func (e *env) startFleetTargets() (targets map[int32]*fleetTarget, stop func(), err error) {
+	var envs []*envtest.Environment
+	stop = func() {
+		for _, env := range envs {
+			_ = env.Stop()
 		}
-	})
-	if fleetTargets.err != nil {
-		t.Fatalf("the fleet targets did not start: %v", fleetTargets.err)
 	}
-	return fleetTargets.targets
+	defer func() {
+		if err != nil {
+			stop()
+		}
+	}()
+	targets = map[int32]*fleetTarget{}
+	for _, spec := range fleetTargetSpecs {
+		env := &envtest.Environment{BinaryAssetsDirectory: framework.ToolsBin()}
+		cfg, err := env.Start()
+		envs = append(envs, env)
+		if err != nil {
+			return nil, nil, fmt.Errorf("target %s: %w", spec.prefix, err)
+		}
+		path := filepath.Join(e.dir, "fleet-"+spec.prefix+".kubeconfig")
+		if err := devenv.WriteKubeconfig(cfg, path, spec.prefix); err != nil {
+			return nil, nil, err
+		}
+		kc, err := os.ReadFile(path)
+		if err != nil {
+			return nil, nil, err
+		}
+		if err := populateTarget(cfg, spec.prefix, spec.nodes, spec.notReady, spec.allocCPU, spec.allocMemG, spec.cpuPercent, spec.memPct); err != nil {
+			return nil, nil, fmt.Errorf("target %s: %w", spec.prefix, err)
+		}
+		targets[spec.wantScore] = &fleetTarget{prefix: spec.prefix, score: spec.wantScore, cpuPercent: spec.cpuPercent, config: cfg, kubeconfig: kc}
+	}
+	return targets, stop, nil
 }
 
 // populateTarget writes nodes as kubelets register them (allocatable, a Ready condition, True or

@@ -46,29 +46,15 @@ const (
 	hcNamespace = "kubeopera-system"
 )
 
-var sharedTarget struct {
-	once   sync.Once
-	target *hostenv.Target
-	err    error
-}
+var sharedTarget lazy[*hostenv.Target]
 
 // hostTarget returns the suite's target cluster (started at the first call): a real kube-apiserver
 // on which Flux's real controllers run as processes once Flux is installed, and authapi is played.
 func (e *env) hostTarget(t *testing.T) *hostenv.Target {
 	t.Helper()
-	sharedTarget.once.Do(func() {
-		var stop func()
-		sharedTarget.target, stop, sharedTarget.err = hostenv.StartTarget(filepath.Join(e.dir, "target"), framework.ToolsBin(), false)
-		if sharedTarget.err == nil {
-			e.mu.Lock()
-			e.stops = append(e.stops, stop)
-			e.mu.Unlock()
-		}
+	return sharedTarget.get(t, e, "the target cluster", func() (*hostenv.Target, func(), error) {
+		return hostenv.StartTarget(filepath.Join(e.dir, "target"), framework.ToolsBin(), false)
 	})
-	if sharedTarget.err != nil {
-		t.Fatalf("the target cluster did not start: %v", sharedTarget.err)
-	}
-	return sharedTarget.target
 }
 
 func (e *env) targetClient(t *testing.T) client.Client {

@@ -52,36 +52,28 @@ const provisionerAPIKey = "e2e-provisioner-key"
 // for node 0's admin.conf (internal/terraform/runner).
 const runnerWaitingForKubeconfig = "Waiting for the control plane to publish its admin kubeconfig"
 
-var sharedProvisioning struct {
-	once sync.Once
-	env  *provisionenv.Env
-	err  error
-}
+var sharedProvisioning lazy[*provisionenv.Env]
 
 // provisioning returns the suite's provisioning side, started at the first call on the address
 // the manager was given (e.provisionerAddr). Its log is provisioner.log in the suite's directory.
 func (e *env) provisioning(t *testing.T) *provisionenv.Env {
 	t.Helper()
 	target := e.hostTarget(t)
-	sharedProvisioning.once.Do(func() {
-		sharedProvisioning.env, sharedProvisioning.err = e.startProvisioning(target)
+	return sharedProvisioning.get(t, e, "the provisioner", func() (*provisionenv.Env, func(), error) {
+		return e.startProvisioning(target)
 	})
-	if sharedProvisioning.err != nil {
-		t.Fatalf("the provisioner did not start: %v", sharedProvisioning.err)
-	}
-	return sharedProvisioning.env
 }
 
-func (e *env) startProvisioning(target *hostenv.Target) (*provisionenv.Env, error) {
+func (e *env) startProvisioning(target *hostenv.Target) (*provisionenv.Env, func(), error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	dir := filepath.Join(e.dir, "provisioner")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	logf, err := os.Create(filepath.Join(e.dir, "provisioner.log"))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	pe, err := provisionenv.Start(ctx, provisionenv.Options{
 		Backend: e.backend.Config, Root: framework.RepoRoot(), Dir: dir,
@@ -90,12 +82,9 @@ func (e *env) startProvisioning(target *hostenv.Target) (*provisionenv.Env, erro
 	})
 	if err != nil {
 		_ = logf.Close()
-		return nil, err
+		return nil, nil, err
 	}
-	e.mu.Lock()
-	e.stops = append(e.stops, func() { pe.Stop(); _ = logf.Close() })
-	e.mu.Unlock()
-	return pe, nil
+	return pe, func() { pe.Stop(); _ = logf.Close() }, nil
 }
 
 // requestCluster does what a tenant does to have a vanilla_kubeadm cluster built: an AWS
