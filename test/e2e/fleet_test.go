@@ -99,7 +99,7 @@ func (e *env) startFleetTargets() (targets map[int32]*fleetTarget, stop func(), 
 
 // populateTarget writes nodes as kubelets register them (allocatable, a Ready condition, True or
 // False), and one Running pod bound to the first node requesting cpuPct and memPct of the
-// cluster's allocatable, as the scheduler binds it and the kubelet reports it.
+// cluster's allocatable (spec.nodeName set at creation, phase Running as its kubelet reports it).
 func populateTarget(cfg *rest.Config, prefix string, nodes, notReady int, cpu, memG int64, cpuPct, memPct int32) error {
 	ctx := context.Background()
 	cs, err := kubernetes.NewForConfig(cfg)
@@ -107,9 +107,11 @@ func populateTarget(cfg *rest.Config, prefix string, nodes, notReady int, cpu, m
 		return err
 	}
 	for i := range nodes {
-		ready := corev1.ConditionTrue
+		// The kubelet's Ready condition reasons (kubernetes pkg/kubelet/nodestatus/setters.go,
+		// ReadyCondition): KubeletReady when ready, KubeletNotReady when not.
+		ready, reason := corev1.ConditionTrue, "KubeletReady"
 		if i >= nodes-notReady {
-			ready = corev1.ConditionFalse
+			ready, reason = corev1.ConditionFalse, "KubeletNotReady"
 		}
 		n, err := cs.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d", prefix, i)}}, metav1.CreateOptions{})
 		if err != nil {
@@ -120,7 +122,7 @@ func populateTarget(cfg *rest.Config, prefix string, nodes, notReady int, cpu, m
 				corev1.ResourceCPU:    *resource.NewQuantity(cpu, resource.DecimalSI),
 				corev1.ResourceMemory: *resource.NewQuantity(memG<<30, resource.BinarySI),
 			},
-			Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: ready, Reason: "KubeletReady", LastHeartbeatTime: metav1.Now()}},
+			Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: ready, Reason: reason, LastHeartbeatTime: metav1.Now()}},
 		}
 		if _, err := cs.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
 			return err
