@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,7 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -155,39 +153,6 @@ func waitHostClusterPhase(t *testing.T, c client.Client, name string, phase kov1
 	return hc
 }
 
-// watchPhases records every phase the HostCluster shows, as `kubectl get hostclusters -w` does.
-func (e *env) watchPhases(t *testing.T, path, name string) func() []string {
-	t.Helper()
-	wc, err := client.NewWithWatch(e.kcpConfig(path), client.Options{Scheme: manager.Scheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := wc.Watch(context.Background(), &kov1alpha1.HostClusterList{}, client.InNamespace(hcNamespace))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var phases []string
-	go func() {
-		for ev := range w.ResultChan() {
-			if ev.Type != watch.Added && ev.Type != watch.Modified {
-				continue
-			}
-			hc, ok := ev.Object.(*kov1alpha1.HostCluster)
-			if !ok || hc.Name != name {
-				continue
-			}
-			mu.Lock()
-			if p := string(hc.Status.Phase); len(phases) == 0 || phases[len(phases)-1] != p {
-				phases = append(phases, p)
-			}
-			mu.Unlock()
-		}
-	}()
-	t.Cleanup(w.Stop)
-	return func() []string { mu.Lock(); defer mu.Unlock(); return slices.Clone(phases) }
-}
-
 func TestHostClusterConnectedInTwoWorkspacesWithTheSameNames(t *testing.T) {
 	t.Parallel()
 	e := sharedEnv(t)
@@ -195,7 +160,8 @@ func TestHostClusterConnectedInTwoWorkspacesWithTheSameNames(t *testing.T) {
 	target := e.hostTarget(t)
 	acme, acmeLC, acmeName := e.tenantWorkspace(t, "hc-acme")
 	globex, globexLC, _ := e.tenantWorkspace(t, "hc-globex")
-	phases := e.watchPhases(t, "root:orgs:"+acmeName, "my-cluster")
+	watched := e.watchHostCluster(t, "root:orgs:"+acmeName, "my-cluster")
+	phases := func() []string { p, _ := watched(); return p }
 	callsBefore := target.AuthAPI.Calls()
 
 	e.connect(t, acme, e.seedHostCluster(t, "my-cluster", "7e9d3a1b", clusterPath, true), target.Kubeconfig)

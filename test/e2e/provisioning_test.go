@@ -208,9 +208,9 @@ func (e *env) checkOneSucceededRun(t *testing.T, c client.Client, hc *kov1alpha1
 	}
 }
 
-// watchProvisioning records, as `kubectl get hostclusters -w` shows them, every phase of the
-// HostCluster and every reason of its Provisioned condition.
-func (e *env) watchProvisioning(t *testing.T, path, name string) func() (phases, reasons []string) {
+// watchHostCluster records, as `kubectl get hostclusters -w` shows them, every phase of the
+// HostCluster (from the first non-empty one) and every reason of its Provisioned condition.
+func (e *env) watchHostCluster(t *testing.T, path, name string) func() (phases, reasons []string) {
 	t.Helper()
 	wc, err := client.NewWithWatch(e.kcpConfig(path), client.Options{Scheme: manager.Scheme()})
 	if err != nil {
@@ -264,7 +264,7 @@ func TestProvisionVanillaClusterThenOnLikeAConnectedOne(t *testing.T) {
 	target := e.hostTarget(t)
 	pe := e.provisioning(t)
 	c, lc, name := e.tenantWorkspace(t, "prov-vanilla")
-	seen := e.watchProvisioning(t, "root:orgs:"+name, "built")
+	seen := e.watchHostCluster(t, "root:orgs:"+name, "built")
 
 	// Terraform creates the parameter seeded PENDING; node 0 overwrites it after kubeadm init.
 	param := provisionenv.AdminKubeconfigParameter("prov-vanilla")
