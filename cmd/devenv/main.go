@@ -480,14 +480,7 @@ func hostClusterSecrets(args []string) error {
 			ObjectMeta: metav1.ObjectMeta{Namespace: "kubeopera-system", Name: "gitops-iac-credentials", Labels: label},
 			StringData: map[string]string{"username": hostenv.GitUsername, "password": hostenv.GitPassword}},
 	}
-	for _, obj := range list {
-		out, err := yaml.Marshal(obj)
-		if err != nil {
-			return err
-		}
-		fmt.Printf("---\n%s", out)
-	}
-	return nil
+	return printYAML(list...)
 }
 
 // writeKCPKubeconfig copies kcp's admin kubeconfig and adds a "demo" context for root:orgs:demo.
@@ -555,4 +548,16 @@ func relOr(root, path string) string {
 		return rel
 	}
 	return path
+}
+
+// printYAML prints objs as one YAML stream, ready for `kubectl apply -f -`.
+func printYAML(objs ...any) error {
+	for _, obj := range objs {
+		out, err := yaml.Marshal(obj)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("---\n%s", out)
+	}
+	return nil
 }

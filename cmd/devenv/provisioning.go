@@ -23,7 +23,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
-	"sigs.k8s.io/yaml"
 
 	"github.com/kubeopera/kubeopera/internal/provisioner/api"
 	"github.com/kubeopera/kubeopera/internal/terraform/runner"
@@ -184,14 +183,7 @@ The key is new at every make run: apply it again after a restart.
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: awsCredentialsSecret, Labels: map[string]string{syncer.AccessLabel: syncer.AccessLabelValue}},
 			StringData: map[string]string{api.CredentialAccessKey: st.Tenant.AccessKeyID, api.CredentialSecretKey: st.Tenant.SecretAccessKey}},
 	}
-	for _, obj := range list {
-		out, err := yaml.Marshal(obj)
-		if err != nil {
-			return err
-		}
-		fmt.Printf("---\n%s", out)
-	}
-	return nil
+	return printYAML(list...)
 }
 
 // simulateControlPlane plays node 0 of a vanilla_kubeadm cluster once kubeadm init is done: it
