@@ -125,31 +125,55 @@ func readNodes(ctx context.Context, cs kubernetes.Interface) (inv Inventory, cpu
 		return Inventory{}, resource.Quantity{}, resource.Quantity{}, fmt.Errorf("failed to get the server version: %w", err)
 	}
 	inv = Inventory{KubernetesVersion: v.GitVersion, Provider: UnknownProvider}
-	err = listPages(ctx, func(opts metav1.ListOptions) (string, error) {
-		list, err := cs.CoreV1().Nodes().List(ctx, opts)
-		if err != nil {
-			return "", err
+	err = EachNode(ctx, cs, listPageSize, func(n *corev1.Node) {
+		facts := nodeFacts(n)
+		inv.Facts.Nodes = append(inv.Facts.Nodes, facts)
+		if facts.Ready {
+			inv.ReadyNodeCount++
 		}
-		for i := range list.Items {
-			n := &list.Items[i]
-			facts := nodeFacts(n)
-			inv.Facts.Nodes = append(inv.Facts.Nodes, facts)
-			if facts.Ready {
-				inv.ReadyNodeCount++
-			}
-			if inv.Provider == UnknownProvider {
-				inv.Provider, inv.Region = ParseProviderID(n.Spec.ProviderID)
-			}
-			cpuAllocatable.Add(n.Status.Allocatable[corev1.ResourceCPU])
-			memAllocatable.Add(n.Status.Allocatable[corev1.ResourceMemory])
+		if inv.Provider == UnknownProvider {
+			inv.Provider, inv.Region = ParseProviderID(n.Spec.ProviderID)
 		}
-		return list.Continue, nil
+		cpuAllocatable.Add(n.Status.Allocatable[corev1.ResourceCPU])
+		memAllocatable.Add(n.Status.Allocatable[corev1.ResourceMemory])
 	})
 	if err != nil {
 		return Inventory{}, cpuAllocatable, memAllocatable, fmt.Errorf("failed to list nodes: %w", err)
 	}
 	inv.NodeCount = int32(len(inv.Facts.Nodes))
 	return inv, cpuAllocatable, memAllocatable, nil
+}
+
+// EachNode calls fn with every node of the cluster cs talks to, in the API server's order (by
+// name), listing pageSize nodes at a time so a big cluster is never held in memory whole.
+func EachNode(ctx context.Context, cs kubernetes.Interface, pageSize int64, fn func(*corev1.Node)) error {
+	opts := metav1.ListOptions{Limit: pageSize}
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		list, err := cs.CoreV1().Nodes().List(ctx, opts)
+		if err != nil {
+			return err
+		}
+		for i := range list.Items {
+			fn(&list.Items[i])
+		}
+		if list.Continue == "" {
+			return nil
+		}
+		opts.Continue = list.Continue
+	}
+}
+
+// NodeReady reports whether n's Ready condition is True; a node without one is not Ready.
+func NodeReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
 }
 
 // listPages calls list with Limit listPageSize, then with each continue token it returns, until

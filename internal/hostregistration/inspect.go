@@ -53,46 +53,27 @@ func Inspect(ctx context.Context, cs kubernetes.Interface) (Facts, error) {
 	f := Facts{ClusterUID: string(ns.UID), KubernetesVersion: v.GitVersion, Provider: health.UnknownProvider}
 	// The API server lists in name order, page after page: the first maxNodes seen are the first
 	// by name, and so is the first node with a recognised providerID.
-	opts := metav1.ListOptions{Limit: listPageSize}
-	for {
-		list, err := cs.CoreV1().Nodes().List(ctx, opts)
-		if err != nil {
-			return Facts{}, fmt.Errorf("failed to list nodes: %w", err)
+	err = health.EachNode(ctx, cs, listPageSize, func(n *corev1.Node) {
+		ready := health.NodeReady(n)
+		f.NodeCount++
+		if ready {
+			f.ReadyNodeCount++
 		}
-		for i := range list.Items {
-			n := &list.Items[i]
-			ready := nodeReady(n)
-			f.NodeCount++
-			if ready {
-				f.ReadyNodeCount++
-			}
-			if f.Provider == health.UnknownProvider {
-				f.Provider, f.Region = health.ParseProviderID(n.Spec.ProviderID)
-			}
-			if len(f.Nodes) < maxNodes {
-				f.Nodes = append(f.Nodes, fleetv1alpha1.RegisteredClusterNode{
-					Name:           n.Name,
-					Ready:          ready,
-					ProviderID:     n.Spec.ProviderID,
-					KubeletVersion: n.Status.NodeInfo.KubeletVersion,
-				})
-			}
+		if f.Provider == health.UnknownProvider {
+			f.Provider, f.Region = health.ParseProviderID(n.Spec.ProviderID)
 		}
-		if list.Continue == "" {
-			break
+		if len(f.Nodes) < maxNodes {
+			f.Nodes = append(f.Nodes, fleetv1alpha1.RegisteredClusterNode{
+				Name:           n.Name,
+				Ready:          ready,
+				ProviderID:     n.Spec.ProviderID,
+				KubeletVersion: n.Status.NodeInfo.KubeletVersion,
+			})
 		}
-		opts.Continue = list.Continue
+	})
+	if err != nil {
+		return Facts{}, fmt.Errorf("failed to list nodes: %w", err)
 	}
 	sort.Slice(f.Nodes, func(i, j int) bool { return f.Nodes[i].Name < f.Nodes[j].Name })
 	return f, nil
-}
-
-// nodeReady reports whether n's Ready condition is True; a node without one is not Ready.
-func nodeReady(n *corev1.Node) bool {
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
