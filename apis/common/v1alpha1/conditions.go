@@ -41,6 +41,14 @@ const (
 	QuotaExceededReason = "QuotaExceeded"
 	// CredentialsMissingReason: a referenced credentials Secret or key is missing.
 	CredentialsMissingReason = "CredentialsMissing"
+	// ForbiddenAddressReason: an address the tenant supplied (or that a tenant-influenced answer
+	// named) resolves to a class the platform never dials on a tenant's behalf (loopback,
+	// link-local/cloud metadata, the backend's own ranges, kcp); the message names the class,
+	// never what the address answered.
+	ForbiddenAddressReason = "ForbiddenAddress"
+	// ReadLimitExceededReason: a cluster the tenant pointed the platform at answered with more
+	// than the platform reads (bytes, pages or items); the message names the limit.
+	ReadLimitExceededReason = "ReadLimitExceeded"
 )
 
 // Annotations understood on every kind.

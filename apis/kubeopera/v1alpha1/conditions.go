@@ -22,6 +22,8 @@ const (
 	NameConflictReason         = commonv1alpha1.NameConflictReason
 	QuotaExceededReason        = commonv1alpha1.QuotaExceededReason
 	CredentialsMissingReason   = commonv1alpha1.CredentialsMissingReason
+	ForbiddenAddressReason     = commonv1alpha1.ForbiddenAddressReason
+	ReadLimitExceededReason    = commonv1alpha1.ReadLimitExceededReason
 
 	RetryAnnotation = commonv1alpha1.RetryAnnotation
 	ManagedByLabel  = commonv1alpha1.ManagedByLabel

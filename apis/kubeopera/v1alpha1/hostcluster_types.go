@@ -181,8 +181,9 @@ type HostClusterProvisioning struct {
 	CredentialRef string `json:"credentialRef"`
 
 	// terraformEnvironment names the Terraform state environment: the state lives in S3 bucket
-	// kubeopera-terraform-state-<terraformEnvironment>, so it must make a valid bucket name.
-	// Defaults to the clusterID in lower case.
+	// kubeopera-terraform-state-<terraformEnvironment>-<workspace fingerprint> (shortened with a
+	// hash when longer than S3 allows), so it must make a valid bucket name. Defaults to the
+	// clusterID in lower case.
 	// +optional
 	// +kubebuilder:validation:MaxLength=37
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([a-z0-9-]{0,35}[a-z0-9])?$`
@@ -251,6 +252,14 @@ type HostClusterStatus struct {
 	// adminPasswordSecretRef names the delivered Secret holding the initial admin password.
 	// +optional
 	AdminPasswordSecretRef string `json:"adminPasswordSecretRef,omitempty"`
+
+	// awsExternalID is the external ID the platform sends with every sts:AssumeRole it makes for
+	// this workspace (provisioning runs, EKS tokens). Put it into the trust policy of the role the
+	// credential's role_arn names (condition StringEquals sts:ExternalId); an external_id in the
+	// credential Secret is ignored. Set for provision_vanilla and provision_eks.
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	AWSExternalID string `json:"awsExternalID,omitempty"`
 
 	// The retry request last acted upon (lastHandledRetry).
 	commonv1alpha1.RetryStatus `json:",inline"`
