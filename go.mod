@@ -29,6 +29,7 @@ require (
 	github.com/spf13/pflag v1.0.10
 	github.com/zclconf/go-cty v1.20.0
 	go.uber.org/zap v1.27.1
+	golang.org/x/oauth2 v0.34.0
 	gonum.org/v1/plot v0.17.0
 	helm.sh/helm/v3 v3.20.2
 	k8s.io/api v0.35.1
@@ -191,7 +192,6 @@ require (
 	golang.org/x/image v0.30.0 // indirect
 	golang.org/x/mod v0.41.0 // indirect
 	golang.org/x/net v0.58.0 // indirect
-	golang.org/x/oauth2 v0.34.0 // indirect
 	golang.org/x/sync v0.22.0 // indirect
 	golang.org/x/sys v0.47.0 // indirect
 	golang.org/x/term v0.45.0 // indirect

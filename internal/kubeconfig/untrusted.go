@@ -7,7 +7,6 @@ import (
 	"maps"
 	"net/http"
 	"net/url"
-	"path/filepath"
 	"slices"
 	"time"
 
@@ -63,24 +62,10 @@ const UntrustedTimeout = 15 * time.Second
 // Errors never quote the input: the parser's errors can (a duplicate name error prints the whole
 // list, secrets included), so they are replaced by fixed messages.
 func ParseUntrusted(raw []byte) (*rest.Config, error) {
-	return parse(raw, nil)
+	return parse(raw)
 }
 
-// EKSTokenHelper is where the manager's image has cmd/eks-token-helper, the one exec plugin a
-// provisioned EKS cluster's kubeconfig names (seed 000: it mints short-lived AWS-signed tokens).
-const EKSTokenHelper = "/eks-token-helper"
-
-// ParseProvisioned parses a kubeconfig the platform's own provisioner produced: everything
-// ParseUntrusted refuses is refused, except an exec plugin (client.authentication.k8s.io/v1beta1)
-// whose command is exactly one of commands (absolute paths), e.g. EKSTokenHelper.
-func ParseProvisioned(raw []byte, commands ...string) (*rest.Config, error) {
-	return parse(raw, func(e *clientcmdapi.ExecConfig) bool {
-		return e != nil && filepath.IsAbs(e.Command) && slices.Contains(commands, e.Command) &&
-			e.APIVersion == "client.authentication.k8s.io/v1beta1"
-	})
-}
-
-func parse(raw []byte, allowExec func(*clientcmdapi.ExecConfig) bool) (*rest.Config, error) {
+func parse(raw []byte) (*rest.Config, error) {
 	if len(bytes.TrimSpace(raw)) == 0 {
 		return nil, errors.New("kubeconfig is empty")
 	}
@@ -95,7 +80,7 @@ func parse(raw []byte, allowExec func(*clientcmdapi.ExecConfig) bool) (*rest.Con
 	if err != nil {
 		return nil, errors.New("kubeconfig is not a valid kubeconfig: check apiVersion v1, kind Config, the base64 of the *-data fields and that names are unique")
 	}
-	if err := checkUntrusted(cfg, allowExec); err != nil {
+	if err := checkUntrusted(cfg); err != nil {
 		return nil, err
 	}
 
@@ -105,7 +90,7 @@ func parse(raw []byte, allowExec func(*clientcmdapi.ExecConfig) bool) (*rest.Con
 		// methods, never values (e.g. "more than one authentication method found for %v").
 		return nil, fmt.Errorf("kubeconfig is not usable: %w", err)
 	}
-	if (rc.ExecProvider != nil && (allowExec == nil || !allowExec(rc.ExecProvider))) || rc.AuthProvider != nil || rc.AuthConfigPersister != nil ||
+	if rc.ExecProvider != nil || rc.AuthProvider != nil || rc.AuthConfigPersister != nil ||
 		rc.CAFile != "" || rc.CertFile != "" || rc.KeyFile != "" || rc.BearerTokenFile != "" {
 		// Unreachable after checkUntrusted; kept in case a client-go upgrade adds a way.
 		return nil, errors.New("kubeconfig refers to a plugin or a local file")
@@ -125,7 +110,7 @@ func noProxy(*http.Request) (*url.URL, error) { return nil, nil }
 // checkUntrusted refuses the fields of cfg that read files, run programs or use proxies, and a
 // current context that does not resolve. Entries are checked in name order, so the error is
 // deterministic.
-func checkUntrusted(cfg *clientcmdapi.Config, allowExec func(*clientcmdapi.ExecConfig) bool) error {
+func checkUntrusted(cfg *clientcmdapi.Config) error {
 	if len(cfg.Clusters) == 0 {
 		return errors.New("kubeconfig has no clusters")
 	}
@@ -135,7 +120,7 @@ func checkUntrusted(cfg *clientcmdapi.Config, allowExec func(*clientcmdapi.ExecC
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(cfg.AuthInfos)) {
-		if err := checkUser(name, cfg.AuthInfos[name], allowExec); err != nil {
+		if err := checkUser(name, cfg.AuthInfos[name]); err != nil {
 			return err
 		}
 	}
@@ -191,11 +176,11 @@ func checkCluster(name string, c *clientcmdapi.Cluster) error {
 	return nil
 }
 
-func checkUser(name string, u *clientcmdapi.AuthInfo, allowExec func(*clientcmdapi.ExecConfig) bool) error {
+func checkUser(name string, u *clientcmdapi.AuthInfo) error {
 	switch {
 	case u == nil:
 		return nil
-	case u.Exec != nil && (allowExec == nil || !allowExec(u.Exec)):
+	case u.Exec != nil:
 		return fmt.Errorf("kubeconfig's user %q: exec plugins are not allowed", name)
 	case u.AuthProvider != nil:
 		return fmt.Errorf("kubeconfig's user %q: auth-provider plugins are not allowed", name)

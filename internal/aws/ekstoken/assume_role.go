@@ -2,6 +2,7 @@ package ekstoken
 
 import (
 	"errors"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials/stscreds"
@@ -23,10 +24,16 @@ type Role struct {
 	SessionName string
 }
 
+// SessionDuration is how long an AssumeRole session lasts: one hour, the longest a role with the
+// default MaxSessionDuration grants (and the cap for role chaining).
+const SessionDuration = time.Hour
+
 // AssumeRole returns a copy of cfg whose credentials are the temporary credentials of role,
 // obtained with sts:AssumeRole signed by cfg's own credentials at cfg's STS endpoint. The call is
-// made when the credentials are first retrieved (by Token), not here. The session lasts the
-// stscreds default of 15 minutes, which outlives a token's ExpirationAfterSigning.
+// made when the credentials are first retrieved (by Token), not here. The session lasts
+// SessionDuration; its credentials are reused for a new token only while they outlive the
+// token's TokenLifetime (a presigned URL is no longer accepted once the credentials that signed
+// it expired), so a long-lived caller (WrapTransport) assumes the role about every 45 minutes.
 func AssumeRole(cfg aws.Config, role Role) (aws.Config, error) {
 	if role.ARN == "" {
 		return aws.Config{}, errors.New("role ARN is required")
@@ -37,11 +44,12 @@ func AssumeRole(cfg aws.Config, role Role) (aws.Config, error) {
 	}
 	provider := stscreds.NewAssumeRoleProvider(sts.NewFromConfig(cfg), role.ARN, func(o *stscreds.AssumeRoleOptions) {
 		o.RoleSessionName = sessionName
+		o.Duration = SessionDuration
 		if role.ExternalID != "" {
 			o.ExternalID = aws.String(role.ExternalID)
 		}
 	})
 	out := cfg.Copy()
-	out.Credentials = aws.NewCredentialsCache(provider)
+	out.Credentials = aws.NewCredentialsCache(provider, func(o *aws.CredentialsCacheOptions) { o.ExpiryWindow = TokenLifetime })
 	return out, nil
 }

@@ -6,6 +6,9 @@
 //
 // The package is pure apart from the credentials its aws.Config resolves: it makes no network call
 // to mint a token (presigning is local), and the only call AssumeRole adds is sts:AssumeRole when
-// the wrapped credentials are first retrieved. cmd/eks-token-helper is its command-line front end,
-// the exec plugin an EKS kubeconfig runs.
+// the wrapped credentials are first retrieved. WrapTransport puts the tokens on a rest.Config's
+// requests: the manager reaches provisioned EKS clusters that way, minting in process with
+// StaticConfig (nothing read from its own environment) and never starting the exec plugin the
+// kubeconfig names. cmd/eks-token-helper is the package's command-line front end, that exec
+// plugin, for whoever uses the delivered kubeconfig elsewhere.
 package ekstoken

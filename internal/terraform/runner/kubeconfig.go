@@ -18,12 +18,12 @@ import (
 	"github.com/kubeopera/kubeopera/internal/kubeconfig"
 )
 
-// EKSTokenHelper is where the manager's image has cmd/eks-token-helper, the exec plugin of an EKS
-// kubeconfig: the one path kubeconfig.ParseProvisioned lets the manager run.
+// EKSTokenHelper is the exec plugin an EKS kubeconfig names (cmd/eks-token-helper). The manager
+// never runs it: it reads the kubeconfig with kubeconfig.ParseEKS and mints the tokens in process.
 const EKSTokenHelper = kubeconfig.EKSTokenHelper
 
 // ExecAPIVersion is the exec credential API the helper speaks.
-const ExecAPIVersion = "client.authentication.k8s.io/v1beta1"
+const ExecAPIVersion = kubeconfig.EKSExecAPIVersion
 
 // EKSCluster is what an EKS kubeconfig is built from: the eks root module's outputs and the
 // run's region and credential.
@@ -44,7 +44,9 @@ type EKSCluster struct {
 // EKSTokenHelper (exec API v1beta1, never interactive) with --cluster-name and --region, plus
 // --role-arn and --external-id for a role credential, and the credential's access key in
 // AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN. The credential is embedded
-// here, at construction (seed 001), never round-tripped through Terraform.
+// here, at construction (seed 001), never round-tripped through Terraform. The cluster's name and
+// endpoint come from Terraform's state in the tenant's account: the result must pass
+// kubeconfig.ParseEKS, the manager's check, or no kubeconfig is published.
 func EKSKubeconfig(c EKSCluster) ([]byte, error) {
 	if c.Name == "" || c.Region == "" {
 		return nil, errors.New("an EKS kubeconfig needs the cluster's name and region")
@@ -84,7 +86,14 @@ func EKSKubeconfig(c EKSCluster) ([]byte, error) {
 	}}
 	cfg.Contexts[c.Name] = &clientcmdapi.Context{Cluster: c.Name, AuthInfo: c.Name}
 	cfg.CurrentContext = c.Name
-	return clientcmd.Write(*cfg)
+	raw, err := clientcmd.Write(*cfg)
+	if err != nil {
+		return nil, fmt.Errorf("failed to serialise the EKS kubeconfig: %w", err)
+	}
+	if _, err := kubeconfig.ParseEKS(raw); err != nil {
+		return nil, fmt.Errorf("the outputs make an EKS kubeconfig the platform refuses: %w", err)
+	}
+	return raw, nil
 }
 
 // decodeCA returns the PEM bundle of output cluster_ca_certificate: the base64 EKS reports
@@ -151,15 +160,18 @@ func WaitForAdminKubeconfig(ctx context.Context, client ParameterAPI, name strin
 	}
 }
 
-// decodeAdminKubeconfig decodes the base64 admin.conf in parameter name.
+// decodeAdminKubeconfig decodes the base64 admin.conf in parameter name and checks it as the
+// manager will (kubeconfig.ParseUntrusted): the parameter lives in the tenant's account, so
+// whoever controls that account writes it, and a kubeconfig that would make its user run a
+// program (exec, auth-provider), read a file or use a proxy is refused here, before it is
+// published. The error names what is wrong, never the content.
 func decodeAdminKubeconfig(name, value string) ([]byte, error) {
 	raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(value))
 	if err != nil {
 		return nil, fmt.Errorf("SSM parameter %s does not hold a base64 kubeconfig", name)
 	}
-	cfg, err := clientcmd.Load(raw)
-	if err != nil || len(cfg.Clusters) == 0 {
-		return nil, fmt.Errorf("SSM parameter %s does not hold a kubeconfig with a cluster", name)
+	if _, err := kubeconfig.ParseUntrusted(raw); err != nil {
+		return nil, fmt.Errorf("SSM parameter %s holds a kubeconfig the platform refuses: %w", name, err)
 	}
 	return raw, nil
 }
