@@ -18,5 +18,10 @@
 //
 // A kubeconfig is untrusted input (internal/kubeconfig.ParseUntrusted): exec and auth-provider
 // plugins, local file references and proxies are refused, so no tenant can make the manager run
-// a program or read its files.
+// a program or read its files. A provisioned vanilla cluster's admin.conf comes from the tenant's
+// cloud account and is checked the same way; a provisioned EKS cluster's kubeconfig must be
+// exactly the runner's (internal/kubeconfig.ParseEKS) and its exec plugin is never run: the
+// manager mints its tokens in process (eks.go) with the tenant's own access key. Every
+// sts:AssumeRole for a workspace carries the platform's external ID (internal/aws/externalid),
+// shown in status.awsExternalID; the credential's own external_id is ignored.
 package hostcluster

@@ -17,6 +17,7 @@ import (
 
 	kov1alpha1 "github.com/kubeopera/kubeopera/apis/kubeopera/v1alpha1"
 	"github.com/kubeopera/kubeopera/internal/authapi"
+	"github.com/kubeopera/kubeopera/internal/aws/externalid"
 	"github.com/kubeopera/kubeopera/internal/fleet"
 	"github.com/kubeopera/kubeopera/internal/flux"
 	pclient "github.com/kubeopera/kubeopera/internal/provisioner/client"
@@ -84,10 +85,18 @@ type Reconciler struct {
 	// HTTPClient talks to targets' API servers through their service proxy (authapi); nil: a
 	// client made per target from its kubeconfig.
 	HTTPClient *http.Client
+	// ExternalIDKey is the installation key of the workspaces' AWS external IDs; nil: the default
+	// Secret (externalid.DefaultNamespace/DefaultName) on Backend.
+	ExternalIDKey *externalid.Key
+	// AWSEndpointURL is the AWS endpoint the EKS tokens the manager mints in process are signed
+	// for (sts:AssumeRole and the presigned sts:GetCallerIdentity an EKS API server replays);
+	// empty: STS's regional endpoint of the cluster's region. Tests point it at their local AWS.
+	AWSEndpointURL string
 
-	installs *reconcile.Operations[mcreconcile.Request, flux.Result]
-	trigger  *fleet.Trigger
-	now      func() time.Time
+	installs  *reconcile.Operations[mcreconcile.Request, flux.Result]
+	eksTokens eksTokens
+	trigger   *fleet.Trigger
+	now       func() time.Time
 }
 
 // SetupWithManager registers the controller with the workspaces' provider.
@@ -128,6 +137,9 @@ func (r *Reconciler) SetupWithManager(mgr mcmanager.Manager) error {
 	if r.AuthAPI == (authapi.Options{}) {
 		r.AuthAPI = authapi.DefaultOptions()
 	}
+	if r.ExternalIDKey == nil {
+		r.ExternalIDKey = &externalid.Key{Reader: r.Backend.Reader, Writer: r.Backend.Client}
+	}
 	// A Flux install writes a dozen CRDs and takes seconds: never in a reconcile worker.
 	r.trigger = &fleet.Trigger{}
 	r.installs = &reconcile.Operations[mcreconcile.Request, flux.Result]{Limit: r.InstallConcurrency, Done: r.trigger.Enqueue}
@@ -161,6 +173,9 @@ type scope struct {
 	moved bool
 	// target talks to the target cluster (access).
 	target *target
+	// externalID is the workspace's AWS external ID (workspaceExternalID, first called by
+	// provision).
+	externalID string
 	// adminCreated is true when the admin account was created, now or by an earlier pass (admin).
 	adminCreated bool
 }

@@ -166,11 +166,22 @@ func (r *Reconciler) access(ctx context.Context, s *scope) error {
 		if err := r.Backend.Reader.Get(ctx, client.ObjectKey{Namespace: s.storeNamespace, Name: srcName}, stored); err != nil {
 			return fmt.Errorf("failed to read the stored kubeconfig: %w", err)
 		}
-		c, err := kubeconfig.ParseProvisioned(stored.Data[KubeconfigKey], kubeconfig.EKSTokenHelper)
-		if err != nil {
-			return reconcile.Stalledf(kov1alpha1.InvalidKubeconfigReason, "the provisioned cluster's kubeconfig: %v", err)
+		raw := stored.Data[KubeconfigKey]
+		if isEKS(hc) {
+			// Never the exec plugin the kubeconfig names: its tokens are minted in process.
+			c, err := r.eksConfig(ctx, s, raw)
+			if err != nil {
+				return err
+			}
+			cfg = c
+		} else {
+			// The admin.conf came from the tenant's cloud account: a tenant's kubeconfig.
+			c, err := kubeconfig.ParseUntrusted(raw)
+			if err != nil {
+				return reconcile.Stalledf(kov1alpha1.InvalidKubeconfigReason, "the provisioned cluster's kubeconfig: %v", err)
+			}
+			cfg = c
 		}
-		cfg = c
 	} else {
 		// A new attempt enters ValidatingAccess; later phases stay where they are while this
 		// step re-reads the kubeconfig and refreshes the inventory.
@@ -678,6 +689,7 @@ func (r *Reconciler) removeSecrets(ctx context.Context, s *scope) error {
 			return err
 		}
 	}
+	r.eksTokens.forget(s.opKey("eks"))
 	// The credential copy's Role and RoleBinding for the provisioner go with it (owner references).
 	for _, name := range []string{kubeconfigSecretName(id), adminPasswordSecretName(id), gitCredentialsSecretName(id), registryPullSecretName(id), cloudCredentialSecretName(id)} {
 		key := client.ObjectKey{Namespace: s.storeNamespace, Name: name}

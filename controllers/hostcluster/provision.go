@@ -43,7 +43,15 @@ func provisioned(hc *kov1alpha1.HostCluster) bool {
 // delivered like a connected cluster's, after which the cluster goes on like a connected one.
 func (r *Reconciler) provision(ctx context.Context, s *scope) error {
 	hc := s.hc
-	if hc.Spec.Mode == kov1alpha1.HostClusterModeConnectExisting || provisioned(hc) {
+	if hc.Spec.Mode == kov1alpha1.HostClusterModeConnectExisting {
+		return nil
+	}
+	// The external ID is shown from the first pass, before the credential is even looked at, so
+	// the tenant can put it into their role's trust policy first.
+	if _, err := r.workspaceExternalID(ctx, s); err != nil {
+		return err
+	}
+	if provisioned(hc) {
 		return nil
 	}
 	if r.Provisioner == nil {
@@ -83,8 +91,8 @@ func (r *Reconciler) provision(ctx context.Context, s *scope) error {
 	if err != nil {
 		return r.runError(s, id, err)
 	}
-	if _, err := kubeconfig.ParseProvisioned(raw, kubeconfig.EKSTokenHelper); err != nil {
-		return reconcile.Stalledf(kov1alpha1.ProvisioningFailedReason, "provisioning run %s succeeded but its kubeconfig is not usable: %v", id, err)
+	if err := checkProvisionedKubeconfig(hc, raw); err != nil {
+		return reconcile.Stalledf(kov1alpha1.InvalidKubeconfigReason, "provisioning run %s succeeded but its kubeconfig is refused: %v", id, err)
 	}
 	if err := r.storeAndDeliver(ctx, s, kubeconfigSecretName(hc.Spec.ClusterID), map[string][]byte{KubeconfigKey: raw}); err != nil {
 		return err
@@ -93,6 +101,39 @@ func (r *Reconciler) provision(ctx context.Context, s *scope) error {
 	reconcile.MarkTrue(hc, kov1alpha1.ProvisionedCondition, kov1alpha1.SucceededReason,
 		fmt.Sprintf("Provisioning run %s built the cluster (%s in %s); its kubeconfig is stored", id, hc.Spec.Provisioning.Topology, hc.Spec.Region))
 	return nil
+}
+
+// checkProvisionedKubeconfig checks a run's kubeconfig as hostile input (it comes back from the
+// tenant's cloud account): an EKS one must be exactly what the runner builds (kubeconfig.ParseEKS:
+// the helper with pinned flags, which the manager never runs); any other is a tenant's
+// kubeconfig (kubeconfig.ParseUntrusted: no exec at all).
+func checkProvisionedKubeconfig(hc *kov1alpha1.HostCluster, raw []byte) error {
+	if isEKS(hc) {
+		_, err := kubeconfig.ParseEKS(raw)
+		return err
+	}
+	_, err := kubeconfig.ParseUntrusted(raw)
+	return err
+}
+
+// isEKS reports whether hc's cluster is (to be) built with the eks topology.
+func isEKS(hc *kov1alpha1.HostCluster) bool {
+	return hc.Spec.Provisioning != nil && hc.Spec.Provisioning.Topology == kov1alpha1.TopologyEKS
+}
+
+// workspaceExternalID is the AWS external ID of the HostCluster's workspace (externalid.For under
+// the installation key), which every sts:AssumeRole for it carries; it is shown in
+// status.awsExternalID for the tenant's trust policy.
+func (r *Reconciler) workspaceExternalID(ctx context.Context, s *scope) (string, error) {
+	if s.externalID == "" {
+		id, err := r.ExternalIDKey.ExternalID(ctx, s.logicalCluster)
+		if err != nil {
+			return "", fmt.Errorf("failed to derive the workspace's AWS external ID: %w", err)
+		}
+		s.externalID = id
+	}
+	s.hc.Status.AWSExternalID = s.externalID
+	return s.externalID, nil
 }
 
 // runID is the run a HostCluster tracks in annotation key. Before a new run is started the
@@ -226,21 +267,36 @@ func (s *scope) record(p api.Provision) {
 
 // copyCredential checks the tenant's cloud credential and copies it to the backend for the
 // provisioner, which may read that one Secret only: a Role naming it and a RoleBinding to the
-// provisioner's identity, both owned by the copy so they go with it.
+// provisioner's identity, both owned by the copy so they go with it. With a role_arn the copy's
+// external_id is the workspace's external ID, whatever the tenant's Secret says: every
+// sts:AssumeRole the run makes carries it, so a role ARN of another tenant's account gets
+// AccessDenied unless that account trusts this workspace's ID.
 func (r *Reconciler) copyCredential(ctx context.Context, s *scope) (granted bool, err error) {
 	hc := s.hc
 	src, err := r.referenced(ctx, s, hc.Spec.Provisioning.CredentialRef)
 	if err != nil {
 		return false, err
 	}
-	if err := checkCredential(src.Data); err != nil {
+	if err := checkCredential(src.Data, isEKS(hc)); err != nil {
 		return false, reconcile.Stalledf(kov1alpha1.InvalidCredentialReason, "Secret %s/%s: %v", hc.Namespace, src.Name, err)
 	}
+	externalID, err := r.workspaceExternalID(ctx, s)
+	if err != nil {
+		return false, err
+	}
 	data := map[string][]byte{}
-	for _, k := range []string{api.CredentialAccessKey, api.CredentialSecretKey, api.CredentialSessionToken, api.CredentialRoleARN, api.CredentialExternalID} {
+	for _, k := range []string{api.CredentialAccessKey, api.CredentialSecretKey, api.CredentialSessionToken, api.CredentialRoleARN} {
 		if v := src.Data[k]; len(v) > 0 {
 			data[k] = v
 		}
+	}
+	if len(data[api.CredentialRoleARN]) > 0 {
+		data[api.CredentialExternalID] = []byte(externalID)
+	}
+	if len(strings.TrimSpace(string(src.Data[api.CredentialExternalID]))) > 0 {
+		reconcile.Event(s.recorder, hc, corev1.EventTypeNormal, kov1alpha1.ExternalIDIgnoredReason, fmt.Sprintf(
+			"Secret %s/%s: key %s is ignored; every sts:AssumeRole for this workspace carries the platform's external ID %s (status.awsExternalID): put that into your role's trust policy",
+			hc.Namespace, src.Name, api.CredentialExternalID, externalID))
 	}
 	name := cloudCredentialSecretName(hc.Spec.ClusterID)
 	if err := r.store(ctx, s, name, corev1.SecretTypeOpaque, data); err != nil {
@@ -249,19 +305,23 @@ func (r *Reconciler) copyCredential(ctx context.Context, s *scope) (granted bool
 	return r.grantCredential(ctx, s, name)
 }
 
-// checkCredential says what is wrong with a credential's keys, never their values.
-func checkCredential(d map[string][]byte) error {
+// checkCredential says what is wrong with a credential's keys, never their values. Key
+// external_id is not looked at: the platform sends its own (copyCredential). An EKS cluster
+// needs an access key: the manager mints the cluster's tokens with it (assuming role_arn with it
+// when set); it lends its own AWS identity to no tenant.
+func checkCredential(d map[string][]byte, eks bool) error {
 	has := func(k string) bool { return len(strings.TrimSpace(string(d[k]))) > 0 }
 	switch {
 	case has(api.CredentialAccessKey) != has(api.CredentialSecretKey):
 		return fmt.Errorf("keys %s and %s go together", api.CredentialAccessKey, api.CredentialSecretKey)
 	case !has(api.CredentialAccessKey) && !has(api.CredentialRoleARN):
-		return fmt.Errorf("needs keys %s and %s (an access key), or %s (a role to assume, optionally with %s)",
-			api.CredentialAccessKey, api.CredentialSecretKey, api.CredentialRoleARN, api.CredentialExternalID)
+		return fmt.Errorf("needs keys %s and %s (an access key), or %s (a role to assume)",
+			api.CredentialAccessKey, api.CredentialSecretKey, api.CredentialRoleARN)
 	case has(api.CredentialRoleARN) && !strings.HasPrefix(strings.TrimSpace(string(d[api.CredentialRoleARN])), "arn:aws"):
 		return fmt.Errorf("key %s is not an IAM role ARN (arn:aws...:iam::<account>:role/<name>)", api.CredentialRoleARN)
-	case has(api.CredentialExternalID) && !has(api.CredentialRoleARN):
-		return fmt.Errorf("key %s needs %s", api.CredentialExternalID, api.CredentialRoleARN)
+	case eks && !has(api.CredentialAccessKey):
+		return fmt.Errorf("topology eks needs keys %s and %s: the platform signs the cluster's tokens with that access key (and assumes %s with it when set)",
+			api.CredentialAccessKey, api.CredentialSecretKey, api.CredentialRoleARN)
 	}
 	return nil
 }

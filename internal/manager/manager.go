@@ -39,6 +39,7 @@ import (
 	"github.com/kubeopera/kubeopera/controllers/providerconfig"
 	"github.com/kubeopera/kubeopera/controllers/tenant"
 	"github.com/kubeopera/kubeopera/internal/authapi"
+	"github.com/kubeopera/kubeopera/internal/aws/externalid"
 	"github.com/kubeopera/kubeopera/internal/fleet"
 	"github.com/kubeopera/kubeopera/internal/flux"
 	"github.com/kubeopera/kubeopera/internal/helm"
@@ -322,6 +323,10 @@ func setupHostClusters(mgr mcmanager.Manager, o Options, ws *fleet.Provider, bac
 	if pc == nil {
 		log.Info("CLUSTER_PROVISIONER_BASE_URL is not set: HostClusters of mode provision_vanilla and provision_eks will fail at Provisioning, saying so")
 	}
+	keySecret, err := o.ExternalIDKeySecret()
+	if err != nil {
+		return err
+	}
 	if err := (&hostcluster.Reconciler{
 		Workspaces:          ws,
 		Provisioner:         pc,
@@ -335,6 +340,8 @@ func setupHostClusters(mgr mcmanager.Manager, o Options, ws *fleet.Provider, bac
 		PollInterval:        o.HostClusterPollInterval,
 		InventoryInterval:   o.HostClusterInventoryInterval,
 		Concurrency:         o.HostClusterConcurrency,
+		ExternalIDKey:       &externalid.Key{Reader: backend.Reader, Writer: backend.Client, Name: keySecret},
+		AWSEndpointURL:      o.AWSEndpointURL,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("failed to set up the hostcluster controller: %w", err)
 	}

@@ -7,15 +7,18 @@ package manager
 import (
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/kubeopera/kubeopera/controllers/hostcluster"
 	"github.com/kubeopera/kubeopera/controllers/tenant"
+	"github.com/kubeopera/kubeopera/internal/aws/externalid"
 	"github.com/kubeopera/kubeopera/internal/flux"
 	"github.com/kubeopera/kubeopera/internal/otc"
 )
@@ -60,6 +63,15 @@ type Options struct {
 	ProvisionerIdentity     string
 	GitOpsScaffolderBaseURL string
 	GitOpsScaffolderAPIKey  string
+	// AWSEndpointURL is the AWS endpoint the EKS tokens the manager mints in process are signed
+	// for (sts:AssumeRole, and the presigned sts:GetCallerIdentity the cluster replays); empty:
+	// AWS's regional STS endpoints. Only tests and local development set it (their local AWS); the
+	// manager's own AWS environment is never used for a tenant.
+	AWSEndpointURL string
+	// AWSExternalIDKeySecret is the backend Secret (<namespace>/<name>) holding the installation
+	// key of the workspaces' AWS external IDs; the manager creates it, immutable, when absent
+	// (config/rbac/external-id-key.yaml lets it create only that one).
+	AWSExternalIDKeySecret string
 	// Environment is passed to Helm values and selects development logging.
 	Environment string
 
@@ -177,6 +189,7 @@ func DefaultOptions() Options {
 		ProvisionerIdentity:           hostcluster.DefaultProvisionerIdentity,
 		GitOpsScaffolderBaseURL:       os.Getenv("GITOPS_SCAFFOLDER_BASE_URL"),
 		GitOpsScaffolderAPIKey:        os.Getenv("GITOPS_SCAFFOLDER_API_KEY"),
+		AWSExternalIDKeySecret:        externalid.DefaultNamespace + "/" + externalid.DefaultName,
 		Environment:                   envOr("ENVIRONMENT", "development"),
 		FluxChart:                     envOr("FLUX_CHART", flux.DefaultChartRef),
 		FluxChartVersion:              envOr("FLUX_CHART_VERSION", DefaultFluxChartVersion),
@@ -233,6 +246,8 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.ClusterProvisionerBaseURL, "cluster-provisioner-base-url", o.ClusterProvisionerBaseURL, "cluster-provisioner URL (env CLUSTER_PROVISIONER_BASE_URL)")
 	fs.StringVar(&o.ProvisionerIdentity, "provisioner-identity", o.ProvisionerIdentity, "the provisioner's ServiceAccount on the backend (<namespace>/<name>): it may read the cloud credential copies of provisioned HostClusters, each by name")
 	fs.StringVar(&o.GitOpsScaffolderBaseURL, "gitops-scaffolder-base-url", o.GitOpsScaffolderBaseURL, "gitops-scaffolder URL (env GITOPS_SCAFFOLDER_BASE_URL)")
+	fs.StringVar(&o.AWSEndpointURL, "aws-endpoint-url", o.AWSEndpointURL, "AWS endpoint of the STS calls in the EKS tokens the manager mints for provisioned EKS clusters; empty: AWS's regional endpoints (set only for a local AWS in tests and development)")
+	fs.StringVar(&o.AWSExternalIDKeySecret, "aws-external-id-key-secret", o.AWSExternalIDKeySecret, "backend Secret <namespace>/<name> holding the installation key of the workspaces' AWS external IDs (created when absent; deleting it changes every workspace's external ID)")
 	fs.StringVar(&o.FluxChart, "flux-chart", o.FluxChart, "Flux Helm chart installed on HostClusters' targets: OCI reference, URL or local path (env FLUX_CHART)")
 	fs.StringVar(&o.FluxChartVersion, "flux-chart-version", o.FluxChartVersion, "Flux chart version (env FLUX_CHART_VERSION)")
 	fs.StringVar(&o.GitOpsBranch, "gitops-branch", o.GitOpsBranch, "branch of spec.gitOpsRepoURL that Flux follows on HostClusters' targets")
@@ -321,4 +336,13 @@ func (o Options) TenantLimits() (tenant.Limits, error) {
 		*q.into = v
 	}
 	return l, nil
+}
+
+// ExternalIDKeySecret parses AWSExternalIDKeySecret.
+func (o Options) ExternalIDKeySecret() (client.ObjectKey, error) {
+	ns, name, ok := strings.Cut(o.AWSExternalIDKeySecret, "/")
+	if !ok || ns == "" || name == "" || strings.Contains(name, "/") {
+		return client.ObjectKey{}, fmt.Errorf("--aws-external-id-key-secret=%q is not <namespace>/<name>", o.AWSExternalIDKeySecret)
+	}
+	return client.ObjectKey{Namespace: ns, Name: name}, nil
 }

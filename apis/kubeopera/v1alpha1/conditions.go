@@ -109,6 +109,9 @@ const (
 	// InvalidCredentialReason: the referenced cloud credential Secret does not hold a usable
 	// credential.
 	InvalidCredentialReason = "InvalidCredential"
+	// ExternalIDIgnoredReason (an event): the credential Secret has an external_id, which the
+	// platform does not send; every sts:AssumeRole carries the workspace's status.awsExternalID.
+	ExternalIDIgnoredReason = "ExternalIDIgnored"
 	// DestroyFailedReason: the destroy run failed; the finalizer stays until a retry succeeds.
 	DestroyFailedReason = "DestroyFailed"
 	// FluxInstalledReason: Flux was installed by the platform.
