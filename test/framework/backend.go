@@ -22,6 +22,9 @@ type ClusterOptions struct {
 	CRDDirectoryPaths []string
 	// CRDs to install from objects.
 	CRDs []*apiextensionsv1.CustomResourceDefinition
+	// APIServerArgs are more kube-apiserver flags, by name without the dashes (e.g. a token
+	// authentication webhook: actors.EKSAuthenticator.APIServerArgs).
+	APIServerArgs map[string]string
 }
 
 // StartCluster starts a kube-apiserver with etcd from _tools/bin and stops it when the test ends.
@@ -39,6 +42,9 @@ func StartCluster(t testing.TB, opts ClusterOptions) *Cluster {
 		CRDDirectoryPaths:     opts.CRDDirectoryPaths,
 		CRDs:                  opts.CRDs,
 		ErrorIfCRDPathMissing: true,
+	}
+	for k, v := range opts.APIServerArgs {
+		env.ControlPlane.GetAPIServer().Configure().Set(k, v)
 	}
 	cfg, err := env.Start()
 	if err != nil {

@@ -9,12 +9,14 @@
 //     BucketAlreadyOwnedByYou, GetBucketLocation, default encryption and public access blocks.
 //   - SSM: GetParameter and PutParameter (JSON 1.1 protocol), and a hook that plays a
 //     vanilla_kubeadm control-plane node publishing its admin.conf.
-//   - STS: GetCallerIdentity and AssumeRole (query protocol), recording every AssumeRole.
+//   - STS: GetCallerIdentity (also as a presigned GET answered in JSON: how an EKS cluster checks
+//     a token) and AssumeRole (query protocol) with roles' trust policies (principals, the
+//     sts:ExternalId condition), recording every AssumeRole.
 //
 // Every request must be signed with SigV4 by a key the endpoint issued (a user's long-term key,
-// or an AssumeRole session's key with its session token); the signature is verified as AWS
-// does ("Create a signed AWS API request", IAM User Guide), so a client holding a wrong secret
-// fails as it would against AWS. Each request is recorded (service, operation, access key), so a
+// or an AssumeRole session's key with its session token), in its Authorization header or as a
+// presigned URL's query; the signature is verified as AWS does ("Create a signed AWS API
+// request", IAM User Guide), so a client holding a wrong secret fails as it would against AWS. Each request is recorded (service, operation, access key), so a
 // test can tell which identity made which call.
 //
 // Anything else is refused with the service's NotImplemented-style error rather than answered

@@ -41,18 +41,31 @@ const (
 
 // sigV4 is a parsed SigV4 Authorization header:
 // AWS4-HMAC-SHA256 Credential=<key>/<date>/<region>/<service>/aws4_request,
-// SignedHeaders=<h1;h2>, Signature=<hex>.
+// SignedHeaders=<h1;h2>, Signature=<hex>; or the same in a presigned URL's query parameters.
 type sigV4 struct {
 	accessKeyID, date, region, service string
 	signedHeaders                      []string
 	signature                          string
+	// presigned: the signature is in the query ("Authenticating Requests: Using Query
+	// Parameters"), with amzDate and securityToken (X-Amz-Date, X-Amz-Security-Token) there too.
+	presigned              bool
+	amzDate, securityToken string
 }
 
-// parseAuthorization parses r's Authorization header. It names the service even when it fails
-// later, so the error is answered in that service's format.
+// presignedLifetime is how long STS accepts a presigned URL after its X-Amz-Date, whatever its
+// X-Amz-Expires says (aws-iam-authenticator pkg/token/token.go: "presigned STS urls are valid for
+// 15 minutes after timestamp in x-amz-date", and X-Amz-Expires "IT IS IGNORED").
+const presignedLifetime = 15 * time.Minute
+
+// parseAuthorization parses r's Authorization header, or its presigned query parameters when it
+// has none. It names the service even when it fails later, so the error is answered in that
+// service's format.
 func parseAuthorization(r *http.Request) (sigV4, *authError) {
 	var s sigV4
 	h := r.Header.Get("Authorization")
+	if h == "" && r.URL.Query().Get("X-Amz-Algorithm") != "" {
+		return parsePresigned(r)
+	}
 	if h == "" {
 		return s, &authError{authMissing, "Request is missing Authentication Token"}
 	}
@@ -81,6 +94,33 @@ func parseAuthorization(r *http.Request) (sigV4, *authError) {
 	return s, nil
 }
 
+// parsePresigned parses the SigV4 query parameters of a presigned URL (IAM User Guide, "Create a
+// signed AWS API request", query string variant): X-Amz-Algorithm=AWS4-HMAC-SHA256,
+// X-Amz-Credential=<key>/<date>/<region>/<service>/aws4_request, X-Amz-Date, X-Amz-SignedHeaders,
+// X-Amz-Signature and, for a session's key, X-Amz-Security-Token. This is how an EKS token is
+// replayed: the EKS API server's authenticator GETs the presigned sts:GetCallerIdentity URL.
+func parsePresigned(r *http.Request) (sigV4, *authError) {
+	q := r.URL.Query()
+	s := sigV4{presigned: true, amzDate: q.Get("X-Amz-Date"), securityToken: q.Get("X-Amz-Security-Token"), signature: q.Get("X-Amz-Signature")}
+	f := strings.Split(q.Get("X-Amz-Credential"), "/")
+	if len(f) == 5 && f[4] == "aws4_request" {
+		s.accessKeyID, s.date, s.region, s.service = f[0], f[1], f[2], f[3]
+	}
+	if q.Get("X-Amz-Algorithm") != "AWS4-HMAC-SHA256" {
+		return s, &authError{authMalformed, "Unsupported Authorization Type"}
+	}
+	if s.accessKeyID == "" {
+		return s, &authError{authMalformed, "Credential should be scoped to a valid region and service"}
+	}
+	if sh := q.Get("X-Amz-SignedHeaders"); sh != "" {
+		s.signedHeaders = strings.Split(sh, ";")
+	}
+	if len(s.signedHeaders) == 0 || s.signature == "" || s.amzDate == "" {
+		return s, &authError{authMalformed, "Query-string authentication requires the X-Amz-Credential, X-Amz-Date, X-Amz-SignedHeaders and X-Amz-Signature parameters"}
+	}
+	return s, nil
+}
+
 // authenticate finds the principal of a signed request and verifies its session token and
 // signature.
 func (e *Endpoint) authenticate(r *http.Request, body []byte, s sigV4) (*principal, *authError) {
@@ -88,8 +128,12 @@ func (e *Endpoint) authenticate(r *http.Request, body []byte, s sigV4) (*princip
 	if !ok {
 		return nil, &authError{authUnknownKey, "The AWS Access Key Id you provided does not exist in our records."}
 	}
+	token := r.Header.Get("X-Amz-Security-Token")
+	if s.presigned {
+		token = s.securityToken
+	}
 	if p.creds.SessionToken != "" {
-		if subtle.ConstantTimeCompare([]byte(r.Header.Get("X-Amz-Security-Token")), []byte(p.creds.SessionToken)) != 1 {
+		if subtle.ConstantTimeCompare([]byte(token), []byte(p.creds.SessionToken)) != 1 {
 			return nil, &authError{authBadToken, "The security token included in the request is invalid."}
 		}
 		if time.Now().After(p.creds.Expires) {
@@ -103,6 +147,13 @@ func (e *Endpoint) authenticate(r *http.Request, body []byte, s sigV4) (*princip
 	if subtle.ConstantTimeCompare([]byte(want), []byte(s.signature)) != 1 {
 		return nil, &authError{authSignature, "The request signature we calculated does not match the signature you provided. Check your key and signing method."}
 	}
+	if s.presigned {
+		signed, _ := time.Parse("20060102T150405Z", s.amzDate)
+		if now := time.Now().UTC(); now.After(signed.Add(presignedLifetime)) {
+			return nil, &authError{authSignature, fmt.Sprintf("Signature expired: %s is now earlier than %s (%s - 15 min.)",
+				s.amzDate, now.Add(-presignedLifetime).Format("20060102T150405Z"), now.Format("20060102T150405Z"))}
+		}
+	}
 	return p, nil
 }
 
@@ -111,8 +162,14 @@ func (e *Endpoint) authenticate(r *http.Request, body []byte, s sigV4) (*princip
 // string to sign, signing key, signature). S3 signs the path as sent; other services encode it
 // once more. The payload hash is x-amz-content-sha256 when sent (S3 always sends it, also for
 // UNSIGNED-PAYLOAD and streaming uploads), else the body's SHA-256.
+//
+// A presigned URL carries the date in its query, and its canonical query is every parameter but
+// X-Amz-Signature; its payload hash is the (empty) body's.
 func signature(r *http.Request, body []byte, s sigV4, secret string) (string, *authError) {
 	amzDate := r.Header.Get("X-Amz-Date")
+	if s.presigned {
+		amzDate = s.amzDate
+	}
 	t, err := time.Parse("20060102T150405Z", amzDate)
 	if err != nil || t.Format("20060102") != s.date {
 		return "", &authError{authMalformed, "X-Amz-Date is missing or does not match the credential scope's date"}
@@ -145,11 +202,11 @@ func signature(r *http.Request, body []byte, s sigV4, secret string) (string, *a
 		headers.WriteString(h + ":" + v + "\n")
 	}
 	payload := r.Header.Get("X-Amz-Content-Sha256")
-	if payload == "" {
+	if payload == "" || s.presigned {
 		sum := sha256.Sum256(body)
 		payload = hex.EncodeToString(sum[:])
 	}
-	canonical := strings.Join([]string{r.Method, path, canonicalQuery(r), headers.String(), strings.Join(s.signedHeaders, ";"), payload}, "\n")
+	canonical := strings.Join([]string{r.Method, path, canonicalQuery(r, s.presigned), headers.String(), strings.Join(s.signedHeaders, ";"), payload}, "\n")
 	scope := fmt.Sprintf("%s/%s/%s/aws4_request", s.date, s.region, s.service)
 	sum := sha256.Sum256([]byte(canonical))
 	toSign := "AWS4-HMAC-SHA256\n" + amzDate + "\n" + scope + "\n" + hex.EncodeToString(sum[:])
@@ -160,10 +217,14 @@ func signature(r *http.Request, body []byte, s sigV4, secret string) (string, *a
 	return hex.EncodeToString(hmacSHA256(key, toSign)), nil
 }
 
-// canonicalQuery is the query with names and values URI-encoded, sorted by name then value.
-func canonicalQuery(r *http.Request) string {
+// canonicalQuery is the query with names and values URI-encoded, sorted by name then value;
+// without X-Amz-Signature for a presigned URL.
+func canonicalQuery(r *http.Request, presigned bool) string {
 	var pairs [][2]string
 	for k, vs := range r.URL.Query() {
+		if presigned && k == "X-Amz-Signature" {
+			continue
+		}
 		for _, v := range vs {
 			pairs = append(pairs, [2]string{uriEncode(k, true), uriEncode(v, true)})
 		}
