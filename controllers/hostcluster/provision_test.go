@@ -1,10 +1,13 @@
 package hostcluster_test
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -17,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -24,6 +28,7 @@ import (
 	"github.com/kubeopera/kubeopera/controllers/hostcluster"
 	"github.com/kubeopera/kubeopera/internal/devenv"
 	"github.com/kubeopera/kubeopera/internal/flux"
+	"github.com/kubeopera/kubeopera/internal/kubeconfig"
 	"github.com/kubeopera/kubeopera/internal/provisioner/api"
 	pclient "github.com/kubeopera/kubeopera/internal/provisioner/client"
 	"github.com/kubeopera/kubeopera/internal/reconcile"
@@ -47,6 +52,7 @@ const provisionerKey = "provisioner-test-key"
 
 type provisionSuite struct {
 	h      *fleettest.Harness
+	pe     *provisionenv.Env
 	aws    *awsfake.Endpoint
 	runner *actors.TerraformJob
 	admin  kubernetes.Interface
@@ -55,7 +61,17 @@ type provisionSuite struct {
 	user      awsfake.Credentials
 	// url is the provisioner's API.
 	url string
+	// eks is the API server the EKS runs "build", eksAuth its AWS IAM authenticator (cluster
+	// name eksClusterName).
+	eks     *framework.Cluster
+	eksAuth *actors.EKSAuthenticator
 }
+
+// eksClusterName is the EKS cluster whose tokens the EKS stand-in's authenticator accepts.
+const eksClusterName = "eks-1"
+
+// eksAdminRole is the IAM role the EKS stand-in maps to system:masters.
+const eksAdminRole = "arn:aws:iam::" + awsfake.AccountID + ":role/eks-admin"
 
 func terraformAvailable(t *testing.T) string {
 	t.Helper()
@@ -69,7 +85,7 @@ func terraformAvailable(t *testing.T) string {
 func setupProvisioning(t *testing.T) *provisionSuite {
 	t.Helper()
 	terraformAvailable(t)
-	h := fleettest.Start(t, "acme")
+	h := fleettest.Start(t, "acme", "bravo")
 	ctx := t.Context()
 
 	// The cluster a run builds: a real API server; its admin.conf is what node 0 publishes to
@@ -97,24 +113,48 @@ func setupProvisioning(t *testing.T) *provisionSuite {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The cluster an EKS run builds: a real API server whose bearer tokens are checked by the EKS
+	// control plane's AWS IAM authenticator (played by actors.EKSAuthenticator against awsfake's
+	// STS), so the HostCluster reaches it only with a valid EKS token for eksClusterName.
+	eksAuth := &actors.EKSAuthenticator{ClusterID: eksClusterName, Endpoint: pe.AWS.URL,
+		Users: map[string]actors.EKSUser{eksAdminRole: {Username: "kubeopera-admin", Groups: []string{"system:masters"}}}}
+	eksAuth.Start(t)
+	eks := framework.StartCluster(t, framework.ClusterOptions{APIServerArgs: eksAuth.APIServerArgs()})
+	for _, id := range []string{eksClusterName, provisionenv.ProtectedPrefix + "1"} {
+		pe.ServeEKS(id, eks.Config.Host, eks.Config.CAData)
+	}
+	// The manager mints EKS tokens in process against the suite's AWS (--aws-endpoint-url).
 	if err := (&hostcluster.Reconciler{Workspaces: h.Fleet, Backend: h.BackendStore(), Flux: installer, Provisioner: pc,
-		PollInterval: 300 * time.Millisecond, AccessGiveUp: 20 * time.Second}).SetupWithManager(h.Manager); err != nil {
+		PollInterval: 300 * time.Millisecond, AccessGiveUp: 20 * time.Second, AWSEndpointURL: pe.AWS.URL}).SetupWithManager(h.Manager); err != nil {
 		t.Fatal(err)
 	}
 	h.Run(t)
-	return &provisionSuite{h: h, aws: pe.AWS, runner: pe.Runner, admin: kubernetes.NewForConfigOrDie(h.BackendAdmin), adminConf: adminConf, user: pe.AWS.AddUser("kubeopera-provisioner"), url: pe.URL}
+	return &provisionSuite{h: h, pe: pe, aws: pe.AWS, runner: pe.Runner, admin: kubernetes.NewForConfigOrDie(h.BackendAdmin), adminConf: adminConf,
+		user: pe.AWS.AddUser("kubeopera-provisioner"), url: pe.URL, eks: eks, eksAuth: eksAuth}
 }
 
 // credential writes the tenant's cloud credential Secret.
 func (s *provisionSuite) credential(t *testing.T, name string, data map[string]string) {
 	t.Helper()
+	s.credentialIn(t, "acme", name, data)
+}
+
+// credentialIn writes a cloud credential Secret in workspace ws.
+func (s *provisionSuite) credentialIn(t *testing.T, ws, name string, data map[string]string) {
+	t.Helper()
 	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, Labels: map[string]string{syncer.AccessLabel: syncer.AccessLabelValue}}, StringData: data}
-	if err := s.h.WS["acme"].Create(t.Context(), sec); err != nil {
+	if err := s.h.WS[ws].Create(t.Context(), sec); err != nil {
 		t.Fatal(err)
 	}
 }
 
 func (s *provisionSuite) hostCluster(t *testing.T, name string, mode kov1alpha1.HostClusterMode, topology kov1alpha1.ProvisioningTopology, credential string) *kov1alpha1.HostCluster {
+	t.Helper()
+	return s.hostClusterIn(t, "acme", name, mode, topology, credential)
+}
+
+// hostClusterIn creates a HostCluster in workspace ws.
+func (s *provisionSuite) hostClusterIn(t *testing.T, ws, name string, mode kov1alpha1.HostClusterMode, topology kov1alpha1.ProvisioningTopology, credential string) *kov1alpha1.HostCluster {
 	t.Helper()
 	hc := &kov1alpha1.HostCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name}, Spec: kov1alpha1.HostClusterSpec{
 		ClusterID: name, Mode: mode, Provider: "aws", Region: "eu-north-1",
@@ -123,7 +163,7 @@ func (s *provisionSuite) hostCluster(t *testing.T, name string, mode kov1alpha1.
 	if topology == kov1alpha1.TopologyVanillaKubeadm {
 		hc.Spec.Provisioning.ControlPlaneCount = ptr.To[int32](3)
 	}
-	if err := s.h.WS["acme"].Create(t.Context(), hc); err != nil {
+	if err := s.h.WS[ws].Create(t.Context(), hc); err != nil {
 		t.Fatal(err)
 	}
 	return hc
@@ -131,11 +171,30 @@ func (s *provisionSuite) hostCluster(t *testing.T, name string, mode kov1alpha1.
 
 func (s *provisionSuite) get(t *testing.T, name string) *kov1alpha1.HostCluster {
 	t.Helper()
+	return s.getIn(t, "acme", name)
+}
+
+// getIn reads HostCluster name of workspace ws.
+func (s *provisionSuite) getIn(t *testing.T, ws, name string) *kov1alpha1.HostCluster {
+	t.Helper()
 	hc := &kov1alpha1.HostCluster{}
-	if err := s.h.WS["acme"].Get(t.Context(), client.ObjectKey{Namespace: "default", Name: name}, hc); err != nil {
+	if err := s.h.WS[ws].Get(t.Context(), client.ObjectKey{Namespace: "default", Name: name}, hc); err != nil {
 		t.Fatal(err)
 	}
 	return hc
+}
+
+// externalIDOf waits for HostCluster name of workspace ws to show its workspace's AWS external
+// ID, as a tenant reads it for their role's trust policy, and returns it.
+func (s *provisionSuite) externalIDOf(t *testing.T, ws, name string) string {
+	t.Helper()
+	var id string
+	framework.Eventually(t, time.Minute, name+" shows status.awsExternalID", func() (bool, string) {
+		hc := s.getIn(t, ws, name)
+		id = hc.Status.AWSExternalID
+		return id != "", describeHC(hc)
+	})
+	return id
 }
 
 func describeHC(hc *kov1alpha1.HostCluster) string {
@@ -240,37 +299,211 @@ func TestProvisioning(t *testing.T) {
 		}
 	})
 
-	t.Run("eks with assume_role: the role is assumed for Terraform and in the kubeconfig's exec credential", func(t *testing.T) {
-		role := s.aws.STS.AddRole("kubeopera-provisioning", "ext-1234")
-		s.credential(t, "aws-role", map[string]string{api.CredentialAccessKey: s.user.AccessKeyID, api.CredentialSecretKey: s.user.SecretAccessKey,
-			api.CredentialRoleARN: role, api.CredentialExternalID: "ext-1234"})
-		s.hostCluster(t, "eks-1", kov1alpha1.HostClusterModeProvisionEKS, kov1alpha1.TopologyEKS, "aws-role")
+	t.Run("an admin.conf in SSM with an exec plugin fails the run, saying so, and nothing is run", func(t *testing.T) {
+		// The plugin a hostile admin.conf names: a script that would leave a marker if anything ran it.
+		dir := t.TempDir()
+		marker := filepath.Join(dir, "ran")
+		plugin := filepath.Join(dir, "plugin")
+		script := "#!/bin/sh\n: > " + marker + "\n" +
+			`echo '{"apiVersion":"client.authentication.k8s.io/v1beta1","kind":"ExecCredential","status":{"token":"x"}}'` + "\n"
+		if err := os.WriteFile(plugin, []byte(script), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		// The env that would send the platform's identity elsewhere: a web identity token file of
+		// the manager's and an STS endpoint of the attacker's (never dialed: nothing runs).
+		hostileEnv := []clientcmdapi.ExecEnvVar{{Name: "AWS_WEB_IDENTITY_TOKEN_FILE", Value: "/etc/kcp/kubeconfig"}, {Name: "AWS_ENDPOINT_URL_STS", Value: "https://sts.attacker.example"}}
+		cases := map[string]*clientcmdapi.ExecConfig{
+			"hostile-plugin": {APIVersion: "client.authentication.k8s.io/v1beta1", Command: plugin, Env: hostileEnv, InteractiveMode: clientcmdapi.NeverExecInteractiveMode},
+			"hostile-helper": {APIVersion: "client.authentication.k8s.io/v1beta1", Command: "/eks-token-helper", Args: []string{"--cluster-name", "x", "--region", "eu-north-1"},
+				Env: hostileEnv, InteractiveMode: clientcmdapi.NeverExecInteractiveMode},
+		}
+		for name, ex := range cases {
+			// The real target's admin.conf, its user authenticating with the exec plugin instead.
+			cfg, err := clientcmd.Load(s.adminConf)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, u := range cfg.AuthInfos {
+				*u = clientcmdapi.AuthInfo{Exec: ex}
+			}
+			raw, err := clientcmd.Write(*cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			param := provisionenv.AdminKubeconfigParameter(name)
+			s.aws.SSM.Put(param, "SecureString", "PENDING")
+			s.aws.SSM.PublishAdminKubeconfig(param, raw, time.Second)
+			s.hostCluster(t, name, kov1alpha1.HostClusterModeProvisionVanilla, kov1alpha1.TopologyVanillaKubeadm, "aws")
+		}
+		for name := range cases {
+			var hc *kov1alpha1.HostCluster
+			framework.Eventually(t, 3*time.Minute, name+" Failed", func() (bool, string) {
+				hc = s.get(t, name)
+				return hc.Status.Phase == kov1alpha1.HostClusterPhaseFailed, describeHC(hc)
+			})
+			c := reconcile.GetCondition(hc, kov1alpha1.ProvisionedCondition)
+			if c == nil || c.Status != metav1.ConditionFalse || c.Reason != kov1alpha1.ProvisioningFailedReason ||
+				!strings.Contains(c.Message, "holds a kubeconfig the platform refuses") || !strings.Contains(c.Message, "exec plugins are not allowed") {
+				t.Errorf("%s: Provisioned %+v, want ProvisioningFailed saying the admin.conf's exec plugin is refused", name, c)
+			}
+			// What is wrong is named, never the content.
+			for _, v := range []string{"attacker", "/etc/kcp", plugin} {
+				if strings.Contains(hc.Status.Message, v) || (c != nil && strings.Contains(c.Message, v)) {
+					t.Errorf("%s: the message quotes the kubeconfig (%q): %q", name, v, hc.Status.Message)
+				}
+			}
+			if runs := hc.Status.ProvisionRuns; len(runs) != 1 || runs[0].Outcome != string(api.StatusFailed) {
+				t.Errorf("%s: runs %+v, want one failed run", name, runs)
+			}
+			for _, c := range []client.Client{s.h.WS["acme"], s.h.Backend} {
+				ns := "default"
+				if c == s.h.Backend {
+					ns = workspaces.Namespace(s.h.LC["acme"])
+				}
+				if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "hostcluster-" + name + "-kubeconfig"}, &corev1.Secret{}); !apierrors.IsNotFound(err) {
+					t.Errorf("%s: a kubeconfig was stored or delivered in %s (err %v)", name, ns, err)
+				}
+			}
+		}
+		if _, err := os.Stat(marker); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("the admin.conf's exec plugin was run (marker %s: %v)", marker, err)
+		}
+	})
+
+	t.Run("eks: tokens minted in process with the tenant's key, its role assumed with the workspace's external ID; no helper anywhere", func(t *testing.T) {
+		// Nothing here could run the exec plugin the kubeconfig names: there is no helper.
+		if _, err := os.Stat(kubeconfig.EKSTokenHelper); !errors.Is(err, fs.ErrNotExist) {
+			t.Fatalf("%s exists (%v): the test must run where no helper is", kubeconfig.EKSTokenHelper, err)
+		}
+		if p, err := exec.LookPath("eks-token-helper"); err == nil {
+			t.Fatalf("eks-token-helper is on PATH (%s): the test must run where no helper is", p)
+		}
+		tenant := s.aws.AddUser("tenant-eks")
+		tenantARN := "arn:aws:iam::" + awsfake.AccountID + ":user/tenant-eks"
+		// The tenant applies the HostCluster first and reads the external ID it must trust.
+		s.hostCluster(t, eksClusterName, kov1alpha1.HostClusterModeProvisionEKS, kov1alpha1.TopologyEKS, "aws-role")
+		externalID := s.externalIDOf(t, "acme", eksClusterName)
+		if !strings.HasPrefix(externalID, "kubeopera-") || !kubeconfig.ValidExternalID(externalID) {
+			t.Fatalf("status.awsExternalID %q is not a kubeopera- external ID", externalID)
+		}
+		// Their role trusts their own user with that external ID; their Secret's own external_id
+		// is ignored.
+		if role := s.aws.STS.AddRoleTrusting("eks-admin", awsfake.Trust{Principals: []string{tenantARN}, ExternalID: externalID}); role != eksAdminRole {
+			t.Fatalf("role %s", role)
+		}
+		s.credential(t, "aws-role", map[string]string{api.CredentialAccessKey: tenant.AccessKeyID, api.CredentialSecretKey: tenant.SecretAccessKey,
+			api.CredentialRoleARN: eksAdminRole, api.CredentialExternalID: "chosen-by-the-tenant"})
+
 		var hc *kov1alpha1.HostCluster
-		framework.Eventually(t, 3*time.Minute, "eks-1 provisioned", func() (bool, string) {
-			hc = s.get(t, "eks-1")
-			return reconcile.IsTrue(hc, kov1alpha1.ProvisionedCondition), describeHC(hc)
+		framework.Eventually(t, 3*time.Minute, "eks-1 provisioned and reached with an EKS token", func() (bool, string) {
+			hc = s.get(t, eksClusterName)
+			return reconcile.IsTrue(hc, kov1alpha1.ProvisionedCondition) && reconcile.IsTrue(hc, kov1alpha1.AccessValidatedCondition) && hc.Status.Inventory != nil,
+				describeHC(hc)
 		})
-		var assumed bool
+		// The stand-in's authenticator accepted tokens for eks-1 signed by the role's session the
+		// manager assumed (its session name), mapped to kubeopera-admin: listing the nodes for the
+		// inventory needed that (anonymous requests may read /version only).
+		managerKeys := map[string]bool{}
 		for _, c := range s.aws.STS.AssumeRoleCalls() {
-			assumed = assumed || (c.RoleARN == role && c.ExternalID == "ext-1234")
+			if c.RoleARN != eksAdminRole {
+				continue
+			}
+			if c.ExternalID != externalID || c.CallerAccessKeyID != tenant.AccessKeyID {
+				t.Errorf("sts:AssumeRole of %s with external ID %q signed by %s: want the workspace's external ID, signed by the tenant's key", c.RoleARN, c.ExternalID, c.CallerAccessKeyID)
+			}
+			if c.RoleSessionName == "kubeopera-manager" && c.Issued.AccessKeyID != "" {
+				managerKeys[c.Issued.AccessKeyID] = true
+			}
 		}
-		if !assumed {
-			t.Errorf("no sts:AssumeRole of %s with the external id: %+v", role, s.aws.STS.AssumeRoleCalls())
+		var accepted bool
+		for _, r := range s.eksAuth.Reviews() {
+			accepted = accepted || (r.Authenticated && r.CanonicalARN == eksAdminRole && r.Username == "kubeopera-admin" && managerKeys[r.AccessKeyID])
 		}
-		stored := &corev1.Secret{}
-		if err := s.h.WS["acme"].Get(ctx, client.ObjectKey{Namespace: "default", Name: "hostcluster-eks-1-kubeconfig"}, stored); err != nil {
+		if !accepted {
+			t.Errorf("the EKS stand-in accepted no token of the manager's role session: reviews %+v, manager keys %v", s.eksAuth.Reviews(), managerKeys)
+		}
+		// The delivered kubeconfig is the runner's, for the tenant's own use: the helper with the
+		// role and the workspace's external ID, not the tenant's.
+		delivered := &corev1.Secret{}
+		if err := s.h.WS["acme"].Get(ctx, client.ObjectKey{Namespace: "default", Name: "hostcluster-eks-1-kubeconfig"}, delivered); err != nil {
 			t.Fatal(err)
 		}
-		kc, err := clientcmd.Load(stored.Data["kubeconfig"])
-		if err != nil {
-			t.Fatal(err)
+		eks, err := kubeconfig.ParseEKS(delivered.Data["kubeconfig"])
+		if err != nil || eks.RoleARN != eksAdminRole || eks.ExternalID != externalID || eks.ClusterName != eksClusterName {
+			t.Errorf("delivered EKS kubeconfig: %+v %v, want the role and the workspace's external ID", eks, err)
 		}
-		var exec bool
-		for _, u := range kc.AuthInfos {
-			exec = exec || (u.Exec != nil && u.Exec.Command == "/eks-token-helper" && slices.Contains(u.Exec.Args, role))
+	})
+
+	t.Run("role_arn: another workspace's role is AccessDenied, even with its external ID copied; that workspace's own run succeeds", func(t *testing.T) {
+		platformARN := "arn:aws:iam::" + awsfake.AccountID + ":user/kubeopera-platform"
+		// Tenant B applies its HostCluster, reads its external ID and lets only the platform's
+		// identity assume its role, with that ID (the README's trust policy).
+		s.hostClusterIn(t, "bravo", "b-own", kov1alpha1.HostClusterModeProvisionVanilla, kov1alpha1.TopologyVanillaKubeadm, "aws-role-b")
+		extB := s.externalIDOf(t, "bravo", "b-own")
+		roleB := s.aws.STS.AddRoleTrusting("tenant-b", awsfake.Trust{Principals: []string{platformARN}, ExternalID: extB})
+		paramB := provisionenv.AdminKubeconfigParameter("b-own")
+		s.aws.SSM.Put(paramB, "SecureString", "PENDING")
+		s.aws.SSM.PublishAdminKubeconfig(paramB, s.adminConf, 2*time.Second)
+		s.credentialIn(t, "bravo", "aws-role-b", map[string]string{api.CredentialRoleARN: roleB})
+
+		// Tenant A names B's role and copies B's external ID into its own Secret.
+		s.credentialIn(t, "acme", "aws-steal", map[string]string{api.CredentialRoleARN: roleB, api.CredentialExternalID: extB})
+		s.hostCluster(t, "a-steal", kov1alpha1.HostClusterModeProvisionVanilla, kov1alpha1.TopologyVanillaKubeadm, "aws-steal")
+		extA := s.externalIDOf(t, "acme", "a-steal")
+		if extA == extB {
+			t.Fatalf("two workspaces have the same external ID %q", extA)
 		}
-		if !exec {
-			t.Errorf("the EKS kubeconfig does not mint tokens with /eks-token-helper for the role: %+v", kc.AuthInfos)
+
+		var a *kov1alpha1.HostCluster
+		framework.Eventually(t, 3*time.Minute, "a-steal Failed", func() (bool, string) {
+			a = s.get(t, "a-steal")
+			return a.Status.Phase == kov1alpha1.HostClusterPhaseFailed, describeHC(a)
+		})
+		if c := reconcile.GetCondition(a, kov1alpha1.ProvisionedCondition); c == nil || c.Reason != kov1alpha1.ProvisioningFailedReason || !strings.Contains(c.Message, "AccessDenied") {
+			t.Errorf("a-steal's Provisioned %+v, want ProvisioningFailed with STS's AccessDenied", c)
+		}
+		framework.Eventually(t, 3*time.Minute, "b-own provisioned", func() (bool, string) {
+			b := s.getIn(t, "bravo", "b-own")
+			return reconcile.IsTrue(b, kov1alpha1.ProvisionedCondition), describeHC(b)
+		})
+
+		// Every AssumeRole of B's role was the platform's, with A's or B's own external ID (never
+		// the one A copied on A's behalf); only B's got credentials.
+		bKeys := map[string]bool{}
+		var aCalls int
+		for _, c := range s.aws.STS.AssumeRoleCalls() {
+			if c.RoleARN != roleB {
+				continue
+			}
+			if c.CallerAccessKeyID != s.pe.Platform.AccessKeyID {
+				t.Errorf("AssumeRole of B's role signed by %s, want the platform's identity", c.CallerAccessKeyID)
+			}
+			switch c.ExternalID {
+			case extA:
+				aCalls++
+				if c.Error != "AccessDenied" || c.Issued.AccessKeyID != "" {
+					t.Errorf("A's AssumeRole of B's role: error %q, issued %q; want AccessDenied and nothing issued", c.Error, c.Issued.AccessKeyID)
+				}
+			case extB:
+				if c.Issued.AccessKeyID != "" {
+					bKeys[c.Issued.AccessKeyID] = true
+				}
+			default:
+				t.Errorf("AssumeRole of B's role with external ID %q, want only the workspaces' own", c.ExternalID)
+			}
+		}
+		if aCalls == 0 || len(bKeys) == 0 {
+			t.Errorf("%d AssumeRole calls for A, %d sessions for B: want A refused and B's run served", aCalls, len(bKeys))
+		}
+		// Nothing was done for A anywhere: no S3 or SSM request about a-steal succeeded, and
+		// every request signed by a session of B's role was B's.
+		for _, r := range s.aws.Requests("") {
+			if (r.Service == "s3" || r.Service == "ssm") && strings.Contains(r.Resource, "a-steal") && r.Status < 300 {
+				t.Errorf("%s %s %s answered %d for A", r.Service, r.Operation, r.Resource, r.Status)
+			}
+			if bKeys[r.AccessKeyID] && strings.Contains(r.Resource, "a-steal") {
+				t.Errorf("B's role session made %s %s on %s", r.Service, r.Operation, r.Resource)
+			}
 		}
 	})
 

@@ -24,6 +24,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -80,11 +81,46 @@ type Env struct {
 	URL, APIKey string
 	// AWS is the local AWS endpoint.
 	AWS *awsfake.Endpoint
+	// Platform is the platform's own AWS identity: an IAM user whose key the runs' Pods have in
+	// their environment (as a provisioner's Pod has its cloud identity), the runner's default
+	// credentials, with which it assumes a role_arn credential that has no access key.
+	Platform awsfake.Credentials
 	// Runner plays the runs' Pods.
 	Runner *actors.TerraformJob
 
+	eks    *eksClusters
 	cancel context.CancelFunc
 	done   chan struct{}
+}
+
+// eksClusters are the API servers EKS runs of some cluster IDs "build" (ServeEKS).
+type eksClusters struct {
+	mu sync.Mutex
+	m  map[string]eksCluster
+}
+
+type eksCluster struct {
+	endpoint string
+	ca       []byte
+}
+
+func (c *eksClusters) get(clusterID string) (eksCluster, bool) {
+	if c == nil {
+		return eksCluster{}, false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	v, ok := c.m[clusterID]
+	return v, ok
+}
+
+// ServeEKS makes the EKS run of clusterID "build" the API server at endpoint (an https URL) with
+// CA ca: its outputs cluster_endpoint and cluster_ca_certificate name them. Other EKS runs name
+// https://<ID>.gr7.<region>.eks.amazonaws.com and Options.ClusterCA.
+func (e *Env) ServeEKS(clusterID, endpoint string, ca []byte) {
+	e.eks.mu.Lock()
+	defer e.eks.mu.Unlock()
+	e.eks.m[clusterID] = eksCluster{endpoint: endpoint, ca: ca}
 }
 
 // Start starts the provisioning side; Stop stops it.
@@ -118,7 +154,8 @@ func Start(ctx context.Context, o Options) (*Env, error) {
 	if err != nil {
 		return nil, err
 	}
-	runs, err := jobs.New(cs, jobs.Config{Namespace: api.DefaultJobsNamespace, Render: OfflineModule(o.ClusterCA)})
+	eks := &eksClusters{m: map[string]eksCluster{}}
+	runs, err := jobs.New(cs, jobs.Config{Namespace: api.DefaultJobsNamespace, Render: offlineModule(o.ClusterCA, eks)})
 	if err != nil {
 		return nil, err
 	}
@@ -131,7 +168,8 @@ func Start(ctx context.Context, o Options) (*Env, error) {
 		return nil, err
 	}
 	aws := awsfake.New()
-	env := map[string]string{runner.EnvTerraformBinary: tf}
+	platform := aws.AddUser("kubeopera-platform")
+	env := map[string]string{runner.EnvTerraformBinary: tf, "AWS_ACCESS_KEY_ID": platform.AccessKeyID, "AWS_SECRET_ACCESS_KEY": platform.SecretAccessKey}
 	for k, v := range aws.Env() {
 		env[k] = v
 	}
@@ -141,7 +179,7 @@ func Start(ctx context.Context, o Options) (*Env, error) {
 	ra := &actors.TerraformJob{Backend: o.Backend, Namespace: api.DefaultJobsNamespace, RunnerBinary: bin,
 		ModulesDir: filepath.Join(o.Root, "terraform", "modules"), Env: env}
 	rctx, cancel := context.WithCancel(context.Background())
-	e := &Env{URL: "http://" + ln.Addr().String(), APIKey: o.APIKey, AWS: aws, Runner: ra, cancel: cancel, done: make(chan struct{})}
+	e := &Env{URL: "http://" + ln.Addr().String(), APIKey: o.APIKey, AWS: aws, Platform: platform, Runner: ra, eks: eks, cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(e.done)
 		errs := make(chan error, 2)
@@ -209,11 +247,13 @@ func installProvisioner(ctx context.Context, cfg *rest.Config, root string) erro
 // OfflineModule renders, for a request, what the real root module does that matters to the rest
 // of the chain, without the AWS provider (see the package doc). clusterCA is the CA (PEM) an EKS
 // run's cluster_ca_certificate output names.
-func OfflineModule(clusterCA []byte) jobs.RenderFunc {
-	return func(req api.CreateRequest) (map[string]string, error) { return renderOffline(req, clusterCA) }
+func OfflineModule(clusterCA []byte) jobs.RenderFunc { return offlineModule(clusterCA, nil) }
+
+func offlineModule(clusterCA []byte, eks *eksClusters) jobs.RenderFunc {
+	return func(req api.CreateRequest) (map[string]string, error) { return renderOffline(req, clusterCA, eks) }
 }
 
-func renderOffline(req api.CreateRequest, clusterCA []byte) (map[string]string, error) {
+func renderOffline(req api.CreateRequest, clusterCA []byte, eks *eksClusters) (map[string]string, error) {
 	if err := req.Validate(); err != nil {
 		return nil, err
 	}
@@ -253,18 +293,22 @@ resource "terraform_data" "cluster" {
 		!strings.HasPrefix(req.ClusterID, QuotaPrefix), req.ClusterID, QuotaError, strings.HasPrefix(req.ClusterID, ProtectedPrefix))
 	var outputs string
 	if req.Topology == api.TopologyEKS {
+		endpoint, ca := fmt.Sprintf("https://%s.gr7.%s.eks.amazonaws.com", strings.ToUpper(req.ClusterID), req.Region), clusterCA
+		if c, ok := eks.get(req.ClusterID); ok {
+			endpoint, ca = c.endpoint, c.ca
+		}
 		outputs = fmt.Sprintf(`output "cluster_name" {
   value = %q
 }
 
 output "cluster_endpoint" {
-  value = "https://%s.gr7.%s.eks.amazonaws.com"
+  value = %q
 }
 
 output "cluster_ca_certificate" {
   value = %q
 }
-`, req.ClusterID, strings.ToUpper(req.ClusterID), req.Region, base64.StdEncoding.EncodeToString(clusterCA))
+`, req.ClusterID, endpoint, base64.StdEncoding.EncodeToString(ca))
 	} else {
 		outputs = fmt.Sprintf(`output "`+render.OutputAdminKubeconfigParameter+`" {
   value = %q
