@@ -313,7 +313,8 @@ func run() error {
 		"GITOPS_SCAFFOLDER_BASE_URL="+gitops.Scaffolder.URL, "GITOPS_SCAFFOLDER_API_KEY="+devScaffolderAPIKey)
 	if provisioner != nil {
 		// The key goes by environment (the manager has no flag for it: no secret on a command line).
-		mgrArgs = append(mgrArgs, "--cluster-provisioner-base-url", provisioner.URL)
+		// EKS tokens the manager mints are signed for the AWS played here.
+		mgrArgs = append(mgrArgs, "--cluster-provisioner-base-url", provisioner.URL, "--aws-endpoint-url", provisioner.AWS.URL)
 		mgrEnv = append(mgrEnv, "CLUSTER_PROVISIONER_API_KEY="+provisioner.APIKey)
 	}
 	mgr := exec.CommandContext(ctx, filepath.Join(binDir(root), "manager"), mgrArgs...)
