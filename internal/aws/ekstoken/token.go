@@ -48,8 +48,9 @@ const (
 // AWS_ENDPOINT_URL when set (config.LoadDefaultConfig reads the environment variables). expiry is
 // when the token should be replaced: ExpirationAfterSigning after signing.
 //
-// Credentials are retrieved exactly once, so wrapping cfg with AssumeRole costs one sts:AssumeRole
-// call per token. Nothing is sent to STS to mint the token itself.
+// Credentials are retrieved once per token: with AssumeRole that is one sts:AssumeRole call unless
+// the cached session outlives the token (see AssumeRole). Nothing is sent to STS to mint the
+// token itself.
 func Token(ctx context.Context, cfg aws.Config, clusterName string, now func() time.Time) (token string, expiry time.Time, err error) {
 	if clusterName == "" {
 		return "", time.Time{}, errors.New("cluster name is required")

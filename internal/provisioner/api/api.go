@@ -53,9 +53,10 @@ const (
 
 // Keys of the credential Secret the caller names (credentialSecretRef), as the manager copies
 // the tenant's credential: an access key (AccessKey + SecretKey, optional SessionToken), and/or a
-// role to assume (RoleARN, optional ExternalID) — with an access key, that key assumes the role;
-// without one, the runner's own default credentials do. The runner uses the role for Terraform
-// and for the EKS kubeconfig's exec credential.
+// role to assume (RoleARN, with ExternalID) — with an access key, that key assumes the role;
+// without one, the runner's own default credentials do. ExternalID is the workspace's external
+// ID the manager writes into the copy (never the tenant's), so every sts:AssumeRole of a run
+// carries it. The runner uses the role for Terraform and for the EKS kubeconfig's exec credential.
 const (
 	CredentialAccessKey    = "access_key"
 	CredentialSecretKey    = "secret_key"

@@ -14,7 +14,9 @@
 //  6. the kubeconfig: vanilla_kubeadm polls the SSM parameter the control-plane node publishes
 //     its base64 admin.conf to (phase waiting-for-kubeconfig); eks builds one from the cluster's
 //     outputs whose exec plugin is /eks-token-helper, with the credential embedded at
-//     construction (never through Terraform state);
+//     construction (never through Terraform state). Both come from the tenant's account, so
+//     both are checked as the manager checks them (kubeconfig.ParseUntrusted, ParseEKS) before
+//     anything is published;
 //  7. publish: data kubeconfig and phase succeeded (destroy: succeeded without a kubeconfig).
 //
 // Any failure is phase failed with the failing step's error (Terraform's own text for a
