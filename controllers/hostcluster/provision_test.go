@@ -422,6 +422,20 @@ func TestProvisioning(t *testing.T) {
 		if !accepted {
 			t.Errorf("the EKS stand-in accepted no token of the manager's role session: reviews %+v, manager keys %v", s.eksAuth.Reviews(), managerKeys)
 		}
+		// The tenant is told that their external_id was ignored, and what is sent instead.
+		framework.Eventually(t, 30*time.Second, "an ExternalIDIgnored event about eks-1", func() (bool, string) {
+			evs := &corev1.EventList{}
+			if err := s.h.WS["acme"].List(ctx, evs, client.InNamespace("default")); err != nil {
+				return false, err.Error()
+			}
+			for _, ev := range evs.Items {
+				if ev.Reason == kov1alpha1.ExternalIDIgnoredReason && ev.InvolvedObject.Name == eksClusterName &&
+					strings.Contains(ev.Message, externalID) && !strings.Contains(ev.Message, "chosen-by-the-tenant") {
+					return true, ""
+				}
+			}
+			return false, fmt.Sprintf("%d events, none ExternalIDIgnored naming the workspace's external ID", len(evs.Items))
+		})
 		// The delivered kubeconfig is the runner's, for the tenant's own use: the helper with the
 		// role and the workspace's external ID, not the tenant's.
 		delivered := &corev1.Secret{}
