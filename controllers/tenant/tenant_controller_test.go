@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/url"
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
@@ -222,6 +223,16 @@ func TestTenantPhaseTransitions(t *testing.T) {
 		}
 		if !strings.Contains(tn.Status.Message, "503") && !strings.Contains(tn.Status.Message, "Service Unavailable") {
 			t.Errorf("the message does not say what failed: %q", tn.Status.Message)
+		}
+		// In the platform's words: the chart server's address (an internal URL to a tenant) is in
+		// the manager's log, never in the tenant's status.
+		if u, _ := url.Parse(s.chart.URL); strings.Contains(tn.Status.Message, u.Host) || strings.Contains(tn.Status.Message, "http://") {
+			t.Errorf("the message names the chart server's address: %q", tn.Status.Message)
+		}
+		for _, c := range tn.Status.Conditions {
+			if u, _ := url.Parse(s.chart.URL); strings.Contains(c.Message, u.Host) {
+				t.Errorf("condition %s names the chart server's address: %q", c.Type, c.Message)
+			}
 		}
 		if cond(tn, kov1alpha1.ReleaseDeployedCondition) != "False/"+kov1alpha1.TransientErrorReason {
 			t.Errorf("ReleaseDeployed = %s, want False/TransientError", cond(tn, kov1alpha1.ReleaseDeployedCondition))
