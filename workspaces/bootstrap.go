@@ -63,7 +63,28 @@ func Bootstrap(ctx context.Context, cfg *rest.Config, platformWorkspace string) 
 			return fmt.Errorf("failed to apply %s %s in %s: %w (last error: %v)", obj.GetKind(), obj.GetName(), platformWorkspace, err, lastErr)
 		}
 	}
+	for _, obj := range obsoleteObjects() {
+		if err := c.Delete(ctx, obj); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("failed to delete the obsolete %s %s in %s: %w", obj.GetKind(), obj.GetName(), platformWorkspace, err)
+		}
+	}
 	return nil
+}
+
+// obsoleteObjects are what earlier versions of the bootstrap applied and this one removes: the
+// grant of bind on both exports to every authenticated user (ClusterRole and ClusterRoleBinding
+// kubeopera:bind), which let a tenant bind them in a workspace of any type, outside the
+// terminator and the limits. The exports are bound only by the WorkspaceType's default bindings.
+func obsoleteObjects() []*unstructured.Unstructured {
+	var out []*unstructured.Unstructured
+	for _, kind := range []string{"ClusterRoleBinding", "ClusterRole"} {
+		u := &unstructured.Unstructured{}
+		u.SetAPIVersion("rbac.authorization.k8s.io/v1")
+		u.SetKind(kind)
+		u.SetName("kubeopera:bind")
+		out = append(out, u)
+	}
+	return out
 }
 
 // ensureWorkspacePath creates every workspace of path below root (e.g. root:platform:kubeopera)
