@@ -2,6 +2,7 @@ package workspaces_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -21,14 +22,17 @@ import (
 
 // TestExportsAreBoundOnlyThroughTheTenantWorkspaceType plays a tenant who wants the platform's
 // APIs in a workspace the platform does not know as a tenant's: a workspace of kcp's universal
-// type (no terminator, so deleting it would leave the backend behind; and a way around per-
-// workspace limits, one workspace after another). On a real kcp, with the platform bootstrapped
-// over an older one that granted bind to every authenticated user:
-//   - the bootstrap removes that grant;
+// type (no terminator, so deleting it would leave the backend behind; and a way around the
+// per-workspace limits, one workspace after another). On a real kcp, with the platform
+// bootstrapped over an older one that granted bind and use to every authenticated user:
+//   - the bootstrap removes those grants;
 //   - kcp's unprivileged "user", admin of a universal workspace it created, is refused an
-//     APIBinding to either export;
-//   - a kubeopera-tenant workspace the same user creates still gets both exports bound (kcp's
-//     apibinder initializer binds with its own identity; the user needs no bind).
+//     APIBinding to either export, and refused a workspace of type kubeopera-tenant;
+//   - once the platform admin grants it the shipped role kubeopera:tenant-workspace-creator (as
+//     the group workspaces.TenantWorkspaceCreators has it; kcp scopes impersonated identities to
+//     one workspace, so the test cannot play a group member), it creates a kubeopera-tenant
+//     workspace, which gets both exports bound (kcp's apibinder initializer binds as the
+//     workspace's creator).
 func TestExportsAreBoundOnlyThroughTheTenantWorkspaceType(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -46,41 +50,52 @@ func TestExportsAreBoundOnlyThroughTheTenantWorkspaceType(t *testing.T) {
 		}
 		return c
 	}
+	grantAuthenticated := func(name string, rules []any) {
+		t.Helper()
+		for _, obj := range []*unstructured.Unstructured{
+			{Object: map[string]any{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": map[string]any{"name": name}, "rules": rules}},
+			{Object: map[string]any{
+				"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": map[string]any{"name": name},
+				"roleRef":  map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
+				"subjects": []any{map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "system:authenticated"}},
+			}},
+		} {
+			if err := kc(kcp.Config, platform).Create(ctx, obj); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
 
-	// An older platform: bind granted to system:authenticated (what apiexports/bootstrap/rbac.yaml
-	// applied before).
+	// An older platform: bind and use granted to system:authenticated (what
+	// apiexports/bootstrap/rbac.yaml applied before).
 	if err := workspaces.Bootstrap(ctx, kcp.Config, platform); err != nil {
 		t.Fatal(err)
 	}
-	applyRBAC(ctx, t, kc(kcp.Config, platform), "kubeopera:bind", "ignored", []any{map[string]any{
+	grantAuthenticated("kubeopera:bind", []any{map[string]any{
 		"apiGroups": []any{"apis.kcp.io"}, "resources": []any{"apiexports"},
 		"resourceNames": []any{"kubeopera.io", "platform.edgeconnect.eu"}, "verbs": []any{"bind"},
 	}})
-	crb := &unstructured.Unstructured{}
-	crb.SetAPIVersion("rbac.authorization.k8s.io/v1")
-	crb.SetKind("ClusterRoleBinding")
-	if err := kc(kcp.Config, platform).Get(ctx, client.ObjectKey{Name: "kubeopera:bind"}, crb); err != nil {
-		t.Fatal(err)
-	}
-	crb.Object["subjects"] = []any{map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "system:authenticated"}}
-	if err := kc(kcp.Config, platform).Update(ctx, crb); err != nil {
-		t.Fatal(err)
-	}
+	grantAuthenticated("kubeopera:use-workspacetype", []any{map[string]any{
+		"apiGroups": []any{"tenancy.kcp.io"}, "resources": []any{"workspacetypes"},
+		"resourceNames": []any{"kubeopera-tenant"}, "verbs": []any{"use"},
+	}})
 
 	// This version's bootstrap over it.
 	if err := workspaces.Bootstrap(ctx, kcp.Config, platform); err != nil {
 		t.Fatal(err)
 	}
-	for _, kind := range []string{"ClusterRole", "ClusterRoleBinding"} {
-		u := &unstructured.Unstructured{}
-		u.SetAPIVersion("rbac.authorization.k8s.io/v1")
-		u.SetKind(kind)
-		if err := kc(kcp.Config, platform).Get(ctx, client.ObjectKey{Name: "kubeopera:bind"}, u); !apierrors.IsNotFound(err) {
-			t.Errorf("%s kubeopera:bind after the bootstrap: %v (want NotFound)", kind, err)
+	for _, name := range []string{"kubeopera:bind", "kubeopera:use-workspacetype"} {
+		for _, kind := range []string{"ClusterRole", "ClusterRoleBinding"} {
+			u := &unstructured.Unstructured{}
+			u.SetAPIVersion("rbac.authorization.k8s.io/v1")
+			u.SetKind(kind)
+			if err := kc(kcp.Config, platform).Get(ctx, client.ObjectKey{Name: name}, u); !apierrors.IsNotFound(err) {
+				t.Errorf("%s %s after the bootstrap: %v (want NotFound)", kind, name, err)
+			}
 		}
 	}
 
-	// The tenant: kcp's "user", who may create workspaces in root:orgs (and so is admin of each).
+	// The tenant ("user") may create workspaces in root:orgs (and is admin of each it creates).
 	if _, err := workspaces.EnsureWorkspace(ctx, kcp.Config, "root", "orgs", workspaces.WorkspaceType{}); err != nil {
 		t.Fatal(err)
 	}
@@ -88,20 +103,14 @@ func TestExportsAreBoundOnlyThroughTheTenantWorkspaceType(t *testing.T) {
 		map[string]any{"apiGroups": []any{"tenancy.kcp.io"}, "resources": []any{"workspaces"}, "verbs": []any{"create", "get", "list", "watch"}},
 		map[string]any{"nonResourceURLs": []any{"/"}, "verbs": []any{"access"}},
 	})
-	rogue, err := workspaces.EnsureWorkspace(ctx, userCfg, "root:orgs", "rogue", workspaces.WorkspaceType{})
-	if err != nil {
+	if _, err := workspaces.EnsureWorkspace(ctx, userCfg, "root:orgs", "rogue", workspaces.WorkspaceType{}); err != nil {
 		t.Fatal(err)
 	}
-	tenant, err := workspaces.EnsureWorkspace(ctx, userCfg, "root:orgs", "tenant", workspaces.TenantWorkspaceTypeIn(platform))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("universal workspace root:orgs:rogue is %s, tenant workspace root:orgs:tenant is %s", rogue, tenant)
 
 	// Its own universal workspace: admin there, and still no binding to the platform's exports.
 	rc := kc(userCfg, "root:orgs:rogue")
 	if err := rc.Create(ctx, &tenancyv1alpha1.Workspace{ObjectMeta: metav1.ObjectMeta{Name: "child"}}); err != nil {
-		t.Fatalf("the user is not admin of the workspace it created (the test proves nothing): %v", err)
+		t.Fatalf("the user is not admin of the workspace it created (the test would prove nothing): %v", err)
 	}
 	for _, export := range []string{"kubeopera.io", "platform.edgeconnect.eu"} {
 		b := &apisv1alpha2.APIBinding{
@@ -119,7 +128,28 @@ func TestExportsAreBoundOnlyThroughTheTenantWorkspaceType(t *testing.T) {
 			t.Errorf("binding %s: %v, want Forbidden for want of bind", export, err)
 		}
 	}
+	// Nor may it make a tenant workspace of its own.
+	tenantType := workspaces.TenantWorkspaceTypeIn(platform)
+	ws := &tenancyv1alpha1.Workspace{ObjectMeta: metav1.ObjectMeta{Name: "self-made"}, Spec: tenancyv1alpha1.WorkspaceSpec{
+		Type: &tenancyv1alpha1.WorkspaceTypeReference{Name: tenancyv1alpha1.WorkspaceTypeName(tenantType.Name), Path: tenantType.Path}}}
+	if err := kc(userCfg, "root:orgs").Create(ctx, ws); !apierrors.IsForbidden(err) {
+		t.Errorf("creating a kubeopera-tenant workspace as a tenant: %v, want Forbidden", err)
+	}
 
-	// Its kubeopera-tenant workspace has both exports bound, claims accepted.
+	// The platform admin makes it a tenant-workspace creator: its tenant workspace has both
+	// exports bound, claims accepted.
+	crb := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": map[string]any{"name": "test:onboarding"},
+		"roleRef":  map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "kubeopera:tenant-workspace-creator"},
+		"subjects": []any{map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "user"}},
+	}}
+	if err := kc(kcp.Config, platform).Create(ctx, crb); err != nil {
+		t.Fatal(err)
+	}
+	// kcp's authorizers see a new binding a moment later.
+	framework.Eventually(t, time.Minute, "the tenant workspace created by a tenant-workspace creator", func() (bool, string) {
+		_, err := workspaces.EnsureWorkspace(ctx, userCfg, "root:orgs", "tenant", tenantType)
+		return err == nil, fmt.Sprint(err)
+	})
 	waitForBindings(ctx, t, kc(kcp.Config, "root:orgs:tenant"), "root:orgs:tenant")
 }

@@ -71,18 +71,25 @@ func Bootstrap(ctx context.Context, cfg *rest.Config, platformWorkspace string) 
 	return nil
 }
 
+// TenantWorkspaceCreators is the group whose members may create tenant workspaces (use the
+// WorkspaceType kubeopera-tenant) and so bind the exports, which kcp checks for a workspace's
+// creator when it creates the default bindings (apiexports/bootstrap/rbac.yaml).
+const TenantWorkspaceCreators = "kubeopera:tenant-workspace-creators"
+
 // obsoleteObjects are what earlier versions of the bootstrap applied and this one removes: the
-// grant of bind on both exports to every authenticated user (ClusterRole and ClusterRoleBinding
-// kubeopera:bind), which let a tenant bind them in a workspace of any type, outside the
-// terminator and the limits. The exports are bound only by the WorkspaceType's default bindings.
+// grants of bind on both exports and of use of the WorkspaceType to every authenticated user
+// (ClusterRoles and ClusterRoleBindings kubeopera:bind and kubeopera:use-workspacetype), which let
+// a tenant bind the exports in a workspace of any type, outside the terminator and the limits.
 func obsoleteObjects() []*unstructured.Unstructured {
 	var out []*unstructured.Unstructured
-	for _, kind := range []string{"ClusterRoleBinding", "ClusterRole"} {
-		u := &unstructured.Unstructured{}
-		u.SetAPIVersion("rbac.authorization.k8s.io/v1")
-		u.SetKind(kind)
-		u.SetName("kubeopera:bind")
-		out = append(out, u)
+	for _, name := range []string{"kubeopera:bind", "kubeopera:use-workspacetype"} {
+		for _, kind := range []string{"ClusterRoleBinding", "ClusterRole"} {
+			u := &unstructured.Unstructured{}
+			u.SetAPIVersion("rbac.authorization.k8s.io/v1")
+			u.SetKind(kind)
+			u.SetName(name)
+			out = append(out, u)
+		}
 	}
 	return out
 }
