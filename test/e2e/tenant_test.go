@@ -19,6 +19,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
@@ -179,6 +180,14 @@ func TestInvalidTenantNameIsRefusedAtAdmission(t *testing.T) {
 	err := acme.Create(context.Background(), bad)
 	if err == nil || !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "spec.tenantName") || !strings.Contains(err.Error(), "should match") {
 		t.Fatalf("want a validation error naming spec.tenantName, got %v", err)
+	}
+	// A negative quota would offset the workspace's sums against its limits: kcp refuses it (the
+	// schema's CEL rule on the quantity).
+	negative := seedTenant(t, "default", "alice-default", "7e9d3a1b-negative")
+	negative.Spec.Quota.CPU = resource.MustParse("-1000")
+	err = acme.Create(context.Background(), negative)
+	if err == nil || !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "spec.quota.cpu must be greater than zero") {
+		t.Fatalf("want a validation error for the negative quota, got %v", err)
 	}
 }
 
