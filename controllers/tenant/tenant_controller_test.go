@@ -76,20 +76,20 @@ func (h *helmRecorder) enter(string) func() {
 	}
 }
 
-func (h *helmRecorder) Observe(ctx context.Context, ns, name string, values map[string]any) (helm.Observation, error) {
-	defer h.enter(ns)()
-	return h.Client.Observe(ctx, ns, name, values)
+func (h *helmRecorder) Observe(ctx context.Context, rel helm.Release, values map[string]any) (helm.Observation, error) {
+	defer h.enter(rel.Namespace)()
+	return h.Client.Observe(ctx, rel, values)
 }
 
-func (h *helmRecorder) InstallOrUpgrade(ctx context.Context, ns, name string, values map[string]any) (helm.Observation, error) {
-	defer h.enter(ns)()
+func (h *helmRecorder) InstallOrUpgrade(ctx context.Context, rel helm.Release, values map[string]any) (helm.Observation, error) {
+	defer h.enter(rel.Namespace)()
 	time.Sleep(300 * time.Millisecond)
-	return h.Client.InstallOrUpgrade(ctx, ns, name, values)
+	return h.Client.InstallOrUpgrade(ctx, rel, values)
 }
 
-func (h *helmRecorder) Uninstall(ctx context.Context, ns, name string) error {
-	defer h.enter(ns)()
-	return h.Client.Uninstall(ctx, ns, name)
+func (h *helmRecorder) Uninstall(ctx context.Context, rel helm.Release) error {
+	defer h.enter(rel.Namespace)()
+	return h.Client.Uninstall(ctx, rel)
 }
 
 type suite struct {
