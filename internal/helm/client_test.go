@@ -204,7 +204,7 @@ func TestInstallUpgradeUninstall(t *testing.T) {
 	}
 	expectQuantity(t, "limitRange default cpu", lr.Spec.Limits[0].Default[corev1.ResourceCPU], "1")
 	expectQuantity(t, "limitRange defaultRequest memory", lr.Spec.Limits[0].DefaultRequest[corev1.ResourceMemory], "128Mi")
-	if _, err := kube.NetworkingV1().NetworkPolicies(ns).Get(ctx, "vc-"+name, metav1.GetOptions{}); err != nil {
+	if _, err := kube.NetworkingV1().NetworkPolicies(ns).Get(ctx, "vc-work-"+name, metav1.GetOptions{}); err != nil {
 		t.Errorf("failed to get NetworkPolicy: %v", err)
 	}
 	if _, err := kube.CoreV1().ServiceAccounts(ns).Get(ctx, "vc-"+name, metav1.GetOptions{}); err != nil {
@@ -249,7 +249,7 @@ func TestInstallUpgradeUninstall(t *testing.T) {
 		t.Errorf("Observe after upgrade = %+v, %v; want up-to-date revision 3", obs, err)
 	}
 	expectGone(t, "NetworkPolicy", func() error {
-		_, err := kube.NetworkingV1().NetworkPolicies(ns).Get(ctx, "vc-"+name, metav1.GetOptions{})
+		_, err := kube.NetworkingV1().NetworkPolicies(ns).Get(ctx, "vc-work-"+name, metav1.GetOptions{})
 		return err
 	})
 
@@ -311,7 +311,7 @@ func TestInstallWithChartDefaults(t *testing.T) {
 	}
 	for kind, get := range map[string]func() error{
 		"NetworkPolicy": func() error {
-			_, err := kube.NetworkingV1().NetworkPolicies(ns).Get(ctx, "vc-plain", metav1.GetOptions{})
+			_, err := kube.NetworkingV1().NetworkPolicies(ns).Get(ctx, "vc-work-plain", metav1.GetOptions{})
 			return err
 		},
 		"ResourceQuota": func() error {

@@ -230,8 +230,10 @@ func TestSameNamedTenantsInTwoWorkspacesGetIsolatedVClusters(t *testing.T) {
 		if res.Limits.Cpu().String() != "2" || res.Limits.Memory().String() != "4Gi" || res.Requests.Memory().String() != "4Gi" {
 			t.Errorf("vCluster resources %v do not carry the quota", res)
 		}
-		if err := e.backendC.Get(ctx, client.ObjectKey{Namespace: ns, Name: "vc-vc-alice-default"}, &networkingv1.NetworkPolicy{}); err != nil {
-			t.Errorf("NetworkPolicy missing in %s: %v", ns, err)
+		for _, name := range []string{"vc-work-vc-alice-default", "vc-cp-vc-alice-default"} {
+			if err := e.backendC.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &networkingv1.NetworkPolicy{}); err != nil {
+				t.Errorf("NetworkPolicy %s missing in %s: %v", name, ns, err)
+			}
 		}
 		if err := e.backendC.Get(ctx, client.ObjectKey{Namespace: ns, Name: "vc-vc-alice-default"}, &corev1.ResourceQuota{}); err != nil {
 			t.Errorf("ResourceQuota missing in %s: %v", ns, err)
