@@ -104,9 +104,10 @@ type Release struct {
 	// layout before Storage was set, or forged) are never read: InstallOrUpgrade installs the
 	// release into Storage, adopting the objects whose meta.helm.sh/release-name and
 	// release-namespace annotations name it (Helm's install adopts those instead of failing),
-	// and then deletes those records; Uninstall deletes them too. So a release made before
-	// its records moved keeps its objects (no reinstall from scratch) and a forged record
-	// never decides a deletion.
+	// and then deletes those records; Uninstall deletes them too. A failed adopting install is
+	// forgotten and tried again, never uninstalled (which would delete the adopted objects). So
+	// a release made before its records moved keeps its objects (no reinstall from scratch) and
+	// a forged record never decides a deletion.
 	Storage string
 }
 
@@ -304,10 +305,25 @@ func (c *SDKClient) InstallOrUpgrade(ctx context.Context, rel Release, values ma
 			return Observation{}, newError(op, namespace, name, fmt.Errorf("failed to mark revision %d as failed: %w", latest.Version, err))
 		}
 	}
+	var moving []corev1.Secret // records left in the release namespace: their objects are to be adopted
+	if rel.separate() && (latest == nil || needsReinstall(latest, revisions)) {
+		if moving, err = c.namespaceRecords(ctx, rel); err != nil {
+			return Observation{}, newError(op, namespace, name, err)
+		}
+	}
 	if latest != nil && needsReinstall(latest, revisions) {
-		log.Info("Uninstalling release before installing it again", "revision", latest.Version, "status", latest.Info.Status)
-		if err := uninstall(cfg, name); err != nil {
-			return Observation{}, newError(op, namespace, name, fmt.Errorf("failed to uninstall before installing again: %w", err))
+		if len(moving) > 0 && latest.Info.Status == release.StatusFailed {
+			// The install that was to adopt the objects of the release recorded in the release
+			// namespace failed: forget it and adopt them again, rather than uninstalling them.
+			log.Info("Forgetting the failed install that was to adopt the release's objects", "revision", latest.Version)
+			if err := deleteRecords(cfg, revisions); err != nil {
+				return Observation{}, newError(op, namespace, name, err)
+			}
+		} else {
+			log.Info("Uninstalling release before installing it again", "revision", latest.Version, "status", latest.Info.Status)
+			if err := uninstall(cfg, name); err != nil {
+				return Observation{}, newError(op, namespace, name, fmt.Errorf("failed to uninstall before installing again: %w", err))
+			}
 		}
 		latest = nil
 	}
@@ -315,11 +331,9 @@ func (c *SDKClient) InstallOrUpgrade(ctx context.Context, rel Release, values ma
 	hash := hashValues(values)
 	var out *release.Release
 	if latest == nil {
-		if rel.separate() {
-			if records, err := c.namespaceRecords(ctx, rel); err == nil && len(records) > 0 {
-				// Never read: installing adopts the objects the records' release made.
-				log.Info("Installing release into its storage namespace, adopting its objects; its records in the release namespace are not read", "storage", rel.Storage, "records", len(records))
-			}
+		if len(moving) > 0 {
+			// Never read: installing adopts the objects the records' release made.
+			log.Info("Installing release into its storage namespace, adopting its objects; its records in the release namespace are not read", "storage", rel.Storage, "records", len(moving))
 		}
 		log.V(1).Info("Installing release", "chartVersion", ch.Metadata.Version)
 		in := action.NewInstall(cfg)

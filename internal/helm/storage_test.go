@@ -164,7 +164,8 @@ func TestForgedRecordInTheReleaseNamespaceIsNeverRead(t *testing.T) {
 // TestReleaseRecordsMoveToTheStorageNamespace: a release installed with its records in its own
 // namespace (as before Release.Storage) is carried over when next converged with a storage
 // namespace: its objects are adopted in place (same UIDs: no reinstall, no second release
-// fighting the first), its records move, and the old ones are deleted unread. A record the tenant
+// fighting the first), also after an attempt that failed, its records move, and the old ones are
+// deleted unread. A record the tenant
 // forged there before the move (as the syncer, newer than the real ones, listing a Secret of
 // another namespace) is never read either: that Secret survives the move and the uninstall.
 func TestReleaseRecordsMoveToTheStorageNamespace(t *testing.T) {
@@ -185,6 +186,17 @@ func TestReleaseRecordsMoveToTheStorageNamespace(t *testing.T) {
 
 	if obs, err := c.Observe(ctx, rel, values); err != nil || obs.Exists {
 		t.Errorf("Observe(storage namespace) before the move = %+v, %v; want no release there yet", obs, err)
+	}
+	// A first attempt fails after Helm recorded it (the API server refuses "bogus" as a quota
+	// resource name, before the StatefulSet is reached): the next attempt adopts the objects
+	// again instead of uninstalling the failed release, which would delete them.
+	bad := vclusterValues()
+	bad["policies"].(map[string]any)["resourceQuota"] = map[string]any{"enabled": true, "quota": map[string]any{"bogus": "1"}}
+	if _, err := c.InstallOrUpgrade(ctx, rel, bad); err == nil {
+		t.Fatal("the install with an invalid quota succeeded")
+	}
+	if obs, err := c.Observe(ctx, rel, bad); err != nil || obs.State != StateFailed {
+		t.Fatalf("Observe after the failed move = %+v, %v; want a failed revision", obs, err)
 	}
 	obs, err := c.InstallOrUpgrade(ctx, rel, values)
 	if err != nil {
