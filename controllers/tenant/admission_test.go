@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
 	kov1alpha1 "github.com/kubeopera/kubeopera/apis/kubeopera/v1alpha1"
 	"github.com/kubeopera/kubeopera/internal/reconcile"
@@ -95,7 +96,7 @@ func TestLimits(t *testing.T) {
 			}
 		})
 	}
-	if err := (Limits{}).Check(ptr(tenantAt("a", 1, "1", "")), nil); err != nil {
+	if err := (Limits{}).Check(ptr.To(tenantAt("a", 1, "1", "")), nil); err != nil {
 		t.Errorf("zero limits refuse: %v", err)
 	}
 }
@@ -123,5 +124,3 @@ func TestLimitsRefuseQuotasNotGreaterThanZero(t *testing.T) {
 		})
 	}
 }
-
-func ptr[T any](v T) *T { return &v }

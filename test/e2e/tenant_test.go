@@ -93,11 +93,13 @@ func waitReleaseDeployed(t *testing.T, c client.Client, namespace, name string) 
 	return tn
 }
 
-// helmRevisions lists the revisions Helm stored for release in namespace.
-func helmRevisions(t *testing.T, c client.Client, namespace, release string) []string {
+// helmRevisions lists the revisions Helm stored for release of the workspace logicalCluster. The
+// Tenant controller keeps a vCluster release's records in kcp-<fp>, out of the host namespace
+// where the vCluster syncer may write Secrets.
+func helmRevisions(t *testing.T, c client.Client, logicalCluster, release string) []string {
 	t.Helper()
 	list := &corev1.SecretList{}
-	if err := c.List(context.Background(), list, client.InNamespace(namespace), client.MatchingLabels{"owner": "helm", "name": release}); err != nil {
+	if err := c.List(context.Background(), list, client.InNamespace(workspaces.Namespace(logicalCluster)), client.MatchingLabels{"owner": "helm", "name": release}); err != nil {
 		t.Fatal(err)
 	}
 	var out []string
@@ -226,7 +228,7 @@ func TestSameNamedTenantsInTwoWorkspacesGetIsolatedVClusters(t *testing.T) {
 			t.Errorf("status names %s/%s, want %s/vc-alice-default", tn.Status.Namespace, tn.Status.VClusterName, ns)
 		}
 		framework.Eventually(t, time.Minute, "Helm release vc-alice-default in "+ns, func() (bool, string) {
-			revs := helmRevisions(t, e.backendC, ns, "vc-alice-default")
+			revs := helmRevisions(t, e.backendC, tc.lc, "vc-alice-default")
 			return len(revs) == 1, fmt.Sprint(revs)
 		})
 		// The chart's objects landed in the workspace's own host namespace, with the quota
@@ -239,8 +241,10 @@ func TestSameNamedTenantsInTwoWorkspacesGetIsolatedVClusters(t *testing.T) {
 		if res.Limits.Cpu().String() != "2" || res.Limits.Memory().String() != "4Gi" || res.Requests.Memory().String() != "4Gi" {
 			t.Errorf("vCluster resources %v do not carry the quota", res)
 		}
-		if err := e.backendC.Get(ctx, client.ObjectKey{Namespace: ns, Name: "vc-vc-alice-default"}, &networkingv1.NetworkPolicy{}); err != nil {
-			t.Errorf("NetworkPolicy missing in %s: %v", ns, err)
+		for _, name := range []string{"vc-work-vc-alice-default", "vc-cp-vc-alice-default"} {
+			if err := e.backendC.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &networkingv1.NetworkPolicy{}); err != nil {
+				t.Errorf("NetworkPolicy %s missing in %s: %v", name, ns, err)
+			}
 		}
 		if err := e.backendC.Get(ctx, client.ObjectKey{Namespace: ns, Name: "vc-vc-alice-default"}, &corev1.ResourceQuota{}); err != nil {
 			t.Errorf("ResourceQuota missing in %s: %v", ns, err)
@@ -304,7 +308,6 @@ func TestSecondTenantReusingATenantNameIsRefusedAndRemovable(t *testing.T) {
 	e := sharedEnv(t)
 	ctx := context.Background()
 	acme, acmeLC, _ := e.tenantWorkspace(t, "twin")
-	acmeNS := workspaces.VClusterNamespace(acmeLC, "alice-default")
 	e.readyTenant(t, acme, acmeLC, seedTenant(t, "default", "alice-default", "7e9d3a1b-twin-first"))
 
 	twin := seedTenant(t, "default", "alice-default", "twin-cloudspace")
@@ -325,7 +328,7 @@ func TestSecondTenantReusingATenantNameIsRefusedAndRemovable(t *testing.T) {
 		return apierrors.IsNotFound(err), fmt.Sprint(err)
 	})
 	// The first Tenant's vCluster is untouched.
-	if revs := helmRevisions(t, e.backendC, acmeNS, "vc-alice-default"); len(revs) != 1 {
+	if revs := helmRevisions(t, e.backendC, acmeLC, "vc-alice-default"); len(revs) != 1 {
 		t.Fatalf("the first Tenant's release was affected: %v", revs)
 	}
 	if tn, err := getTenant(ctx, acme, "default", "alice-default"); err != nil || tn.Status.Phase != kov1alpha1.TenantPhaseReady {
@@ -466,8 +469,8 @@ func TestFingerprintCollisionIsRefusedAndRetryAnnotationRecovers(t *testing.T) {
 	if !meta.IsStatusConditionTrue(failed.Status.Conditions, kov1alpha1.StalledCondition) {
 		t.Errorf("a Failed Tenant must be Stalled: %+v", failed.Status.Conditions)
 	}
-	if revs := helmRevisions(t, e.backendC, hostNS, "vc-collide"); len(revs) != 0 {
-		t.Fatalf("something was written into the foreign namespace: %v", revs)
+	if revs := helmRevisions(t, e.backendC, acmeLC, "vc-collide"); len(revs) != 0 {
+		t.Fatalf("a release was installed although the host namespace collided: %v", revs)
 	}
 	got := &corev1.Namespace{}
 	if err := e.backendC.Get(ctx, client.ObjectKey{Name: hostNS}, got); err != nil || got.Annotations[workspaces.LogicalClusterAnnotation] != "someone-else" {
@@ -523,7 +526,7 @@ func TestDeletedTenantCleansItsBackend(t *testing.T) {
 	ctx := context.Background()
 	acme, acmeLC, _ := e.tenantWorkspace(t, "deltenant")
 	globex, globexLC, _ := e.tenantWorkspace(t, "deltenant-other")
-	acmeNS, globexNS := workspaces.VClusterNamespace(acmeLC, "alice-default"), workspaces.VClusterNamespace(globexLC, "alice-default")
+	acmeNS := workspaces.VClusterNamespace(acmeLC, "alice-default")
 	tn, _ := e.readyTenant(t, acme, acmeLC, seedTenant(t, "default", "alice-default", "7e9d3a1b-deltenant"))
 	e.readyTenant(t, globex, globexLC, seedTenant(t, "default", "alice-default", "7e9d3a1b-deltenant-other"))
 
@@ -544,8 +547,11 @@ func TestDeletedTenantCleansItsBackend(t *testing.T) {
 	if err := acme.Get(ctx, client.ObjectKey{Namespace: "default", Name: "tenant-7e9d3a1b-deltenant-kubeconfig"}, &corev1.Secret{}); !apierrors.IsNotFound(err) {
 		t.Errorf("delivered kubeconfig still there: %v", err)
 	}
+	if revs := helmRevisions(t, e.backendC, acmeLC, "vc-alice-default"); len(revs) != 0 {
+		t.Errorf("release records still in %s: %v", workspaces.Namespace(acmeLC), revs)
+	}
 	// The other workspace's same-named vCluster is untouched.
-	if revs := helmRevisions(t, e.backendC, globexNS, "vc-alice-default"); len(revs) != 1 {
+	if revs := helmRevisions(t, e.backendC, globexLC, "vc-alice-default"); len(revs) != 1 {
 		t.Errorf("the other workspace's release was affected: %v", revs)
 	}
 }
