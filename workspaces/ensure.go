@@ -35,7 +35,7 @@ func (b Backend) EnsureNamespaces(ctx context.Context, logicalCluster string, cl
 	for i, c := range claims {
 		if ns := existing[i]; ns != nil {
 			if ns.DeletionTimestamp != nil {
-				return fmt.Errorf("backend namespace %s is being deleted; waiting for it to go", c.Name)
+				return namespaceDeleting(c.Name)
 			}
 			if err := b.ensurePodSecurity(ctx, logicalCluster, ns); err != nil {
 				return err

@@ -47,6 +47,18 @@ func IsClaimed(err error) bool {
 	return errors.As(err, &ce)
 }
 
+// deletingError says a backend namespace is still being deleted (a Tenant of the same name that
+// was just deleted): retry later. Its text is the platform's own and names only the workspace's
+// own namespace, so it is what the tenant reads (PublicMessage, see reconcile.PublicError).
+type deletingError struct{ namespace string }
+
+func (e *deletingError) Error() string {
+	return fmt.Sprintf("backend namespace %s is being deleted; waiting for it to go", e.namespace)
+}
+func (e *deletingError) PublicMessage() string { return e.Error() }
+
+func namespaceDeleting(name string) error { return &deletingError{namespace: name} }
+
 // IsCollision reports whether err is a CollisionError.
 func IsCollision(err error) bool {
 	var ce *CollisionError
@@ -91,7 +103,7 @@ func (b Backend) EnsureNamespace(ctx context.Context, logicalCluster, name, owne
 		return &ClaimedError{Namespace: name, Owner: current}
 	}
 	if ns.DeletionTimestamp != nil {
-		return fmt.Errorf("backend namespace %s is being deleted; waiting for it to go", name)
+		return namespaceDeleting(name)
 	}
 	if err := b.ensurePodSecurity(ctx, logicalCluster, ns); err != nil {
 		return err
