@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kov1alpha1 "github.com/kubeopera/kubeopera/apis/kubeopera/v1alpha1"
@@ -41,6 +42,8 @@ type suite struct {
 	h      *fleettest.Harness
 	ws     client.Client
 	target []byte // the target's admin kubeconfig
+	// targetHost is the target API server's URL.
+	targetHost string
 	// targetC is an admin client of the target.
 	targetC client.Client
 }
@@ -80,6 +83,7 @@ func setup(t *testing.T) *suite {
 		AccessGiveUp:  giveUp,
 		PollInterval:  500 * time.Millisecond,
 		TargetTimeout: 3 * time.Second,
+		Guard:         h.Guard,
 	}).SetupWithManager(h.Manager); err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +92,26 @@ func setup(t *testing.T) *suite {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &suite{h: h, ws: h.WS["acme"], target: raw, targetC: tc}
+	return &suite{h: h, ws: h.WS["acme"], target: raw, targetHost: target.Config.Host, targetC: tc}
+}
+
+// withServer returns kubeconfig with every cluster's server set to server; the certificate is
+// checked against the name it was issued for (the target's 127.0.0.1), wherever it is reached.
+func withServer(t *testing.T, kubeconfig []byte, server string) []byte {
+	t.Helper()
+	cfg, err := clientcmd.Load(kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cfg.Clusters {
+		c.Server = server
+		c.TLSServerName = "127.0.0.1"
+	}
+	out, err := clientcmd.Write(*cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
 
 func (s *suite) secret(t *testing.T, name string, kubeconfig []byte) {
@@ -289,6 +312,65 @@ func TestHostCluster(t *testing.T) {
 		wantCondition(t, hc, kov1alpha1.AccessValidatedCondition, metav1.ConditionFalse, kov1alpha1.UnreachableReason, "gave up")
 		if took := time.Since(created); took >= giveUp {
 			t.Errorf("failed after %s: the give-up time of its own attempt (%s), not the annotation's start", took, giveUp)
+		}
+	})
+
+	t.Run("a target at a forbidden address fails at once, naming the class, and is never dialed", func(t *testing.T) {
+		// The real target's API server behind a forwarder on the loopback alias 127.0.0.2, which
+		// the guard denies (only 127.0.0.1/32 is allowed): what a tenant's kubeconfig naming any
+		// internal address amounts to. And kcp's and the backend's own API servers.
+		targetAddr := strings.TrimPrefix(s.targetHost, "https://")
+		alias := framework.Forward(t, "127.0.0.2", targetAddr)
+		t.Run("each fails", func(t *testing.T) {
+			for name, tc := range map[string]struct{ server, class string }{
+				"loopback alias":           {server: "https://" + alias.Addr, class: "(loopback)"},
+				"kcp":                      {server: s.h.KCP.Config.Host, class: "(a kcp shard)"},
+				"the backend's API server": {server: s.h.BackendAdmin.Host, class: "(the backend's API server)"},
+			} {
+				t.Run(name, func(t *testing.T) {
+					t.Parallel()
+					hcName := "forbidden-" + strings.ReplaceAll(strings.ReplaceAll(name, " ", "-"), "'", "")
+					s.secret(t, hcName+"-input", withServer(t, s.target, tc.server))
+					s.hostCluster(t, hcName, nil)
+					hc := s.waitPhase(t, hcName, kov1alpha1.HostClusterPhaseFailed, time.Minute)
+					wantCondition(t, hc, kov1alpha1.AccessValidatedCondition, metav1.ConditionFalse, kov1alpha1.ForbiddenAddressReason, "is at a forbidden address "+tc.class)
+					wantCondition(t, hc, kov1alpha1.ReadyCondition, metav1.ConditionFalse, kov1alpha1.ForbiddenAddressReason, tc.server)
+					// Not an unreachable target: failed at once, no retries until the give-up time.
+					if v := hc.Annotations[kov1alpha1.ValidationStartedAnnotation]; v != "" {
+						t.Errorf("the unreachable-target retry started (%s=%s)", kov1alpha1.ValidationStartedAnnotation, v)
+					}
+				})
+			}
+		})
+		if n := alias.Seen(t); n != 0 {
+			t.Errorf("the server behind 127.0.0.2 accepted %d connections, want none", n)
+		}
+
+		// The same HostCluster, its kubeconfig pointed at the same server through the allowed
+		// 127.0.0.1 and retried, is reached: the forwarder counts, and the reconciler dials.
+		allowed := framework.Forward(t, "127.0.0.1", targetAddr)
+		sec := &corev1.Secret{}
+		if err := s.ws.Get(t.Context(), client.ObjectKey{Namespace: "default", Name: "forbidden-loopback-alias-input"}, sec); err != nil {
+			t.Fatal(err)
+		}
+		sec.Data["kubeconfig"] = withServer(t, s.target, "https://"+allowed.Addr)
+		if err := s.ws.Update(t.Context(), sec); err != nil {
+			t.Fatal(err)
+		}
+		hc := s.get(t, "forbidden-loopback-alias")
+		hc.Annotations = map[string]string{kov1alpha1.RetryAnnotation: "1"}
+		if err := s.ws.Update(t.Context(), hc); err != nil {
+			t.Fatal(err)
+		}
+		framework.Eventually(t, time.Minute, "forbidden-loopback-alias validated through 127.0.0.1", func() (bool, string) {
+			hc := s.get(t, "forbidden-loopback-alias")
+			return reconcile.IsTrue(hc, kov1alpha1.AccessValidatedCondition), describe(hc)
+		})
+		if n := allowed.Seen(t); n == 0 {
+			t.Error("the server behind 127.0.0.1 accepted no connection")
+		}
+		if n := alias.Seen(t); n != 0 {
+			t.Errorf("the server behind 127.0.0.2 accepted %d connections, want none", n)
 		}
 	})
 
