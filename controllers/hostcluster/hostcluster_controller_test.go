@@ -13,7 +13,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kov1alpha1 "github.com/kubeopera/kubeopera/apis/kubeopera/v1alpha1"
@@ -93,25 +92,6 @@ func setup(t *testing.T) *suite {
 		t.Fatal(err)
 	}
 	return &suite{h: h, ws: h.WS["acme"], target: raw, targetHost: target.Config.Host, targetC: tc}
-}
-
-// withServer returns kubeconfig with every cluster's server set to server; the certificate is
-// checked against the name it was issued for (the target's 127.0.0.1), wherever it is reached.
-func withServer(t *testing.T, kubeconfig []byte, server string) []byte {
-	t.Helper()
-	cfg, err := clientcmd.Load(kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range cfg.Clusters {
-		c.Server = server
-		c.TLSServerName = "127.0.0.1"
-	}
-	out, err := clientcmd.Write(*cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
 }
 
 func (s *suite) secret(t *testing.T, name string, kubeconfig []byte) {
@@ -330,7 +310,7 @@ func TestHostCluster(t *testing.T) {
 				t.Run(name, func(t *testing.T) {
 					t.Parallel()
 					hcName := "forbidden-" + strings.ReplaceAll(strings.ReplaceAll(name, " ", "-"), "'", "")
-					s.secret(t, hcName+"-input", withServer(t, s.target, tc.server))
+					s.secret(t, hcName+"-input", framework.KubeconfigWithServer(t, s.target, tc.server, "127.0.0.1"))
 					s.hostCluster(t, hcName, nil)
 					hc := s.waitPhase(t, hcName, kov1alpha1.HostClusterPhaseFailed, time.Minute)
 					wantCondition(t, hc, kov1alpha1.AccessValidatedCondition, metav1.ConditionFalse, kov1alpha1.ForbiddenAddressReason, "is at a forbidden address "+tc.class)
@@ -353,7 +333,7 @@ func TestHostCluster(t *testing.T) {
 		if err := s.ws.Get(t.Context(), client.ObjectKey{Namespace: "default", Name: "forbidden-loopback-alias-input"}, sec); err != nil {
 			t.Fatal(err)
 		}
-		sec.Data["kubeconfig"] = withServer(t, s.target, "https://"+allowed.Addr)
+		sec.Data["kubeconfig"] = framework.KubeconfigWithServer(t, s.target, "https://"+allowed.Addr, "127.0.0.1")
 		if err := s.ws.Update(t.Context(), sec); err != nil {
 			t.Fatal(err)
 		}

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"k8s.io/client-go/tools/clientcmd"
 )
 
 // Forwarder is a TCP forwarder on a loopback address (e.g. the alias 127.0.0.2) to a real
@@ -105,4 +107,24 @@ func (f *Forwarder) Seen(t testing.TB) int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.accepted
+}
+
+// KubeconfigWithServer returns kubeconfig with every cluster's server set to server, its
+// certificate still checked against serverName (the name it was issued for, e.g. 127.0.0.1),
+// so a real server's kubeconfig reaches it through a Forwarder.
+func KubeconfigWithServer(t testing.TB, kubeconfig []byte, server, serverName string) []byte {
+	t.Helper()
+	cfg, err := clientcmd.Load(kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cfg.Clusters {
+		c.Server = server
+		c.TLSServerName = serverName
+	}
+	out, err := clientcmd.Write(*cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
