@@ -299,17 +299,17 @@ func TestHostCluster(t *testing.T) {
 		// The real target's API server behind a forwarder on the loopback alias 127.0.0.2, which
 		// the guard denies (only 127.0.0.1/32 is allowed): what a tenant's kubeconfig naming any
 		// internal address amounts to. And kcp's and the backend's own API servers.
-		targetAddr := strings.TrimPrefix(s.targetHost, "https://")
+		targetAddr := s.targetHost
 		alias := framework.Forward(t, "127.0.0.2", targetAddr)
 		t.Run("each fails", func(t *testing.T) {
 			for name, tc := range map[string]struct{ server, class string }{
-				"loopback alias":           {server: "https://" + alias.Addr, class: "(loopback)"},
-				"kcp":                      {server: s.h.KCP.Config.Host, class: "(a kcp shard)"},
-				"the backend's API server": {server: s.h.BackendAdmin.Host, class: "(the backend's API server)"},
+				"loopback-alias": {server: "https://" + alias.Addr, class: "(loopback)"},
+				"kcp":            {server: s.h.KCP.Config.Host, class: "(a kcp shard)"},
+				"backend":        {server: s.h.BackendAdmin.Host, class: "(the backend's API server)"},
 			} {
 				t.Run(name, func(t *testing.T) {
 					t.Parallel()
-					hcName := "forbidden-" + strings.ReplaceAll(strings.ReplaceAll(name, " ", "-"), "'", "")
+					hcName := "forbidden-" + name
 					s.secret(t, hcName+"-input", framework.KubeconfigWithServer(t, s.target, tc.server, "127.0.0.1"))
 					s.hostCluster(t, hcName, nil)
 					hc := s.waitPhase(t, hcName, kov1alpha1.HostClusterPhaseFailed, time.Minute)

@@ -151,8 +151,10 @@ func (g *Guard) DialContext(ctx context.Context, network, address string) (net.C
 
 // Apply makes every connection of cfg go through the guard: its Dial is the guard's, and it uses
 // no proxy (a proxy from the manager's environment would dial the target itself, unchecked).
-// client-go caches no transport of a config with a Proxy function, so no stale unguarded
-// transport is reused either. A config with its own Transport cannot be guarded.
+// The Proxy function also keeps client-go from caching the config's transport: with Dial alone,
+// its TLS transport cache would keep a new transport per config built, as each gets its own dial
+// holder (client-go rest/transport.go, transport/cache.go). A config with its own Transport
+// cannot be guarded.
 func (g *Guard) Apply(cfg *rest.Config) error {
 	if cfg.Transport != nil {
 		return errors.New("a rest config with its own transport cannot be guarded")

@@ -31,7 +31,7 @@ func TestHostClusterForbiddenAddresses(t *testing.T) {
 	e := sharedEnv(t)
 	ctx := context.Background()
 	target := e.hostTarget(t)
-	to := strings.TrimPrefix(target.Cluster.Config.Host, "https://")
+	to := target.Cluster.Config.Host
 	alias := framework.Forward(t, "127.0.0.2", to)
 	admin := framework.Forward(t, forbiddenByAdmin, to)
 	c, _, _ := e.tenantWorkspace(t, "hc-forbidden")

@@ -3,6 +3,7 @@ package framework
 import (
 	"io"
 	"net"
+	"net/url"
 	"sync"
 	"testing"
 	"time"
@@ -27,10 +28,13 @@ type Forwarder struct {
 	seenMark chan struct{}
 }
 
-// Forward listens on ip (a free port) and forwards every connection to the server at to, until
-// the test ends.
+// Forward listens on ip (a free port) and forwards every connection to the server at to (its
+// URL, e.g. a rest.Config's Host, or host:port), until the test ends.
 func Forward(t testing.TB, ip, to string) *Forwarder {
 	t.Helper()
+	if u, err := url.Parse(to); err == nil && u.Host != "" {
+		to = u.Host
+	}
 	ln, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
 	if err != nil {
 		t.Fatalf("failed to listen on %s: %v", ip, err)
