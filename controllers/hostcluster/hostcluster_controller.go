@@ -75,6 +75,9 @@ type Reconciler struct {
 	Concurrency int
 	// InstallConcurrency; DefaultInstallConcurrency when zero.
 	InstallConcurrency int
+	// MaxPerWorkspace is how many HostClusters one workspace may have (QuotaExceeded beyond);
+	// 0: no limit.
+	MaxPerWorkspace int
 	// Provisioner is the cluster provisioner's client; nil when CLUSTER_PROVISIONER_BASE_URL is
 	// unset, which fails provision_vanilla and provision_eks at once, saying so.
 	Provisioner *pclient.Client

@@ -354,6 +354,24 @@ func TestHostCluster(t *testing.T) {
 		}
 	})
 
+	t.Run("a give-up start the tenant set in the future is ignored: it still gives up", func(t *testing.T) {
+		s.secret(t, "future-input", []byte(unreachableKubeconfig))
+		created := time.Now()
+		s.hostCluster(t, "future", nil)
+		hc := s.waitPhase(t, "future", kov1alpha1.HostClusterPhaseValidatingAccess, 30*time.Second)
+		// The annotation is the tenant's to write: a start in 2100 would never give up and retry
+		// every two seconds for ever.
+		hc.Annotations[kov1alpha1.ValidationStartedAnnotation] = "2100-01-01T00:00:00Z"
+		if err := s.ws.Update(t.Context(), hc); err != nil {
+			t.Fatal(err)
+		}
+		hc = s.waitPhase(t, "future", kov1alpha1.HostClusterPhaseFailed, time.Minute)
+		wantCondition(t, hc, kov1alpha1.AccessValidatedCondition, metav1.ConditionFalse, kov1alpha1.UnreachableReason, "gave up")
+		if took := time.Since(created); took < giveUp {
+			t.Errorf("failed after %s, before the give-up time %s", took, giveUp)
+		}
+	})
+
 	t.Run("a valid kubeconfig: inventory, Flux installed and healthy, then Failed because no scaffolder is configured", func(t *testing.T) {
 		s.secret(t, "ok-input", s.target)
 		s.hostCluster(t, "ok", nil)

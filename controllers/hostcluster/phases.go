@@ -49,6 +49,7 @@ const (
 func (r *Reconciler) normalSteps() []reconcile.Step[*scope] {
 	return refuseForbidden([]reconcile.Step[*scope]{
 		{Name: "start a new attempt", Run: r.start},
+		{Name: "admit the HostCluster", Condition: kov1alpha1.AdmittedCondition, Run: r.admit},
 		{Name: "prepare the backend namespace", Condition: kov1alpha1.BackendNamespaceReadyCondition, Run: r.backendNamespace},
 		{Name: "provision the cluster", Condition: kov1alpha1.ProvisionedCondition, Run: r.provision},
 		{Name: "validate access to the cluster", Condition: kov1alpha1.AccessValidatedCondition, Run: r.access},
@@ -133,6 +134,25 @@ func (r *Reconciler) start(ctx context.Context, s *scope) error {
 		// Show the new attempt as Pending before it goes on.
 		return reconcile.Commit(kov1alpha1.ProgressingReason, "Accepted; validating access to the cluster next", commitInterval)
 	}
+	return nil
+}
+
+// admit counts the HostCluster against the workspace's cap (MaxPerWorkspace) before anything is
+// created for it: first come, first served, and an admitted HostCluster stays admitted.
+func (r *Reconciler) admit(ctx context.Context, s *scope) error {
+	if reconcile.IsTrue(s.hc, kov1alpha1.AdmittedCondition) {
+		return nil
+	}
+	if limit := (reconcile.CountLimit{Max: r.MaxPerWorkspace, Kind: "HostClusters"}); limit.Max > 0 {
+		list := &kov1alpha1.HostClusterList{}
+		if err := s.ws.List(ctx, list); err != nil {
+			return fmt.Errorf("failed to list the workspace's HostClusters: %w", err)
+		}
+		if err := limit.Check(len(reconcile.Ahead(s.hc, reconcile.Pointers(list.Items), kov1alpha1.AdmittedCondition))); err != nil {
+			return err
+		}
+	}
+	reconcile.MarkTrue(s.hc, kov1alpha1.AdmittedCondition, kov1alpha1.SucceededReason, "Within the workspace's limits")
 	return nil
 }
 
@@ -267,8 +287,10 @@ func (r *Reconciler) unreachable(ctx context.Context, s *scope, server string, c
 		return reconcile.Waiting(kov1alpha1.UnreachableReason, msg, r.PollInterval)
 	}
 	now := r.now()
+	// The annotation is tenant-writable: a start that is not a time, or lies in the future (which
+	// would never give up, retrying every 2 s forever), is replaced by now.
 	started, err := time.Parse(time.RFC3339, hc.Annotations[kov1alpha1.ValidationStartedAnnotation])
-	if err != nil {
+	if err != nil || started.After(now) {
 		started = now
 		if err := reconcile.PatchAnnotations(ctx, s.ws, hc, map[string]*string{
 			kov1alpha1.ValidationStartedAnnotation: ptr.To(now.UTC().Format(time.RFC3339)),

@@ -236,7 +236,7 @@ func Run(ctx context.Context, o Options, cfgs *Configs) error {
 	if err := (&providerconfig.Reconciler{Workspaces: fleets[PlatformProvider], Backend: backend, AuthHosts: o.OTCAuthHosts}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("failed to set up the providerconfig controller: %w", err)
 	}
-	if err := (&kubernetescluster.Reconciler{Workspaces: fleets[PlatformProvider], Backend: backend, PollInterval: o.KubernetesClusterPollInterval}).SetupWithManager(mgr); err != nil {
+	if err := (&kubernetescluster.Reconciler{Workspaces: fleets[PlatformProvider], Backend: backend, PollInterval: o.KubernetesClusterPollInterval, MaxPerWorkspace: o.MaxKubernetesClustersPerWorkspace}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("failed to set up the kubernetescluster controller: %w", err)
 	}
 	// The backend admits tenant Ingresses of the allowed class only (config/policies).
@@ -351,6 +351,7 @@ func setupHostClusters(mgr mcmanager.Manager, o Options, ws *fleet.Provider, bac
 		PollInterval:        o.HostClusterPollInterval,
 		InventoryInterval:   o.HostClusterInventoryInterval,
 		Concurrency:         o.HostClusterConcurrency,
+		MaxPerWorkspace:     o.MaxHostClustersPerWorkspace,
 		Guard:               guard,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("failed to set up the hostcluster controller: %w", err)

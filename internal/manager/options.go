@@ -160,6 +160,11 @@ type Options struct {
 	MaxTenantsPerWorkspace      int
 	MaxTenantCPUPerWorkspace    string
 	MaxTenantMemoryPerWorkspace string
+	// MaxHostClustersPerWorkspace and MaxKubernetesClustersPerWorkspace cap how many HostClusters
+	// and KubernetesClusters one workspace may have; 0 means no limit.
+	MaxHostClustersPerWorkspace       int
+	MaxKubernetesClustersPerWorkspace int
+
 	// VClusterIngressClass, when set, lets vClusters sync Ingresses of that class to the backend;
 	// empty keeps Ingress sync off.
 	VClusterIngressClass string
@@ -230,6 +235,9 @@ func DefaultOptions() Options {
 		TerminatorPollInterval:        5 * time.Second,
 		OrphanSweepInterval:           10 * time.Minute,
 		OrphanSweepMaxDeletions:       5,
+
+		MaxHostClustersPerWorkspace:       10,
+		MaxKubernetesClustersPerWorkspace: 10,
 	}
 }
 
@@ -290,6 +298,8 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.MaxTenantsPerWorkspace, "max-tenants-per-workspace", o.MaxTenantsPerWorkspace, "how many Tenants one workspace may have; 0: no limit")
 	fs.StringVar(&o.MaxTenantCPUPerWorkspace, "max-tenant-cpu-per-workspace", o.MaxTenantCPUPerWorkspace, "the most CPU the quotas of one workspace's Tenants may add up to (a quantity); empty or 0: no limit")
 	fs.StringVar(&o.MaxTenantMemoryPerWorkspace, "max-tenant-memory-per-workspace", o.MaxTenantMemoryPerWorkspace, "the most memory the quotas of one workspace's Tenants may add up to (a quantity); empty or 0: no limit")
+	fs.IntVar(&o.MaxHostClustersPerWorkspace, "max-hostclusters-per-workspace", o.MaxHostClustersPerWorkspace, "how many HostClusters one workspace may have; 0: no limit")
+	fs.IntVar(&o.MaxKubernetesClustersPerWorkspace, "max-kubernetesclusters-per-workspace", o.MaxKubernetesClustersPerWorkspace, "how many KubernetesClusters one workspace may have; 0: no limit")
 	fs.StringVar(&o.VClusterIngressClass, "vcluster-ingress-class", o.VClusterIngressClass, "let vClusters sync Ingresses of this ingress class to the backend (config/policies/ingress-class.yaml refuses other classes); empty: Ingress sync off")
 	fs.StringVar(&o.ClaimsNamespace, "claims-namespace", o.ClaimsNamespace, "backend namespace of the cloudSpaceID claim records (must exist)")
 	fs.DurationVar(&o.TerminatorPollInterval, "terminator-poll-interval", o.TerminatorPollInterval, "how often terminating workspaces are looked for")
