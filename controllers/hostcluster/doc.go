@@ -18,5 +18,8 @@
 //
 // A kubeconfig is untrusted input (internal/kubeconfig.ParseUntrusted): exec and auth-provider
 // plugins, local file references and proxies are refused, so no tenant can make the manager run
-// a program or read its files.
+// a program or read its files. Every connection to a target goes through the Reconciler's Guard
+// (internal/netguard, checked at dial time on the address connected to): a kubeconfig naming
+// loopback, link-local or cloud metadata, kcp or the backend's own addresses fails the HostCluster
+// with ForbiddenAddress, naming the class of the address, without retrying.
 package hostcluster

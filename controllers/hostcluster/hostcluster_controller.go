@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -19,6 +18,7 @@ import (
 	"github.com/kubeopera/kubeopera/internal/authapi"
 	"github.com/kubeopera/kubeopera/internal/fleet"
 	"github.com/kubeopera/kubeopera/internal/flux"
+	"github.com/kubeopera/kubeopera/internal/netguard"
 	pclient "github.com/kubeopera/kubeopera/internal/provisioner/client"
 	"github.com/kubeopera/kubeopera/internal/reconcile"
 	"github.com/kubeopera/kubeopera/internal/scaffolder"
@@ -84,9 +84,13 @@ type Reconciler struct {
 	// ProvisionerIdentity is the provisioner's ServiceAccount on the backend,
 	// <namespace>/<name>: it is let read the credential copies (DefaultProvisionerIdentity).
 	ProvisionerIdentity string
-	// HTTPClient talks to targets' API servers through their service proxy (authapi); nil: a
-	// client made per target from its kubeconfig.
-	HTTPClient *http.Client
+	// Guard checks every address the controller dials on a tenant's behalf: the API server of a
+	// target, named by its kubeconfig (connected, or provisioned in the tenant's cloud), for
+	// every read and write there (access, inventory, Flux's install and sync, the admin
+	// bootstrap through the service proxy). nil: netguard.DefaultRules with no exception, which
+	// refuses loopback among others; the manager gives the platform's own addresses and the
+	// admin's ranges, make run and the tests their loopback exception.
+	Guard *netguard.Guard
 
 	installs *reconcile.Operations[mcreconcile.Request, flux.Result]
 	trigger  *fleet.Trigger
@@ -130,6 +134,9 @@ func (r *Reconciler) SetupWithManager(mgr mcmanager.Manager) error {
 	}
 	if r.AuthAPI == (authapi.Options{}) {
 		r.AuthAPI = authapi.DefaultOptions()
+	}
+	if r.Guard == nil {
+		r.Guard = netguard.New(nil, netguard.DefaultRules()...)
 	}
 	// A Flux install writes a dozen CRDs and takes seconds: never in a reconcile worker.
 	r.trigger = &fleet.Trigger{}

@@ -22,6 +22,7 @@ import (
 	"github.com/kubeopera/kubeopera/internal/health"
 	"github.com/kubeopera/kubeopera/internal/helm"
 	"github.com/kubeopera/kubeopera/internal/kubeconfig"
+	"github.com/kubeopera/kubeopera/internal/netguard"
 	"github.com/kubeopera/kubeopera/internal/reconcile"
 	"github.com/kubeopera/kubeopera/internal/scaffolder"
 	"github.com/kubeopera/kubeopera/syncer"
@@ -46,7 +47,7 @@ const (
 
 // normalSteps are reconcileNormal's steps, in order.
 func (r *Reconciler) normalSteps() []reconcile.Step[*scope] {
-	return []reconcile.Step[*scope]{
+	return refuseForbidden([]reconcile.Step[*scope]{
 		{Name: "start a new attempt", Run: r.start},
 		{Name: "admit the HostCluster", Condition: kov1alpha1.AdmittedCondition, Run: r.admit},
 		{Name: "prepare the backend namespace", Condition: kov1alpha1.BackendNamespaceReadyCondition, Run: r.backendNamespace},
@@ -57,7 +58,7 @@ func (r *Reconciler) normalSteps() []reconcile.Step[*scope] {
 		{Name: "install KubeOpera", Condition: kov1alpha1.KubeOperaInstalledCondition, Run: r.installKubeOpera},
 		{Name: "bootstrap the admin account", Condition: kov1alpha1.AdminBootstrappedCondition, Run: r.bootstrapAdmin},
 		{Name: "show the phase reached", Run: r.showPhase},
-	}
+	})
 }
 
 // deleteSteps disconnect the cluster: only what the platform keeps for this HostCluster is
@@ -217,12 +218,15 @@ func (r *Reconciler) access(ctx context.Context, s *scope) error {
 	}
 	hc.Status.KubeconfigSecret = kubeconfigSecretName(hc.Spec.ClusterID)
 
-	t, err := newTarget(cfg, r.TargetTimeout)
+	t, err := newTarget(cfg, r.TargetTimeout, r.Guard)
 	if err != nil {
 		return reconcile.Stalledf(kov1alpha1.InvalidKubeconfigReason, "Secret %s/%s key %q: %v", hc.Namespace, srcName, KubeconfigKey, err)
 	}
 	version, err := t.clientset.Discovery().ServerVersion()
 	if err != nil {
+		if f, ok := netguard.AsForbidden(err); ok {
+			return forbiddenAddress(t.server, f)
+		}
 		return r.unreachable(ctx, s, t.server, err)
 	}
 	s.target = t
@@ -240,6 +244,37 @@ func (r *Reconciler) access(ctx context.Context, s *scope) error {
 	reconcile.MarkTrue(hc, kov1alpha1.AccessValidatedCondition, kov1alpha1.SucceededReason,
 		fmt.Sprintf("API server %s answered: Kubernetes %s", t.server, version.GitVersion))
 	return nil
+}
+
+// forbiddenAddress fails the HostCluster whose target's API server is at an address the platform
+// never dials on a tenant's behalf (netguard): retrying cannot help, unlike an unreachable target.
+// The message names the server as the tenant gave it and the class of the address, never the
+// address a name resolved to.
+func forbiddenAddress(server string, f *netguard.ForbiddenError) error {
+	return reconcile.Stalledf(kov1alpha1.ForbiddenAddressReason,
+		"API server %s is at a forbidden address (%s): the platform never connects there on a tenant's behalf", server, f.Class)
+}
+
+// refuseForbidden makes a refused dial in any step (after access, a name may resolve elsewhere:
+// Flux's install, the sync, the admin bootstrap) fail the HostCluster as access does.
+func refuseForbidden(steps []reconcile.Step[*scope]) []reconcile.Step[*scope] {
+	for i := range steps {
+		run := steps[i].Run
+		steps[i].Run = func(ctx context.Context, s *scope) error {
+			err := run(ctx, s)
+			if _, ok := reconcile.AsStalled(err); ok {
+				return err
+			}
+			if _, ok := reconcile.AsWaiting(err); ok {
+				return err
+			}
+			if f, ok := netguard.AsForbidden(err); ok && s.target != nil {
+				return forbiddenAddress(s.target.server, f)
+			}
+			return err
+		}
+	}
+	return steps
 }
 
 // unreachable retries a target that did not answer, until AccessGiveUp after the first failure of
@@ -541,6 +576,9 @@ func (r *Reconciler) bootstrapAdmin(ctx context.Context, s *scope) error {
 			Email: hc.Spec.AdminEmail, Username: hc.Spec.AdminUsername, Password: string(stored.Data[PasswordKey]),
 		})
 		if err != nil {
+			if f, ok := netguard.AsForbidden(err); ok {
+				return forbiddenAddress(s.target.server, f)
+			}
 			if authapi.IsTerminal(err) {
 				return reconcile.Stalledf(kov1alpha1.AdminBootstrapFailedReason, "authapi refused to create the super-admin account: %v", err)
 			}

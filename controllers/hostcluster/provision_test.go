@@ -98,7 +98,7 @@ func setupProvisioning(t *testing.T) *provisionSuite {
 		t.Fatal(err)
 	}
 	if err := (&hostcluster.Reconciler{Workspaces: h.Fleet, Backend: h.BackendStore(), Flux: installer, Provisioner: pc,
-		PollInterval: 300 * time.Millisecond, AccessGiveUp: 20 * time.Second}).SetupWithManager(h.Manager); err != nil {
+		PollInterval: 300 * time.Millisecond, AccessGiveUp: 20 * time.Second, Guard: h.Guard}).SetupWithManager(h.Manager); err != nil {
 		t.Fatal(err)
 	}
 	h.Run(t)
