@@ -113,6 +113,15 @@ spec: {vCPUCount: 4, memorySize: 8Gi, gpuModelName: RTX3080}
 		"quota is not a quantity": {object: tenant, edit: set("lots", "spec", "quota", "cpu"),
 			wantErr: "spec.quota.cpu"},
 		"quota missing": {object: tenant, edit: del("spec", "quota"), wantErr: "spec.quota: Required value"},
+		// A negative quota would offset the workspace's sums against its limits.
+		"negative cpu quota": {object: tenant, edit: set("-1000", "spec", "quota", "cpu"),
+			wantErr: "spec.quota.cpu must be greater than zero"},
+		"zero cpu quota": {object: tenant, edit: set("0", "spec", "quota", "cpu"),
+			wantErr: "spec.quota.cpu must be greater than zero"},
+		"negative memory quota": {object: tenant, edit: set("-64Gi", "spec", "quota", "memory"),
+			wantErr: "spec.quota.memory must be greater than zero"},
+		"integer cpu quota": {object: tenant, edit: setInt(3, "spec", "quota", "cpu")},
+		"millicore cpu quota": {object: tenant, edit: set("500m", "spec", "quota", "cpu")},
 
 		"seed HostCluster connect_existing": {object: hostCluster},
 		"HostCluster with unknown mode": {object: hostCluster, edit: set("provision_gke", "spec", "mode"),

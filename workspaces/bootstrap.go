@@ -63,7 +63,35 @@ func Bootstrap(ctx context.Context, cfg *rest.Config, platformWorkspace string) 
 			return fmt.Errorf("failed to apply %s %s in %s: %w (last error: %v)", obj.GetKind(), obj.GetName(), platformWorkspace, err, lastErr)
 		}
 	}
+	for _, obj := range obsoleteObjects() {
+		if err := c.Delete(ctx, obj); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("failed to delete the obsolete %s %s in %s: %w", obj.GetKind(), obj.GetName(), platformWorkspace, err)
+		}
+	}
 	return nil
+}
+
+// TenantWorkspaceCreators is the group whose members may create tenant workspaces (use the
+// WorkspaceType kubeopera-tenant) and so bind the exports, which kcp checks for a workspace's
+// creator when it creates the default bindings (apiexports/bootstrap/rbac.yaml).
+const TenantWorkspaceCreators = "kubeopera:tenant-workspace-creators"
+
+// obsoleteObjects are what earlier versions of the bootstrap applied and this one removes: the
+// grants of bind on both exports and of use of the WorkspaceType to every authenticated user
+// (ClusterRoles and ClusterRoleBindings kubeopera:bind and kubeopera:use-workspacetype), which let
+// a tenant bind the exports in a workspace of any type, outside the terminator and the limits.
+func obsoleteObjects() []*unstructured.Unstructured {
+	var out []*unstructured.Unstructured
+	for _, name := range []string{"kubeopera:bind", "kubeopera:use-workspacetype"} {
+		for _, kind := range []string{"ClusterRoleBinding", "ClusterRole"} {
+			u := &unstructured.Unstructured{}
+			u.SetAPIVersion("rbac.authorization.k8s.io/v1")
+			u.SetKind(kind)
+			u.SetName(name)
+			out = append(out, u)
+		}
+	}
+	return out
 }
 
 // ensureWorkspacePath creates every workspace of path below root (e.g. root:platform:kubeopera)

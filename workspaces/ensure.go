@@ -19,8 +19,9 @@ type NamespaceClaim struct {
 // EnsureNamespaces makes every claimed namespace exist for logicalCluster. It checks every
 // existing one first and creates none unless all agree, so a collision on any of them
 // (CollisionError, ClaimedError) leaves the backend exactly as it was. It creates the missing
-// namespaces before binding the manager's access in each (ensureAccess), so the last namespace
-// exists a few requests after the check rather than after every earlier one's binding.
+// namespaces (with their Pod Security labels) and labels the existing ones that lack them
+// (ensurePodSecurity) before binding the manager's access in each (ensureAccess), so the last
+// namespace exists a few requests after the check rather than after every earlier one's binding.
 func (b Backend) EnsureNamespaces(ctx context.Context, logicalCluster string, claims ...NamespaceClaim) error {
 	existing := make([]*corev1.Namespace, len(claims))
 	for i, c := range claims {
@@ -34,7 +35,10 @@ func (b Backend) EnsureNamespaces(ctx context.Context, logicalCluster string, cl
 	for i, c := range claims {
 		if ns := existing[i]; ns != nil {
 			if ns.DeletionTimestamp != nil {
-				return fmt.Errorf("backend namespace %s is being deleted; waiting for it to go", c.Name)
+				return namespaceDeleting(c.Name)
+			}
+			if err := b.ensurePodSecurity(ctx, logicalCluster, ns); err != nil {
+				return err
 			}
 			continue
 		}

@@ -47,6 +47,18 @@ func IsClaimed(err error) bool {
 	return errors.As(err, &ce)
 }
 
+// deletingError says a backend namespace is still being deleted (a Tenant of the same name that
+// was just deleted): retry later. Its text is the platform's own and names only the workspace's
+// own namespace, so it is what the tenant reads (PublicMessage, see reconcile.PublicError).
+type deletingError struct{ namespace string }
+
+func (e *deletingError) Error() string {
+	return fmt.Sprintf("backend namespace %s is being deleted; waiting for it to go", e.namespace)
+}
+func (e *deletingError) PublicMessage() string { return e.Error() }
+
+func namespaceDeleting(name string) error { return &deletingError{namespace: name} }
+
 // IsCollision reports whether err is a CollisionError.
 func IsCollision(err error) bool {
 	var ce *CollisionError
@@ -61,10 +73,12 @@ type Backend struct {
 }
 
 // EnsureNamespace creates backend namespace name for logicalCluster, labelled with the workspace
-// fingerprint and annotated with the full logical cluster name and, when owner is set, with the
-// one object it is for. An existing namespace is reused only when its annotation names the same
-// logical cluster (else a CollisionError) and the same owner (else a ClaimedError); nothing is
-// written otherwise. A namespace being deleted is reported as an error to retry later. In a
+// fingerprint and its Pod Security labels (PodSecurityLabels), and annotated with the full
+// logical cluster name and, when owner is set, with the one object it is for. An existing
+// namespace is reused only when its annotation names the same logical cluster (else a
+// CollisionError) and the same owner (else a ClaimedError); nothing is written otherwise. A
+// namespace being deleted is reported as an error to retry later. An existing namespace of its
+// own without its Pod Security labels (made before namespaces carried them) gets them. In a
 // namespace of its own it binds NamespaceRole to the manager's identity (see ensureAccess).
 func (b Backend) EnsureNamespace(ctx context.Context, logicalCluster, name, owner string) error {
 	ns := &corev1.Namespace{}
@@ -89,16 +103,22 @@ func (b Backend) EnsureNamespace(ctx context.Context, logicalCluster, name, owne
 		return &ClaimedError{Namespace: name, Owner: current}
 	}
 	if ns.DeletionTimestamp != nil {
-		return fmt.Errorf("backend namespace %s is being deleted; waiting for it to go", name)
+		return namespaceDeleting(name)
+	}
+	if err := b.ensurePodSecurity(ctx, logicalCluster, ns); err != nil {
+		return err
 	}
 	return b.ensureAccess(ctx, name, false)
 }
 
-// newNamespace is backend namespace name of logicalCluster, claimed by owner ("": shared).
+// newNamespace is backend namespace name of logicalCluster, claimed by owner ("": shared), with
+// its fingerprint and Pod Security labels.
 func newNamespace(logicalCluster, name, owner string) *corev1.Namespace {
+	labels := PodSecurityLabels(logicalCluster, name)
+	labels[FingerprintLabel] = Fingerprint(logicalCluster)
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
 		Name:        name,
-		Labels:      map[string]string{FingerprintLabel: Fingerprint(logicalCluster)},
+		Labels:      labels,
 		Annotations: map[string]string{LogicalClusterAnnotation: logicalCluster},
 	}}
 	if owner != "" {

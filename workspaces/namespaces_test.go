@@ -38,9 +38,57 @@ func TestBackendNamespaces(t *testing.T) {
 		if ns.Labels[workspaces.FingerprintLabel] != workspaces.Fingerprint(lc) || ns.Annotations[workspaces.LogicalClusterAnnotation] != lc {
 			t.Errorf("namespace metadata = %v %v", ns.Labels, ns.Annotations)
 		}
+		if got := ns.Labels[workspaces.PodSecurityEnforceLabel]; got != workspaces.PodSecurityBaseline {
+			t.Errorf("vCluster host namespace enforces Pod Security %q, want baseline: %v", got, ns.Labels)
+		}
 		got, err := backend.WorkspaceNamespaces(ctx, lc)
 		if err != nil || len(got) != 1 || got[0].Name != name {
 			t.Errorf("WorkspaceNamespaces = %v, %v", got, err)
+		}
+	})
+
+	t.Run("labels namespaces made before they carried Pod Security labels", func(t *testing.T) {
+		// As the manager made them before: fingerprint label and annotations only.
+		old := func(name, owner string) {
+			ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
+				Name:        name,
+				Labels:      map[string]string{workspaces.FingerprintLabel: workspaces.Fingerprint(lc)},
+				Annotations: map[string]string{workspaces.LogicalClusterAnnotation: lc},
+			}}
+			if owner != "" {
+				ns.Annotations[workspaces.OwnerAnnotation] = owner
+			}
+			if err := c.Create(ctx, ns); err != nil {
+				t.Fatal(err)
+			}
+		}
+		store, host, host2 := workspaces.Namespace(lc), workspaces.VClusterNamespace(lc, "bob"), workspaces.VClusterNamespace(lc, "carol")
+		old(store, "")
+		old(host, "Tenant default/bob")
+		old(host2, "Tenant default/carol")
+		if err := backend.EnsureNamespaces(ctx, lc,
+			workspaces.NamespaceClaim{Name: store}, workspaces.NamespaceClaim{Name: host, Owner: "Tenant default/bob"}); err != nil {
+			t.Fatal(err)
+		}
+		if err := backend.EnsureNamespace(ctx, lc, host2, "Tenant default/carol"); err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range []string{store, host, host2} {
+			ns := &corev1.Namespace{}
+			if err := c.Get(ctx, client.ObjectKey{Name: name}, ns); err != nil {
+				t.Fatal(err)
+			}
+			for k, v := range workspaces.PodSecurityLabels(lc, name) {
+				if ns.Labels[k] != v {
+					t.Errorf("namespace %s label %s = %q, want %q", name, k, ns.Labels[k], v)
+				}
+			}
+			if ns.Labels[workspaces.FingerprintLabel] != workspaces.Fingerprint(lc) || ns.Annotations[workspaces.LogicalClusterAnnotation] != lc {
+				t.Errorf("namespace %s lost its metadata: %v %v", name, ns.Labels, ns.Annotations)
+			}
+			if _, err := backend.DeleteNamespace(ctx, lc, name, ns.Annotations[workspaces.OwnerAnnotation]); err != nil {
+				t.Fatal(err)
+			}
 		}
 	})
 
@@ -89,6 +137,13 @@ func TestBackendNamespaces(t *testing.T) {
 		err := backend.EnsureNamespace(ctx, lc, "kcp-"+workspaces.Fingerprint(lc)+"-taken", "")
 		if !workspaces.IsCollision(err) {
 			t.Fatalf("want a collision for an unmanaged namespace, got %v", err)
+		}
+		ns := &corev1.Namespace{}
+		if err := c.Get(ctx, client.ObjectKey{Name: "kcp-" + workspaces.Fingerprint(lc) + "-taken"}, ns); err != nil {
+			t.Fatal(err)
+		}
+		if _, labelled := ns.Labels[workspaces.PodSecurityEnforceLabel]; labelled {
+			t.Errorf("an unmanaged namespace was labelled: %v", ns.Labels)
 		}
 	})
 

@@ -308,6 +308,9 @@ func run() error {
 		"--flux-chart", fluxChart,
 		"--hostcluster-poll-interval", "2s",
 		"--fleet-overview-bind-address", overviewAddr,
+		// The target clusters of this environment listen on 127.0.0.1, which the manager never
+		// dials on a tenant's behalf unless allowed: exactly that address is.
+		"--target-allow-cidrs", "127.0.0.1/32",
 	}
 	mgrEnv := append(os.Environ(), "KUBEOPERA_API_BASE_URL="+os.Getenv("KUBEOPERA_API_BASE_URL"),
 		"GITOPS_SCAFFOLDER_BASE_URL="+gitops.Scaffolder.URL, "GITOPS_SCAFFOLDER_API_KEY="+devScaffolderAPIKey)

@@ -23,5 +23,9 @@
 // exactly the runner's (internal/kubeconfig.ParseEKS) and its exec plugin is never run: the
 // manager mints its tokens in process (eks.go) with the tenant's own access key. Every
 // sts:AssumeRole for a workspace carries the platform's external ID (internal/aws/externalid),
-// shown in status.awsExternalID; the credential's own external_id is ignored.
+// shown in status.awsExternalID; the credential's own external_id is ignored. Every connection to
+// a target goes through the Reconciler's Guard (internal/netguard, checked at dial time on the
+// address connected to): a kubeconfig naming loopback, link-local or cloud metadata, kcp or the
+// backend's own addresses fails the HostCluster with ForbiddenAddress, naming the class of the
+// address, without retrying.
 package hostcluster

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -20,6 +19,7 @@ import (
 	"github.com/kubeopera/kubeopera/internal/aws/externalid"
 	"github.com/kubeopera/kubeopera/internal/fleet"
 	"github.com/kubeopera/kubeopera/internal/flux"
+	"github.com/kubeopera/kubeopera/internal/netguard"
 	pclient "github.com/kubeopera/kubeopera/internal/provisioner/client"
 	"github.com/kubeopera/kubeopera/internal/reconcile"
 	"github.com/kubeopera/kubeopera/internal/scaffolder"
@@ -76,15 +76,15 @@ type Reconciler struct {
 	Concurrency int
 	// InstallConcurrency; DefaultInstallConcurrency when zero.
 	InstallConcurrency int
+	// MaxPerWorkspace is how many HostClusters one workspace may have (QuotaExceeded beyond);
+	// 0: no limit.
+	MaxPerWorkspace int
 	// Provisioner is the cluster provisioner's client; nil when CLUSTER_PROVISIONER_BASE_URL is
 	// unset, which fails provision_vanilla and provision_eks at once, saying so.
 	Provisioner *pclient.Client
 	// ProvisionerIdentity is the provisioner's ServiceAccount on the backend,
 	// <namespace>/<name>: it is let read the credential copies (DefaultProvisionerIdentity).
 	ProvisionerIdentity string
-	// HTTPClient talks to targets' API servers through their service proxy (authapi); nil: a
-	// client made per target from its kubeconfig.
-	HTTPClient *http.Client
 	// ExternalIDKey is the installation key of the workspaces' AWS external IDs; nil: the default
 	// Secret (externalid.DefaultNamespace/DefaultName) on Backend.
 	ExternalIDKey *externalid.Key
@@ -92,6 +92,13 @@ type Reconciler struct {
 	// for (sts:AssumeRole and the presigned sts:GetCallerIdentity an EKS API server replays);
 	// empty: STS's regional endpoint of the cluster's region. Tests point it at their local AWS.
 	AWSEndpointURL string
+	// Guard checks every address the controller dials on a tenant's behalf: the API server of a
+	// target, named by its kubeconfig (connected, or provisioned in the tenant's cloud), for
+	// every read and write there (access, inventory, Flux's install and sync, the admin
+	// bootstrap through the service proxy). nil: netguard.DefaultRules with no exception, which
+	// refuses loopback among others; the manager gives the platform's own addresses and the
+	// admin's ranges, make run and the tests their loopback exception.
+	Guard *netguard.Guard
 
 	installs  *reconcile.Operations[mcreconcile.Request, flux.Result]
 	eksTokens eksTokens
@@ -139,6 +146,9 @@ func (r *Reconciler) SetupWithManager(mgr mcmanager.Manager) error {
 	}
 	if r.ExternalIDKey == nil {
 		r.ExternalIDKey = &externalid.Key{Reader: r.Backend.Reader, Writer: r.Backend.Client}
+	}
+	if r.Guard == nil {
+		r.Guard = netguard.New(nil, netguard.DefaultRules()...)
 	}
 	// A Flux install writes a dozen CRDs and takes seconds: never in a reconcile worker.
 	r.trigger = &fleet.Trigger{}

@@ -41,6 +41,8 @@ type suite struct {
 	h      *fleettest.Harness
 	ws     client.Client
 	target []byte // the target's admin kubeconfig
+	// targetHost is the target API server's URL.
+	targetHost string
 	// targetC is an admin client of the target.
 	targetC client.Client
 }
@@ -80,6 +82,7 @@ func setup(t *testing.T) *suite {
 		AccessGiveUp:  giveUp,
 		PollInterval:  500 * time.Millisecond,
 		TargetTimeout: 3 * time.Second,
+		Guard:         h.Guard,
 	}).SetupWithManager(h.Manager); err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +91,7 @@ func setup(t *testing.T) *suite {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &suite{h: h, ws: h.WS["acme"], target: raw, targetC: tc}
+	return &suite{h: h, ws: h.WS["acme"], target: raw, targetHost: target.Config.Host, targetC: tc}
 }
 
 func (s *suite) secret(t *testing.T, name string, kubeconfig []byte) {
@@ -289,6 +292,83 @@ func TestHostCluster(t *testing.T) {
 		wantCondition(t, hc, kov1alpha1.AccessValidatedCondition, metav1.ConditionFalse, kov1alpha1.UnreachableReason, "gave up")
 		if took := time.Since(created); took >= giveUp {
 			t.Errorf("failed after %s: the give-up time of its own attempt (%s), not the annotation's start", took, giveUp)
+		}
+	})
+
+	t.Run("a target at a forbidden address fails at once, naming the class, and is never dialed", func(t *testing.T) {
+		// The real target's API server behind a forwarder on the loopback alias 127.0.0.2, which
+		// the guard denies (only 127.0.0.1/32 is allowed): what a tenant's kubeconfig naming any
+		// internal address amounts to. And kcp's and the backend's own API servers.
+		targetAddr := s.targetHost
+		alias := framework.Forward(t, "127.0.0.2", targetAddr)
+		t.Run("each fails", func(t *testing.T) {
+			for name, tc := range map[string]struct{ server, class string }{
+				"loopback-alias": {server: "https://" + alias.Addr, class: "(loopback)"},
+				"kcp":            {server: s.h.KCP.Config.Host, class: "(a kcp shard)"},
+				"backend":        {server: s.h.BackendAdmin.Host, class: "(the backend's API server)"},
+			} {
+				t.Run(name, func(t *testing.T) {
+					t.Parallel()
+					hcName := "forbidden-" + name
+					s.secret(t, hcName+"-input", framework.KubeconfigWithServer(t, s.target, tc.server, "127.0.0.1"))
+					s.hostCluster(t, hcName, nil)
+					hc := s.waitPhase(t, hcName, kov1alpha1.HostClusterPhaseFailed, time.Minute)
+					wantCondition(t, hc, kov1alpha1.AccessValidatedCondition, metav1.ConditionFalse, kov1alpha1.ForbiddenAddressReason, "is at a forbidden address "+tc.class)
+					wantCondition(t, hc, kov1alpha1.ReadyCondition, metav1.ConditionFalse, kov1alpha1.ForbiddenAddressReason, tc.server)
+					// Not an unreachable target: failed at once, no retries until the give-up time.
+					if v := hc.Annotations[kov1alpha1.ValidationStartedAnnotation]; v != "" {
+						t.Errorf("the unreachable-target retry started (%s=%s)", kov1alpha1.ValidationStartedAnnotation, v)
+					}
+				})
+			}
+		})
+		if n := alias.Seen(t); n != 0 {
+			t.Errorf("the server behind 127.0.0.2 accepted %d connections, want none", n)
+		}
+
+		// The same HostCluster, its kubeconfig pointed at the same server through the allowed
+		// 127.0.0.1 and retried, is reached: the forwarder counts, and the reconciler dials.
+		allowed := framework.Forward(t, "127.0.0.1", targetAddr)
+		sec := &corev1.Secret{}
+		if err := s.ws.Get(t.Context(), client.ObjectKey{Namespace: "default", Name: "forbidden-loopback-alias-input"}, sec); err != nil {
+			t.Fatal(err)
+		}
+		sec.Data["kubeconfig"] = framework.KubeconfigWithServer(t, s.target, "https://"+allowed.Addr, "127.0.0.1")
+		if err := s.ws.Update(t.Context(), sec); err != nil {
+			t.Fatal(err)
+		}
+		hc := s.get(t, "forbidden-loopback-alias")
+		hc.Annotations = map[string]string{kov1alpha1.RetryAnnotation: "1"}
+		if err := s.ws.Update(t.Context(), hc); err != nil {
+			t.Fatal(err)
+		}
+		framework.Eventually(t, time.Minute, "forbidden-loopback-alias validated through 127.0.0.1", func() (bool, string) {
+			hc := s.get(t, "forbidden-loopback-alias")
+			return reconcile.IsTrue(hc, kov1alpha1.AccessValidatedCondition), describe(hc)
+		})
+		if n := allowed.Seen(t); n == 0 {
+			t.Error("the server behind 127.0.0.1 accepted no connection")
+		}
+		if n := alias.Seen(t); n != 0 {
+			t.Errorf("the server behind 127.0.0.2 accepted %d connections, want none", n)
+		}
+	})
+
+	t.Run("a give-up start the tenant set in the future is ignored: it still gives up", func(t *testing.T) {
+		s.secret(t, "future-input", []byte(unreachableKubeconfig))
+		created := time.Now()
+		s.hostCluster(t, "future", nil)
+		hc := s.waitPhase(t, "future", kov1alpha1.HostClusterPhaseValidatingAccess, 30*time.Second)
+		// The annotation is the tenant's to write: a start in 2100 would never give up and retry
+		// every two seconds for ever.
+		hc.Annotations[kov1alpha1.ValidationStartedAnnotation] = "2100-01-01T00:00:00Z"
+		if err := s.ws.Update(t.Context(), hc); err != nil {
+			t.Fatal(err)
+		}
+		hc = s.waitPhase(t, "future", kov1alpha1.HostClusterPhaseFailed, time.Minute)
+		wantCondition(t, hc, kov1alpha1.AccessValidatedCondition, metav1.ConditionFalse, kov1alpha1.UnreachableReason, "gave up")
+		if took := time.Since(created); took < giveUp {
+			t.Errorf("failed after %s, before the give-up time %s", took, giveUp)
 		}
 	})
 

@@ -22,6 +22,7 @@ import (
 	"github.com/kubeopera/kubeopera/internal/health"
 	"github.com/kubeopera/kubeopera/internal/helm"
 	"github.com/kubeopera/kubeopera/internal/kubeconfig"
+	"github.com/kubeopera/kubeopera/internal/netguard"
 	"github.com/kubeopera/kubeopera/internal/reconcile"
 	"github.com/kubeopera/kubeopera/internal/scaffolder"
 	"github.com/kubeopera/kubeopera/syncer"
@@ -46,8 +47,9 @@ const (
 
 // normalSteps are reconcileNormal's steps, in order.
 func (r *Reconciler) normalSteps() []reconcile.Step[*scope] {
-	return []reconcile.Step[*scope]{
+	return refuseForbidden([]reconcile.Step[*scope]{
 		{Name: "start a new attempt", Run: r.start},
+		{Name: "admit the HostCluster", Condition: kov1alpha1.AdmittedCondition, Run: r.admit},
 		{Name: "prepare the backend namespace", Condition: kov1alpha1.BackendNamespaceReadyCondition, Run: r.backendNamespace},
 		{Name: "provision the cluster", Condition: kov1alpha1.ProvisionedCondition, Run: r.provision},
 		{Name: "validate access to the cluster", Condition: kov1alpha1.AccessValidatedCondition, Run: r.access},
@@ -56,7 +58,7 @@ func (r *Reconciler) normalSteps() []reconcile.Step[*scope] {
 		{Name: "install KubeOpera", Condition: kov1alpha1.KubeOperaInstalledCondition, Run: r.installKubeOpera},
 		{Name: "bootstrap the admin account", Condition: kov1alpha1.AdminBootstrappedCondition, Run: r.bootstrapAdmin},
 		{Name: "show the phase reached", Run: r.showPhase},
-	}
+	})
 }
 
 // deleteSteps disconnect the cluster: only what the platform keeps for this HostCluster is
@@ -135,6 +137,25 @@ func (r *Reconciler) start(ctx context.Context, s *scope) error {
 	return nil
 }
 
+// admit counts the HostCluster against the workspace's cap (MaxPerWorkspace) before anything is
+// created for it: first come, first served, and an admitted HostCluster stays admitted.
+func (r *Reconciler) admit(ctx context.Context, s *scope) error {
+	if reconcile.IsTrue(s.hc, kov1alpha1.AdmittedCondition) {
+		return nil
+	}
+	if limit := (reconcile.CountLimit{Max: r.MaxPerWorkspace, Kind: "HostClusters"}); limit.Max > 0 {
+		list := &kov1alpha1.HostClusterList{}
+		if err := s.ws.List(ctx, list); err != nil {
+			return fmt.Errorf("failed to list the workspace's HostClusters: %w", err)
+		}
+		if err := limit.Check(len(reconcile.Ahead(s.hc, reconcile.Pointers(list.Items), kov1alpha1.AdmittedCondition))); err != nil {
+			return err
+		}
+	}
+	reconcile.MarkTrue(s.hc, kov1alpha1.AdmittedCondition, kov1alpha1.SucceededReason, "Within the workspace's limits")
+	return nil
+}
+
 // backendNamespace makes kcp-<fp> exist and belong to this workspace.
 func (r *Reconciler) backendNamespace(ctx context.Context, s *scope) error {
 	err := r.Backend.EnsureNamespaces(ctx, s.logicalCluster, workspaces.NamespaceClaim{Name: s.storeNamespace})
@@ -208,12 +229,15 @@ func (r *Reconciler) access(ctx context.Context, s *scope) error {
 	}
 	hc.Status.KubeconfigSecret = kubeconfigSecretName(hc.Spec.ClusterID)
 
-	t, err := newTarget(cfg, r.TargetTimeout)
+	t, err := newTarget(cfg, r.TargetTimeout, r.Guard)
 	if err != nil {
 		return reconcile.Stalledf(kov1alpha1.InvalidKubeconfigReason, "Secret %s/%s key %q: %v", hc.Namespace, srcName, KubeconfigKey, err)
 	}
 	version, err := t.clientset.Discovery().ServerVersion()
 	if err != nil {
+		if f, ok := netguard.AsForbidden(err); ok {
+			return forbiddenAddress(t.server, f)
+		}
 		return r.unreachable(ctx, s, t.server, err)
 	}
 	s.target = t
@@ -233,6 +257,37 @@ func (r *Reconciler) access(ctx context.Context, s *scope) error {
 	return nil
 }
 
+// forbiddenAddress fails the HostCluster whose target's API server is at an address the platform
+// never dials on a tenant's behalf (netguard): retrying cannot help, unlike an unreachable target.
+// The message names the server as the tenant gave it and the class of the address, never the
+// address a name resolved to.
+func forbiddenAddress(server string, f *netguard.ForbiddenError) error {
+	return reconcile.Stalledf(kov1alpha1.ForbiddenAddressReason,
+		"API server %s is at a forbidden address (%s): the platform never connects there on a tenant's behalf", server, f.Class)
+}
+
+// refuseForbidden makes a refused dial in any step (after access, a name may resolve elsewhere:
+// Flux's install, the sync, the admin bootstrap) fail the HostCluster as access does.
+func refuseForbidden(steps []reconcile.Step[*scope]) []reconcile.Step[*scope] {
+	for i := range steps {
+		run := steps[i].Run
+		steps[i].Run = func(ctx context.Context, s *scope) error {
+			err := run(ctx, s)
+			if _, ok := reconcile.AsStalled(err); ok {
+				return err
+			}
+			if _, ok := reconcile.AsWaiting(err); ok {
+				return err
+			}
+			if f, ok := netguard.AsForbidden(err); ok && s.target != nil {
+				return forbiddenAddress(s.target.server, f)
+			}
+			return err
+		}
+	}
+	return steps
+}
+
 // unreachable retries a target that did not answer, until AccessGiveUp after the first failure of
 // this attempt; then the HostCluster fails with the real error. A Ready cluster that stops
 // answering is never failed for it: it waits and says so.
@@ -243,8 +298,10 @@ func (r *Reconciler) unreachable(ctx context.Context, s *scope, server string, c
 		return reconcile.Waiting(kov1alpha1.UnreachableReason, msg, r.PollInterval)
 	}
 	now := r.now()
+	// The annotation is tenant-writable: a start that is not a time, or lies in the future (which
+	// would never give up, retrying every 2 s forever), is replaced by now.
 	started, err := time.Parse(time.RFC3339, hc.Annotations[kov1alpha1.ValidationStartedAnnotation])
-	if err != nil {
+	if err != nil || started.After(now) {
 		started = now
 		if err := reconcile.PatchAnnotations(ctx, s.ws, hc, map[string]*string{
 			kov1alpha1.ValidationStartedAnnotation: ptr.To(now.UTC().Format(time.RFC3339)),
@@ -530,6 +587,9 @@ func (r *Reconciler) bootstrapAdmin(ctx context.Context, s *scope) error {
 			Email: hc.Spec.AdminEmail, Username: hc.Spec.AdminUsername, Password: string(stored.Data[PasswordKey]),
 		})
 		if err != nil {
+			if f, ok := netguard.AsForbidden(err); ok {
+				return forbiddenAddress(s.target.server, f)
+			}
 			if authapi.IsTerminal(err) {
 				return reconcile.Stalledf(kov1alpha1.AdminBootstrapFailedReason, "authapi refused to create the super-admin account: %v", err)
 			}

@@ -125,7 +125,7 @@ func setupProvisioning(t *testing.T) *provisionSuite {
 	}
 	// The manager mints EKS tokens in process against the suite's AWS (--aws-endpoint-url).
 	if err := (&hostcluster.Reconciler{Workspaces: h.Fleet, Backend: h.BackendStore(), Flux: installer, Provisioner: pc,
-		PollInterval: 300 * time.Millisecond, AccessGiveUp: 20 * time.Second, AWSEndpointURL: pe.AWS.URL}).SetupWithManager(h.Manager); err != nil {
+		PollInterval: 300 * time.Millisecond, AccessGiveUp: 20 * time.Second, Guard: h.Guard, AWSEndpointURL: pe.AWS.URL}).SetupWithManager(h.Manager); err != nil {
 		t.Fatal(err)
 	}
 	h.Run(t)

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubeopera/kubeopera/internal/flux"
+	"github.com/kubeopera/kubeopera/internal/netguard"
 )
 
 // targetScheme holds the kinds the controller reads and writes on targets.
@@ -51,11 +52,16 @@ type target struct {
 	server    string
 }
 
-// newTarget builds the clients of a target from a checked rest.Config (ParseUntrusted).
-func newTarget(cfg *rest.Config, timeout time.Duration) (*target, error) {
+// newTarget builds the clients of a target from a checked rest.Config (ParseUntrusted); every
+// connection they make, and every one made from the config they keep (Flux's install), is
+// checked by guard.
+func newTarget(cfg *rest.Config, timeout time.Duration, guard *netguard.Guard) (*target, error) {
 	cfg = rest.CopyConfig(cfg)
 	cfg.Timeout = timeout
 	cfg.QPS, cfg.Burst = 20, 40
+	if err := guard.Apply(cfg); err != nil {
+		return nil, err
+	}
 	c, err := client.New(cfg, client.Options{Scheme: targetScheme, Mapper: targetMapper})
 	if err != nil {
 		return nil, fmt.Errorf("failed to build a client for the target: %w", err)

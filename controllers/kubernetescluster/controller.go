@@ -88,6 +88,9 @@ type Reconciler struct {
 	ConnectionSecretKey string
 	// PollInterval; DefaultPollInterval when zero.
 	PollInterval time.Duration
+	// MaxPerWorkspace is how many KubernetesClusters one workspace may have (QuotaExceeded
+	// beyond); 0: no limit.
+	MaxPerWorkspace int
 }
 
 // SetupWithManager registers the controller; a ProviderConfig or MachineCapabilities changing
@@ -206,6 +209,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (ct
 // one, or one composite resource for every other provider.
 func (r *Reconciler) steps(kc *platformv1alpha1.KubernetesCluster) []reconcile.Step[*scope] {
 	head := []reconcile.Step[*scope]{
+		{Name: "admit the KubernetesCluster", Condition: platformv1alpha1.AdmittedCondition, Run: r.admit},
 		{Name: "check the provider and its credentials", Condition: platformv1alpha1.CredentialsValidCondition, Run: r.provider},
 		{Name: "match a node flavor", Condition: platformv1alpha1.FlavorMatchedCondition, Run: r.matchFlavor},
 		{Name: "prepare the backend namespace", Run: r.backendNamespace},
@@ -221,6 +225,25 @@ func (r *Reconciler) steps(kc *platformv1alpha1.KubernetesCluster) []reconcile.S
 		reconcile.Step[*scope]{Name: "build the cluster", Condition: platformv1alpha1.ClusterReadyCondition, Run: r.cluster},
 		reconcile.Step[*scope]{Name: "build the node pool", Condition: platformv1alpha1.NodePoolReadyCondition, Run: r.nodePool},
 		deliver)
+}
+
+// admit counts the KubernetesCluster against the workspace's cap (MaxPerWorkspace) before
+// anything is created for it: first come, first served, and an admitted one stays admitted.
+func (r *Reconciler) admit(ctx context.Context, s *scope) error {
+	if reconcile.IsTrue(s.kc, platformv1alpha1.AdmittedCondition) {
+		return nil
+	}
+	if limit := (reconcile.CountLimit{Max: r.MaxPerWorkspace, Kind: "KubernetesClusters"}); limit.Max > 0 {
+		list := &platformv1alpha1.KubernetesClusterList{}
+		if err := s.ws.Client().List(ctx, list); err != nil {
+			return fmt.Errorf("failed to list the workspace's KubernetesClusters: %w", err)
+		}
+		if err := limit.Check(len(reconcile.Ahead(s.kc, reconcile.Pointers(list.Items), platformv1alpha1.AdmittedCondition))); err != nil {
+			return err
+		}
+	}
+	reconcile.MarkTrue(s.kc, platformv1alpha1.AdmittedCondition, commonv1alpha1.SucceededReason, "Within the workspace's limits")
+	return nil
 }
 
 func isOTC(kc *platformv1alpha1.KubernetesCluster) bool {

@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"sort"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -109,7 +108,7 @@ func (r *Reconciler) releaseCloudSpace(ctx context.Context, s *scope) error {
 func (r *Reconciler) checkLimits(ctx context.Context, s *scope) error {
 	l := r.Limits
 	if l.MaxTenants == 0 && l.MaxCPU.IsZero() && l.MaxMemory.IsZero() {
-		return nil
+		return l.Check(s.tenant, nil) // the quota itself is checked all the same
 	}
 	list := &kov1alpha1.TenantList{}
 	if err := s.ws.List(ctx, list); err != nil {
@@ -119,48 +118,38 @@ func (r *Reconciler) checkLimits(ctx context.Context, s *scope) error {
 	return l.Check(s.tenant, ahead)
 }
 
-// AdmittedBefore returns the Tenants of all that count before t against the workspace's limits:
-// not being deleted, not refused for the limits themselves, and either admitted already or created
-// before t (ties broken by namespace/name).
+// AdmittedBefore returns the Tenants of all that count before t against the workspace's limits
+// (reconcile.Ahead: first come, first served; admitted ones stay admitted).
 func AdmittedBefore(t *kov1alpha1.Tenant, all []kov1alpha1.Tenant) []kov1alpha1.Tenant {
-	var out []kov1alpha1.Tenant
-	for i := range all {
-		o := &all[i]
-		if o.UID == t.UID || (o.Namespace == t.Namespace && o.Name == t.Name) || o.DeletionTimestamp != nil {
-			continue
-		}
-		// A Tenant refused for the limits holds nothing and does not count against later ones.
-		if c := reconcile.GetCondition(o, kov1alpha1.AdmittedCondition); c != nil && c.Reason == kov1alpha1.QuotaExceededReason {
-			continue
-		}
-		if reconcile.IsTrue(o, kov1alpha1.AdmittedCondition) || earlier(o, t) {
-			out = append(out, *o)
-		}
+	ahead := reconcile.Ahead(t, reconcile.Pointers(all), kov1alpha1.AdmittedCondition)
+	out := make([]kov1alpha1.Tenant, len(ahead))
+	for i, o := range ahead {
+		out[i] = *o
 	}
-	sort.Slice(out, func(i, j int) bool { return earlier(&out[i], &out[j]) })
 	return out
 }
 
-func earlier(a, b *kov1alpha1.Tenant) bool {
-	if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
-		return a.CreationTimestamp.Before(&b.CreationTimestamp)
-	}
-	if a.Namespace != b.Namespace {
-		return a.Namespace < b.Namespace
-	}
-	return a.Name < b.Name
-}
-
 // Check returns a QuotaExceeded stall when t does not fit after the Tenants ahead of it.
+//
+// A quota that is not greater than zero is refused (InvalidSpec) whatever the limits: the schema
+// refuses it at admission, and a Tenant written before that rule must not offset the sums of the
+// others. Such a Tenant ahead of t counts as zero.
 func (l Limits) Check(t *kov1alpha1.Tenant, ahead []kov1alpha1.Tenant) error {
-	if l.MaxTenants > 0 && len(ahead)+1 > l.MaxTenants {
-		return reconcile.Stalledf(kov1alpha1.QuotaExceededReason,
-			"this workspace may have at most %d Tenants (a limit set by the platform admin) and %d are ahead of this one; delete one, then retry", l.MaxTenants, len(ahead))
+	for _, q := range []struct {
+		field string
+		value resource.Quantity
+	}{{"spec.quota.cpu", t.Spec.Quota.CPU}, {"spec.quota.memory", t.Spec.Quota.Memory}} {
+		if q.value.Sign() <= 0 {
+			return reconcile.Stalledf(kov1alpha1.InvalidSpecReason, "%s must be greater than zero (it is %s)", q.field, q.value.String())
+		}
+	}
+	if err := (reconcile.CountLimit{Max: l.MaxTenants, Kind: "Tenants"}).Check(len(ahead)); err != nil {
+		return err
 	}
 	cpu, mem := t.Spec.Quota.CPU.DeepCopy(), t.Spec.Quota.Memory.DeepCopy()
 	for i := range ahead {
-		cpu.Add(ahead[i].Spec.Quota.CPU)
-		mem.Add(ahead[i].Spec.Quota.Memory)
+		addPositive(&cpu, ahead[i].Spec.Quota.CPU)
+		addPositive(&mem, ahead[i].Spec.Quota.Memory)
 	}
 	if exceeds(cpu, l.MaxCPU) {
 		return reconcile.Stalledf(kov1alpha1.QuotaExceededReason,
@@ -171,6 +160,13 @@ func (l Limits) Check(t *kov1alpha1.Tenant, ahead []kov1alpha1.Tenant) error {
 			"the Tenants of this workspace would have %s memory in all, over the limit of %s set by the platform admin", mem.String(), l.MaxMemory.String())
 	}
 	return nil
+}
+
+// addPositive adds q to sum when q is greater than zero.
+func addPositive(sum *resource.Quantity, q resource.Quantity) {
+	if q.Sign() > 0 {
+		sum.Add(q)
+	}
 }
 
 func exceeds(sum, limit resource.Quantity) bool {

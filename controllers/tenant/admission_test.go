@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
 	kov1alpha1 "github.com/kubeopera/kubeopera/apis/kubeopera/v1alpha1"
 	"github.com/kubeopera/kubeopera/internal/reconcile"
@@ -68,6 +69,11 @@ func TestLimits(t *testing.T) {
 				return []kov1alpha1.Tenant{gone}
 			}(),
 		},
+		"a negative quota ahead does not make room": {
+			self:    tenantAt("b", 2, "3", ""),
+			others:  []kov1alpha1.Tenant{tenantAt("a", 1, "-1000", kov1alpha1.SucceededReason), tenantAt("c", 0, "2", kov1alpha1.SucceededReason)},
+			refused: "5 CPU in all, over the limit of 4",
+		},
 		"same creation time: ordered by name": {
 			self:    tenantAt("b", 1, "3", ""),
 			others:  []kov1alpha1.Tenant{tenantAt("a", 1, "3", "")},
@@ -90,7 +96,31 @@ func TestLimits(t *testing.T) {
 			}
 		})
 	}
-	if err := (Limits{}).Check(&kov1alpha1.Tenant{}, nil); err != nil {
+	if err := (Limits{}).Check(ptr.To(tenantAt("a", 1, "1", "")), nil); err != nil {
 		t.Errorf("zero limits refuse: %v", err)
+	}
+}
+
+// A quota not greater than zero passed the schema before its CEL rule (and a client may skip
+// nothing else): it is refused in the check too, with or without limits, naming the field.
+func TestLimitsRefuseQuotasNotGreaterThanZero(t *testing.T) {
+	for name, tc := range map[string]struct {
+		cpu, memory string
+		field       string
+	}{
+		"negative cpu":    {cpu: "-1000", memory: "1Gi", field: "spec.quota.cpu"},
+		"zero cpu":        {cpu: "0", memory: "1Gi", field: "spec.quota.cpu"},
+		"negative memory": {cpu: "1", memory: "-64Gi", field: "spec.quota.memory"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			tn := tenantAt("a", 1, tc.cpu, "")
+			tn.Spec.Quota.Memory = resource.MustParse(tc.memory)
+			for _, l := range []Limits{{}, {MaxTenants: 3, MaxCPU: resource.MustParse("4")}} {
+				s, ok := reconcile.AsStalled(l.Check(&tn, nil))
+				if !ok || s.Reason != kov1alpha1.InvalidSpecReason || !strings.Contains(s.Message, tc.field+" must be greater than zero") {
+					t.Errorf("limits %+v: want InvalidSpec naming %s, got %v", l, tc.field, s)
+				}
+			}
+		})
 	}
 }

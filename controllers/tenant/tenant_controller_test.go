@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -76,20 +77,20 @@ func (h *helmRecorder) enter(string) func() {
 	}
 }
 
-func (h *helmRecorder) Observe(ctx context.Context, ns, name string, values map[string]any) (helm.Observation, error) {
-	defer h.enter(ns)()
-	return h.Client.Observe(ctx, ns, name, values)
+func (h *helmRecorder) Observe(ctx context.Context, rel helm.Release, values map[string]any) (helm.Observation, error) {
+	defer h.enter(rel.Namespace)()
+	return h.Client.Observe(ctx, rel, values)
 }
 
-func (h *helmRecorder) InstallOrUpgrade(ctx context.Context, ns, name string, values map[string]any) (helm.Observation, error) {
-	defer h.enter(ns)()
+func (h *helmRecorder) InstallOrUpgrade(ctx context.Context, rel helm.Release, values map[string]any) (helm.Observation, error) {
+	defer h.enter(rel.Namespace)()
 	time.Sleep(300 * time.Millisecond)
-	return h.Client.InstallOrUpgrade(ctx, ns, name, values)
+	return h.Client.InstallOrUpgrade(ctx, rel, values)
 }
 
-func (h *helmRecorder) Uninstall(ctx context.Context, ns, name string) error {
-	defer h.enter(ns)()
-	return h.Client.Uninstall(ctx, ns, name)
+func (h *helmRecorder) Uninstall(ctx context.Context, rel helm.Release) error {
+	defer h.enter(rel.Namespace)()
+	return h.Client.Uninstall(ctx, rel)
 }
 
 type suite struct {
@@ -223,6 +224,16 @@ func TestTenantPhaseTransitions(t *testing.T) {
 		if !strings.Contains(tn.Status.Message, "503") && !strings.Contains(tn.Status.Message, "Service Unavailable") {
 			t.Errorf("the message does not say what failed: %q", tn.Status.Message)
 		}
+		// In the platform's words: the chart server's address (an internal URL to a tenant) is in
+		// the manager's log, never in the tenant's status.
+		if u, _ := url.Parse(s.chart.URL); strings.Contains(tn.Status.Message, u.Host) || strings.Contains(tn.Status.Message, "http://") {
+			t.Errorf("the message names the chart server's address: %q", tn.Status.Message)
+		}
+		for _, c := range tn.Status.Conditions {
+			if u, _ := url.Parse(s.chart.URL); strings.Contains(c.Message, u.Host) {
+				t.Errorf("condition %s names the chart server's address: %q", c.Type, c.Message)
+			}
+		}
 		if cond(tn, kov1alpha1.ReleaseDeployedCondition) != "False/"+kov1alpha1.TransientErrorReason {
 			t.Errorf("ReleaseDeployed = %s, want False/TransientError", cond(tn, kov1alpha1.ReleaseDeployedCondition))
 		}
@@ -293,6 +304,14 @@ func TestTenantPhaseTransitions(t *testing.T) {
 		if n := s.api.count("7e9d3a1b-0000-4000-8000-000000000002"); n != 1 {
 			t.Errorf("kubeopera-api was called %d times, want once", n)
 		}
+		// Helm's records of the release live in kcp-<fp>, out of reach of the vCluster syncer's
+		// ServiceAccount, which may write Secrets in the host namespace.
+		if got := s.releaseRecords(t, acmeHost, "vc-alice"); len(got) != 0 {
+			t.Errorf("release records in the host namespace: %v, want none", got)
+		}
+		if got := s.releaseRecords(t, workspaces.Namespace(s.lc["acme"]), "vc-alice"); len(got) == 0 {
+			t.Error("no release records in kcp-<fp>")
+		}
 	})
 
 	t.Run("a fingerprint collision on the host namespace writes nothing, not even kcp-<fp>", func(t *testing.T) {
@@ -357,12 +376,8 @@ func TestTenantPhaseTransitions(t *testing.T) {
 		if tn.Status.Phase != kov1alpha1.TenantPhaseFailed || !strings.Contains(tn.Status.Message, "limit of 5") {
 			t.Errorf("want Failed naming the limit, got %s", describe(tn))
 		}
-		revisions := &corev1.SecretList{}
-		if err := s.backend.List(t.Context(), revisions, client.InNamespace(workspaces.VClusterNamespace(s.lc["acme"], "carol")), client.MatchingLabels{"owner": "helm", "name": "vc-carol"}); err != nil {
-			t.Fatal(err)
-		}
-		if len(revisions.Items) != 1 {
-			t.Errorf("the release was upgraded to a quota over the limit: %d revisions", len(revisions.Items))
+		if n := len(s.releaseRecords(t, workspaces.Namespace(s.lc["acme"]), "vc-carol")); n != 1 {
+			t.Errorf("the release was upgraded to a quota over the limit: %d revisions", n)
 		}
 	})
 
@@ -439,6 +454,9 @@ func TestTenantPhaseTransitions(t *testing.T) {
 		if err := s.backend.Get(t.Context(), stored, &corev1.Secret{}); !apierrors.IsNotFound(err) {
 			t.Errorf("stored kubeconfig still there: %v", err)
 		}
+		if got := s.releaseRecords(t, workspaces.Namespace(s.lc["acme"]), "vc-alice"); len(got) != 0 {
+			t.Errorf("release records left in kcp-<fp>: %v", got)
+		}
 		// The freed cloudSpaceID can now be claimed by the other workspace: a retry succeeds.
 		patch := client.RawPatch("application/merge-patch+json", []byte(`{"metadata":{"annotations":{"kubeopera.io/retry":"1"}}}`))
 		if err := globex.Patch(t.Context(), &kov1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "thief"}}, patch); err != nil {
@@ -449,6 +467,87 @@ func TestTenantPhaseTransitions(t *testing.T) {
 			t.Errorf("lastHandledRetry = %q", tn.Status.LastHandledRetry)
 		}
 	})
+}
+
+// TestTenantReleaseRecordedInItsHostNamespace: a vCluster installed before the Tenant controller
+// kept Helm's records in kcp-<fp> (its records in the host namespace) is carried over when its
+// Tenant is next reconciled: its objects are adopted in place (the StatefulSet keeps its UID: no
+// second install fighting the first, no vCluster lost), the records move to kcp-<fp> and the old
+// ones are removed; deleting the Tenant then removes everything.
+func TestTenantReleaseRecordedInItsHostNamespace(t *testing.T) {
+	s := setup(t)
+	s.chart.Status.Store(http.StatusOK)
+	ctx, acme := t.Context(), s.ws["acme"]
+	lc := s.lc["acme"]
+	host, store, release := workspaces.VClusterNamespace(lc, "olda"), workspaces.Namespace(lc), "vc-olda"
+
+	// What an earlier manager left: the namespaces, and the release with its records in the host
+	// namespace (Helm's default storage).
+	mgr, err := client.New(s.backendAs, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	backend := workspaces.Backend{Client: mgr, Reader: mgr}
+	if err := backend.EnsureNamespaces(ctx, lc, workspaces.NamespaceClaim{Name: store}, workspaces.NamespaceClaim{Name: host, Owner: "Tenant default/olda"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.helm.Client.InstallOrUpgrade(ctx, helm.Release{Namespace: host, Name: release}, nil); err != nil {
+		t.Fatalf("installing the release the old way: %v", err)
+	}
+	before := &appsv1.StatefulSet{}
+	if err := s.backend.Get(ctx, client.ObjectKey{Namespace: host, Name: release}, before); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(s.releaseRecords(t, host, release)); n != 1 {
+		t.Fatalf("the old layout has %d records in the host namespace, want 1", n)
+	}
+
+	newTenant(t, acme, "olda", "01da", "1")
+	waitFor(t, acme, "olda", "deployed", func(tn *kov1alpha1.Tenant) bool {
+		return cond(tn, kov1alpha1.ReleaseDeployedCondition) == "True/Succeeded"
+	})
+	after := &appsv1.StatefulSet{}
+	if err := s.backend.Get(ctx, client.ObjectKey{Namespace: host, Name: release}, after); err != nil {
+		t.Fatal(err)
+	}
+	if after.UID != before.UID {
+		t.Errorf("the vCluster's StatefulSet was recreated (UID %s, was %s); want it adopted in place", after.UID, before.UID)
+	}
+	if got := s.releaseRecords(t, host, release); len(got) != 0 {
+		t.Errorf("records left in the host namespace: %v", got)
+	}
+	if got := s.releaseRecords(t, store, release); len(got) != 1 {
+		t.Errorf("records in kcp-<fp>: %v, want one revision", got)
+	}
+
+	if err := acme.Delete(ctx, getTenant(t, acme, "olda")); err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, time.Minute, "olda gone", func() (bool, string) {
+		err := acme.Get(ctx, client.ObjectKey{Namespace: "default", Name: "olda"}, &kov1alpha1.Tenant{})
+		return apierrors.IsNotFound(err), fmt.Sprint(err)
+	})
+	if s.namespaceExists(t, host) {
+		t.Error("host namespace still there")
+	}
+	if got := s.releaseRecords(t, store, release); len(got) != 0 {
+		t.Errorf("records left in kcp-<fp> after the Tenant went: %v", got)
+	}
+}
+
+// releaseRecords returns the names of the Helm records of release in namespace (Helm's secrets
+// driver labels them owner=helm, name=<release>).
+func (s *suite) releaseRecords(t *testing.T, namespace, release string) []string {
+	t.Helper()
+	list := &corev1.SecretList{}
+	if err := s.backend.List(t.Context(), list, client.InNamespace(namespace), client.MatchingLabels{"owner": "helm", "name": release}); err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, sec := range list.Items {
+		out = append(out, sec.Name)
+	}
+	return out
 }
 
 // admissionRefusal makes the backend's API server refuse StatefulSets named name (403 Forbidden,

@@ -121,7 +121,7 @@ func (r *Reconciler) release(ctx context.Context, s *scope) error {
 		return r.installing(s)
 	} else {
 		var err error
-		if obs, err = r.Helm.Observe(ctx, s.hostNamespace, s.releaseName, s.values); err != nil {
+		if obs, err = r.Helm.Observe(ctx, s.release(), s.values); err != nil {
 			return r.helmError(ctx, s, err)
 		}
 		// A new attempt reinstalls a release that is not deployed: one the user or an admin asked
@@ -132,9 +132,9 @@ func (r *Reconciler) release(ctx context.Context, s *scope) error {
 			(lastTransient != nil && lastTransient.Reason == kov1alpha1.TransientErrorReason)
 		newAttempt := retrying && obs.Exists && obs.State != helm.StateDeployed
 		if !obs.Exists || !obs.UpToDate || obs.State == helm.StatePending || obs.State == helm.StateUninstalling || newAttempt {
-			ns, name, values := s.hostNamespace, s.releaseName, s.values
+			rel, values := s.release(), s.values
 			r.installs.Run(key, s.req, func(ctx context.Context) (helm.Observation, error) {
-				return r.Helm.InstallOrUpgrade(ctx, ns, name, values)
+				return r.Helm.InstallOrUpgrade(ctx, rel, values)
 			})
 			return r.installing(s)
 		}
@@ -156,6 +156,15 @@ func (r *Reconciler) release(ctx context.Context, s *scope) error {
 
 // releaseKey names the Tenant's release among the installs (reconcile.Operations).
 func (s *scope) releaseKey() string { return s.hostNamespace + "/" + s.releaseName }
+
+// release is the Tenant's vCluster release: its objects in the host namespace, its records in
+// kcp-<fp>. The vCluster syncer's ServiceAccount may write Secrets in the host namespace (the
+// chart's Role), so records kept there could be forged by the tenant: a forged "previous
+// manifest" would have the next upgrade or the uninstall delete, with the manager's
+// credentials, whatever it lists. kcp-<fp> is written by the platform only.
+func (s *scope) release() helm.Release {
+	return helm.Release{Namespace: s.hostNamespace, Name: s.releaseName, Storage: s.storeNamespace}
+}
 
 // installing says the Tenant waits for its install or upgrade, which requeues it when it ends.
 func (r *Reconciler) installing(s *scope) error {
@@ -287,9 +296,11 @@ func (r *Reconciler) callback(ctx context.Context, s *scope) error {
 	return nil
 }
 
-// uninstall removes the vCluster release when this Tenant owns the host namespace: a namespace
-// claimed by another Tenant or another workspace (a Tenant that failed on a conflict) is left
-// alone, release included.
+// uninstall removes the vCluster release when this Tenant owns the host namespace, or when the
+// host namespace is gone (its records in kcp-<fp> outlive it and would make a later Tenant of
+// the same tenantName find a deployed release with nothing behind it): a namespace claimed by
+// another Tenant or another workspace (a Tenant that failed on a conflict) is left alone,
+// release included.
 func (r *Reconciler) uninstall(ctx context.Context, s *scope) error {
 	// An install still running would write the release again after the uninstall.
 	key := s.releaseKey()
@@ -297,11 +308,16 @@ func (r *Reconciler) uninstall(ctx context.Context, s *scope) error {
 		return reconcile.Waiting(kov1alpha1.DeletingReason, "Waiting for the running install of "+s.releaseName+" to end", r.RequeueInterval)
 	}
 	r.installs.Take(key)
-	owns, err := r.Backend.Owns(ctx, s.logicalCluster, s.hostNamespace, s.owner)
-	if err != nil || !owns {
-		return err
+	ns := &corev1.Namespace{}
+	err := r.Backend.Reader.Get(ctx, client.ObjectKey{Name: s.hostNamespace}, ns)
+	switch {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return fmt.Errorf("failed to get backend namespace %s: %w", s.hostNamespace, err)
+	case !workspaces.OwnedBy(ns, s.logicalCluster, s.owner):
+		return nil
 	}
-	return r.Helm.Uninstall(ctx, s.hostNamespace, s.releaseName)
+	return r.Helm.Uninstall(ctx, s.release())
 }
 
 // removeSecrets removes the delivered kubeconfig and the stored one, when they are this Tenant's.

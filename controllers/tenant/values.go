@@ -2,12 +2,14 @@ package tenant
 
 import (
 	kov1alpha1 "github.com/kubeopera/kubeopera/apis/kubeopera/v1alpha1"
+	"github.com/kubeopera/kubeopera/workspaces"
 )
 
 // vclusterValues are the seed's default values for every CloudSpace, with the quota as the
 // control-plane requests and limits, plus the isolation the seed left out: the chart's
-// NetworkPolicy, ResourceQuota and LimitRange policies on, so one tenant's workloads cannot reach
-// or starve another's on the shared backend. Ingress sync to the shared backend is off unless the
+// NetworkPolicy (with cloud metadata out of reach), ResourceQuota and LimitRange policies on, so
+// one tenant's workloads cannot reach or starve another's on the shared backend, and the chart's
+// pod security standard at the host namespace's level. Ingress sync to the shared backend is off unless the
 // platform admin allows one ingress class (ingressClass); then the vCluster syncs Ingresses and
 // config/policies/ingress-class.yaml refuses Ingresses of any other class in the backend's
 // tenant namespaces. (The chart's sync.fromHost.ingressClasses would need a ClusterRole, which the
@@ -45,9 +47,54 @@ func vclusterValues(t *kov1alpha1.Tenant, release, namespace, environment, ingre
 			"server": "https://" + release + "." + namespace + ":443",
 		},
 		"policies": map[string]any{
-			"networkPolicy": map[string]any{"enabled": true},
+			"networkPolicy": networkPolicyValues(),
 			"resourceQuota": map[string]any{"enabled": true},
 			"limitRange":    map[string]any{"enabled": true},
+			// The vCluster 0.21 syncer (not the chart's templates) reads policies.podSecurityStandard
+			// from its config (templates/config-secret.yaml renders every value into Secret
+			// vc-config-<release>): it checks each virtual Pod against the level before syncing it
+			// to the host and refuses it with a SyncError event the tenant sees
+			// (pkg/controllers/resources/pods/syncer.go, validate_pod_security.go), and labels every
+			// virtual namespace with it (pkg/controllers/podsecurity). The chart itself only adds a
+			// RuntimeDefault seccomp profile to CoreDNS (templates/coredns-configmap.yaml). The
+			// backend's own guard is the host namespace's Pod Security label (the same level,
+			// workspaces.PodSecurityLevel), which the tenant cannot change; this value makes the
+			// refusal visible inside the vCluster instead of as a Pod that never appears.
+			"podSecurityStandard": workspaces.PodSecurityBaseline,
+		},
+	}
+}
+
+// chartEgressExcept are the egress exceptions of the vCluster 0.21 chart's NetworkPolicy for
+// tenant workloads (chart/values.yaml policies.networkPolicy.outgoingConnections.ipBlock.except:
+// the carrier-grade NAT, loopback and private ranges). Helm replaces lists rather than merging
+// them, so setting the list repeats them.
+var chartEgressExcept = []string{"100.64.0.0/10", "127.0.0.0/8", "10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16"}
+
+// linkLocal is 169.254.0.0/16, where clouds serve instance metadata and credentials
+// (169.254.169.254 on AWS, GCP, Azure and OpenStack; 169.254.170.2 for ECS task roles).
+const linkLocal = "169.254.0.0/16"
+
+// networkPolicyValues turn on the chart's NetworkPolicies (templates/networkpolicy.yaml:
+// vc-work-<release> for the synced workloads, vc-cp-<release> for the control plane) and let
+// tenant workloads reach 0.0.0.0/0 except the chart's private ranges and link-local addresses:
+// a tenant's Pod on the backend cannot ask the node's cloud metadata service for the node's
+// credentials. outgoingConnections.platform (egress from the control plane to pods labelled
+// app=loft in any namespace, for vCluster Platform) is off: the platform does not run it.
+func networkPolicyValues() map[string]any {
+	except := make([]any, 0, len(chartEgressExcept)+1)
+	for _, cidr := range chartEgressExcept {
+		except = append(except, cidr)
+	}
+	except = append(except, linkLocal)
+	return map[string]any{
+		"enabled": true,
+		"outgoingConnections": map[string]any{
+			"platform": false,
+			"ipBlock": map[string]any{
+				"cidr":   "0.0.0.0/0",
+				"except": except,
+			},
 		},
 	}
 }

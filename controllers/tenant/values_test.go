@@ -1,11 +1,25 @@
 package tenant
 
 import (
+	"errors"
+	"io"
+	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
+	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/chart/loader"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/yaml"
 
 	kov1alpha1 "github.com/kubeopera/kubeopera/apis/kubeopera/v1alpha1"
+	"github.com/kubeopera/kubeopera/test/framework"
 )
 
 func TestVClusterValues(t *testing.T) {
@@ -43,6 +57,9 @@ func TestVClusterValues(t *testing.T) {
 		"service accounts synced":                  {v, []string{"sync", "toHost", "serviceAccounts", "enabled"}, true},
 		"in-cluster server":                        {v, []string{"exportKubeConfig", "server"}, "https://vc-alice-default.kcp-0123456789ab-vc-alice-default:443"},
 		"network policy on":                        {v, []string{"policies", "networkPolicy", "enabled"}, true},
+		"egress to every address but exceptions":   {v, []string{"policies", "networkPolicy", "outgoingConnections", "ipBlock", "cidr"}, "0.0.0.0/0"},
+		"no egress to vCluster Platform pods":      {v, []string{"policies", "networkPolicy", "outgoingConnections", "platform"}, false},
+		"syncer checks Pods against baseline":      {v, []string{"policies", "podSecurityStandard"}, "baseline"},
 		"resource quota on":                        {v, []string{"policies", "resourceQuota", "enabled"}, true},
 		"limit range on":                           {v, []string{"policies", "limitRange", "enabled"}, true},
 		"environment label":                        {v, []string{"controlPlane", "statefulSet", "labels", "kubeopera.io/environment"}, "production"},
@@ -54,4 +71,112 @@ func TestVClusterValues(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestVClusterValuesInTheChart renders the project's vCluster chart (test/charts/vcluster, which
+// renders these keys as the 0.21 chart's templates do) with the manager's values, as
+// `helm template` does (a client-only dry-run install, schema checked): the tenant workloads'
+// NetworkPolicy excepts link-local addresses besides the chart's own exceptions, the egress to
+// vCluster Platform pods is gone, and the syncer's config carries the pod security standard.
+func TestVClusterValuesInTheChart(t *testing.T) {
+	tn := &kov1alpha1.Tenant{Spec: kov1alpha1.TenantSpec{
+		TenantName:   "alice",
+		CloudSpaceID: "7e9d3a1b",
+		Quota:        kov1alpha1.TenantQuota{CPU: resource.MustParse("1"), Memory: resource.MustParse("1Gi")},
+	}}
+	const release, namespace = "vc-alice", "kcp-0123456789ab-vc-alice"
+	objs := renderChart(t, release, namespace, vclusterValues(tn, release, namespace, "", ""))
+
+	work := &networkingv1.NetworkPolicy{}
+	decodeRendered(t, objs, "NetworkPolicy", "vc-work-"+release, work)
+	var except []string
+	var cidr string
+	for _, rule := range work.Spec.Egress {
+		for _, peer := range rule.To {
+			if peer.IPBlock != nil {
+				cidr, except = peer.IPBlock.CIDR, peer.IPBlock.Except
+			}
+		}
+	}
+	if cidr != "0.0.0.0/0" {
+		t.Errorf("vc-work egress ipBlock cidr = %q, want 0.0.0.0/0", cidr)
+	}
+	for _, want := range []string{"169.254.0.0/16", "100.64.0.0/10", "127.0.0.0/8", "10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16"} {
+		if !slices.Contains(except, want) {
+			t.Errorf("vc-work egress except = %v, want it to hold %s", except, want)
+		}
+	}
+	if got := work.Spec.PodSelector.MatchLabels["vcluster.loft.sh/managed-by"]; got != release {
+		t.Errorf("vc-work selects managed-by=%q, want the synced workloads of %s", got, release)
+	}
+
+	cp := &networkingv1.NetworkPolicy{}
+	decodeRendered(t, objs, "NetworkPolicy", "vc-cp-"+release, cp)
+	for _, rule := range cp.Spec.Egress {
+		for _, peer := range rule.To {
+			if peer.PodSelector != nil && peer.PodSelector.MatchLabels["app"] == "loft" {
+				t.Errorf("vc-cp lets the control plane reach vCluster Platform pods in any namespace: %+v", peer)
+			}
+		}
+	}
+
+	cfg := &corev1.Secret{}
+	decodeRendered(t, objs, "Secret", "vc-config-"+release, cfg)
+	var config struct {
+		Policies struct {
+			PodSecurityStandard string `json:"podSecurityStandard"`
+		} `json:"policies"`
+	}
+	if err := yaml.Unmarshal(cfg.Data["config.yaml"], &config); err != nil {
+		t.Fatal(err)
+	}
+	if config.Policies.PodSecurityStandard != "baseline" {
+		t.Errorf("syncer config policies.podSecurityStandard = %q, want baseline", config.Policies.PodSecurityStandard)
+	}
+}
+
+// renderChart renders test/charts/vcluster with values as `helm template` does and returns the
+// rendered objects.
+func renderChart(t *testing.T, release, namespace string, values map[string]any) []*unstructured.Unstructured {
+	t.Helper()
+	ch, err := loader.Load(filepath.Join(framework.RepoRoot(), "test", "charts", "vcluster"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := action.NewInstall(&action.Configuration{Log: func(string, ...any) {}})
+	in.ReleaseName, in.Namespace = release, namespace
+	in.DryRun, in.ClientOnly, in.Replace = true, true, true
+	rel, err := in.Run(ch, values)
+	if err != nil {
+		t.Fatalf("helm template: %v", err)
+	}
+	var objs []*unstructured.Unstructured
+	dec := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(rel.Manifest), 4096)
+	for {
+		u := &unstructured.Unstructured{}
+		if err := dec.Decode(&u.Object); err != nil {
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			t.Fatal(err)
+		}
+		if len(u.Object) > 0 {
+			objs = append(objs, u)
+		}
+	}
+	return objs
+}
+
+// decodeRendered finds the rendered object of kind and name and converts it into out.
+func decodeRendered(t *testing.T, objs []*unstructured.Unstructured, kind, name string, out any) {
+	t.Helper()
+	for _, u := range objs {
+		if u.GetKind() == kind && u.GetName() == name {
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, out); err != nil {
+				t.Fatal(err)
+			}
+			return
+		}
+	}
+	t.Fatalf("the chart rendered no %s %s", kind, name)
 }

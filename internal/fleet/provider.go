@@ -43,6 +43,9 @@ type Options struct {
 	// OnEngage and OnDisengage are told each workspace engaged or disengaged, with the binding
 	// that caused it.
 	OnEngage, OnDisengage func(logicalCluster string, binding client.Object)
+	// OnEndpoints is told the endpoint slice's URLs (one per shard) each time they are read, before
+	// new ones are served (the manager keeps tenants' targets off them, internal/netguard).
+	OnEndpoints func(urls []string)
 }
 
 // Provider serves every workspace bound to one APIExport, on every shard its endpoint slice
@@ -128,6 +131,9 @@ func (p *Provider) Start(ctx context.Context, _ multicluster.Aware) error {
 			urls := make([]string, 0, len(es.Status.APIExportEndpoints))
 			for _, e := range es.Status.APIExportEndpoints {
 				urls = append(urls, e.URL)
+			}
+			if p.opts.OnEndpoints != nil {
+				p.opts.OnEndpoints(urls)
 			}
 			p.syncShards(ctx, urls)
 		}

@@ -59,6 +59,9 @@ type Options struct {
 	Log logr.Logger
 }
 
+// release is Flux's Helm release, its records in its own namespace (Helm's default).
+var release = helm.Release{Namespace: Namespace, Name: ReleaseName}
+
 // Installer installs Flux on target clusters with the Helm SDK. One Installer serves a whole
 // manager: the chart is located and loaded once, on the first install, and shared by every
 // target; everything per target (clients, connections) lives only for one call.
@@ -139,13 +142,13 @@ func (i *Installer) Ensure(ctx context.Context, target *rest.Config) (Result, er
 		return Result{}, fmt.Errorf("failed to create a Helm client for the target: %w", err)
 	}
 
-	obs, err := hc.Observe(ctx, Namespace, ReleaseName, i.values)
+	obs, err := hc.Observe(ctx, release, i.values)
 	if err != nil {
 		return Result{}, fmt.Errorf("failed to read Flux's Helm release: %w", err)
 	}
 	ours := false
 	if obs.Exists {
-		if ours, err = hc.Managed(ctx, Namespace, ReleaseName); err != nil {
+		if ours, err = hc.Managed(ctx, release); err != nil {
 			return Result{}, fmt.Errorf("failed to read Flux's Helm release: %w", err)
 		}
 	}
@@ -183,7 +186,7 @@ func (i *Installer) Ensure(ctx context.Context, target *rest.Config) (Result, er
 	if obs.Exists {
 		verb = "Upgraded"
 	}
-	obs, err = hc.InstallOrUpgrade(ctx, Namespace, ReleaseName, i.values)
+	obs, err = hc.InstallOrUpgrade(ctx, release, i.values)
 	if err != nil {
 		return Result{}, fmt.Errorf("failed to install Flux: %w", err)
 	}

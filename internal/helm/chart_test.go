@@ -42,7 +42,7 @@ func TestRemoteChartErrors(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), tc.timeout)
 			defer cancel()
 			start := time.Now()
-			_, err = c.InstallOrUpgrade(ctx, ns, "remote", nil)
+			_, err = c.InstallOrUpgrade(ctx, Release{Namespace: ns, Name: "remote"}, nil)
 			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), srv.URL) {
 				t.Fatalf("InstallOrUpgrade = %v, want an error naming the chart and %q", err, tc.want)
 			}
@@ -64,14 +64,14 @@ func TestRemoteChartErrors(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Millisecond)
 	defer cancel()
 	<-ctx.Done()
-	_, err = c.InstallOrUpgrade(ctx, ns, "late", nil)
+	_, err = c.InstallOrUpgrade(ctx, Release{Namespace: ns, Name: "late"}, nil)
 	if !errors.Is(err, context.DeadlineExceeded) || IsTerminal(err) {
 		t.Errorf("InstallOrUpgrade(expired context) = %v, want a transient deadline error", err)
 	}
-	if _, err := c.Observe(ctx, ns, "late", nil); !errors.Is(err, context.DeadlineExceeded) || IsTerminal(err) {
+	if _, err := c.Observe(ctx, Release{Namespace: ns, Name: "late"}, nil); !errors.Is(err, context.DeadlineExceeded) || IsTerminal(err) {
 		t.Errorf("Observe(expired context) = %v, want a transient deadline error", err)
 	}
-	if obs, err := c.Observe(context.Background(), ns, "late", nil); err != nil || obs.Exists {
+	if obs, err := c.Observe(context.Background(), Release{Namespace: ns, Name: "late"}, nil); err != nil || obs.Exists {
 		t.Errorf("Observe = %+v, %v; want no release", obs, err)
 	}
 }
@@ -98,7 +98,7 @@ func TestChartPullsDoNotPileUp(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), timeout)
 			defer cancel()
 			start := time.Now()
-			_, errs[i] = c.InstallOrUpgrade(ctx, ns, "pile", nil)
+			_, errs[i] = c.InstallOrUpgrade(ctx, Release{Namespace: ns, Name: "pile"}, nil)
 			took[i] = time.Since(start)
 		}()
 	}
@@ -124,7 +124,7 @@ func TestChartPullsDoNotPileUp(t *testing.T) {
 	srv.Status.Store(http.StatusOK)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	obs, err := c.InstallOrUpgrade(ctx, ns, "pile", nil)
+	obs, err := c.InstallOrUpgrade(ctx, Release{Namespace: ns, Name: "pile"}, nil)
 	if err != nil || obs.State != StateDeployed {
 		t.Fatalf("InstallOrUpgrade after the server recovered = %+v, %v; want deployed", obs, err)
 	}
@@ -284,13 +284,13 @@ func TestNoWritesOutsideCacheDir(t *testing.T) {
 		if !IsLocalChart(ref) {
 			name = "remote"
 		}
-		if obs, err := c.InstallOrUpgrade(ctx, ns, name, nil); err != nil || obs.State != StateDeployed {
+		if obs, err := c.InstallOrUpgrade(ctx, Release{Namespace: ns, Name: name}, nil); err != nil || obs.State != StateDeployed {
 			t.Fatalf("InstallOrUpgrade(%s) = %+v, %v", ref, obs, err)
 		}
-		if obs, err := c.InstallOrUpgrade(ctx, ns, name, map[string]any{"unknownKey": true}); err != nil || obs.Revision != 2 {
+		if obs, err := c.InstallOrUpgrade(ctx, Release{Namespace: ns, Name: name}, map[string]any{"unknownKey": true}); err != nil || obs.Revision != 2 {
 			t.Fatalf("upgrade (%s) = %+v, %v", ref, obs, err)
 		}
-		if err := c.Uninstall(ctx, ns, name); err != nil {
+		if err := c.Uninstall(ctx, Release{Namespace: ns, Name: name}); err != nil {
 			t.Fatalf("Uninstall(%s): %v", ref, err)
 		}
 	}

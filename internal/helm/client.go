@@ -18,10 +18,11 @@
 // conflicts and storage errors. Typed errors are classified with errors.Is
 // and errors.As; messages are matched only where Helm gives nothing typed.
 //
-// Helm keeps release state in Secrets of the release namespace (the "secret"
-// storage driver), so the Helm CLI can inspect releases made by this package.
-// Release values are never logged nor returned because they may carry
-// secrets. Nothing is written outside Options.CacheDir.
+// Helm keeps release records in Secrets (the "secret" storage driver) of the
+// release's storage namespace: the release namespace unless Release.Storage
+// names another one, so the Helm CLI can inspect releases made by this package
+// (helm --namespace <storage>). Release values are never logged nor returned
+// because they may carry secrets. Nothing is written outside Options.CacheDir.
 package helm
 
 import (
@@ -34,6 +35,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -45,6 +47,9 @@ import (
 	"helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/storage"
 	"helm.sh/helm/v3/pkg/storage/driver"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 )
@@ -59,6 +64,9 @@ const (
 	// desired values without reading them. Releases made by earlier versions
 	// of this package carry it too.
 	valuesHashLabel = "kubeopera.io/values-hash"
+	// releaseSecretType is the type of the Secrets Helm 3's secrets driver keeps release records
+	// in (pkg/storage/driver/secrets.go newSecretsObject).
+	releaseSecretType corev1.SecretType = "helm.sh/release.v1"
 )
 
 // State is the state of a release's latest revision, as the reconciler needs it.
@@ -77,6 +85,42 @@ const (
 	// StateUnknown: anything else, e.g. a superseded revision as the latest one.
 	StateUnknown State = "Unknown"
 )
+
+// Release names one Helm release and where Helm keeps its records.
+type Release struct {
+	// Namespace is the release namespace: the chart's objects are created there, and their
+	// meta.helm.sh/release-namespace annotation names it.
+	Namespace string
+	// Name is the release name.
+	Name string
+	// Storage is the namespace of the release's records (Secrets
+	// sh.helm.release.v1.<name>.v<revision>); "" is Namespace, Helm's default. A record holds
+	// the manifest from which Helm decides what an upgrade prunes and an uninstall deletes,
+	// with this client's credentials: whoever may write Secrets where the records live decides
+	// what Helm deletes. A release whose namespace others may write Secrets in (a vCluster's
+	// syncer does in its host namespace) keeps its records in a namespace only the caller writes.
+	//
+	// Records of the release found in Namespace while Storage names another namespace (the
+	// layout before Storage was set, or forged) are never read: InstallOrUpgrade installs the
+	// release into Storage, adopting the objects whose meta.helm.sh/release-name and
+	// release-namespace annotations name it (Helm's install adopts those instead of failing),
+	// and then deletes those records; Uninstall deletes them too. A failed adopting install is
+	// forgotten and tried again, never uninstalled (which would delete the adopted objects). So
+	// a release made before its records moved keeps its objects (no reinstall from scratch) and
+	// a forged record never decides a deletion.
+	Storage string
+}
+
+// storage returns the namespace of r's records.
+func (r Release) storage() string {
+	if r.Storage == "" {
+		return r.Namespace
+	}
+	return r.Storage
+}
+
+// separate reports whether r's records live outside its namespace.
+func (r Release) separate() bool { return r.storage() != r.Namespace }
 
 // Observation is what a controller needs to know about a release. It carries
 // neither values nor manifests, as values may be sensitive.
@@ -100,18 +144,19 @@ type Observation struct {
 // Client installs, upgrades, observes and uninstalls Helm releases. Every
 // error it returns is (or wraps) an *Error; see IsTerminal.
 type Client interface {
-	// Observe reports the latest revision of release name in namespace,
+	// Observe reports the latest revision of rel (from its storage namespace),
 	// compared with the desired values. A missing release is not an error:
 	// the Observation says !Exists.
-	Observe(ctx context.Context, namespace, name string, values map[string]any) (Observation, error)
-	// InstallOrUpgrade converges release name in namespace to values: it
-	// installs the chart, or upgrades the release if it exists. It never waits
-	// for workloads to become ready and returns the observation of the new
-	// revision (the zero Observation on error). The namespace must exist.
-	InstallOrUpgrade(ctx context.Context, namespace, name string, values map[string]any) (Observation, error)
-	// Uninstall removes release name from namespace; a missing release is
-	// not an error.
-	Uninstall(ctx context.Context, namespace, name string) error
+	Observe(ctx context.Context, rel Release, values map[string]any) (Observation, error)
+	// InstallOrUpgrade converges rel to values: it installs the chart, or
+	// upgrades the release if it exists. It never waits for workloads to
+	// become ready and returns the observation of the new revision (the zero
+	// Observation on error). The release and storage namespaces must exist.
+	InstallOrUpgrade(ctx context.Context, rel Release, values map[string]any) (Observation, error)
+	// Uninstall removes rel: its objects and its records. A missing release
+	// is not an error. When rel's records live outside its namespace and
+	// that namespace is gone, only the records are left to remove.
+	Uninstall(ctx context.Context, rel Release) error
 }
 
 // Options configures an SDKClient.
@@ -153,11 +198,11 @@ var _ Client = (*SDKClient)(nil)
 // one chart are shared by concurrent callers, and a caller stops waiting when
 // its context is done.
 //
-// Operations in one namespace are serialised, operations in distinct
-// namespaces run concurrently. A caller's context bounds waiting for the chart
-// and for the namespace; once a Helm action has started it runs to completion
-// (bounded by hook timeouts, never waiting for workloads), so that no Helm
-// write outlives the namespace's lock. A Helm action configuration is built
+// Operations on the releases of one release namespace are serialised,
+// operations in distinct namespaces run concurrently. A caller's context
+// bounds waiting for the chart and for the namespace; once a Helm action has
+// started it runs to completion (bounded by hook timeouts, never waiting for
+// workloads), so that no Helm write outlives the namespace's lock. A Helm action configuration is built
 // per operation on one shared connection pool, discovery client and REST
 // mapper; nothing is kept per namespace.
 //
@@ -165,8 +210,8 @@ var _ Client = (*SDKClient)(nil)
 // A latest revision that is still pending (pending-install, pending-upgrade or
 // pending-rollback) is marked failed: the caller is assumed to be the only
 // writer of its releases (a leader-elected controller) and operations in a
-// namespace are serialised, so a pending revision seen at the start of a call
-// is a leftover of an interrupted operation. Then a release that never
+// release namespace are serialised, so a pending revision seen at the start of
+// a call is a leftover of an interrupted operation. Then a release that never
 // reached deployed (its first install failed) or is being uninstalled is
 // uninstalled and installed again, while a release with a deployed revision is
 // upgraded (Helm upgrades from the last deployed revision).
@@ -210,25 +255,27 @@ func New(cfg *rest.Config, opts Options) (*SDKClient, error) {
 }
 
 // Observe implements Client.
-func (c *SDKClient) Observe(ctx context.Context, namespace, name string, values map[string]any) (Observation, error) {
+func (c *SDKClient) Observe(ctx context.Context, rel Release, values map[string]any) (Observation, error) {
 	const op = "observe"
-	cfg, unlock, err := c.enter(ctx, namespace)
+	cfg, unlock, err := c.enter(ctx, rel)
 	if err != nil {
-		return Observation{}, newError(op, namespace, name, err)
+		return Observation{}, newError(op, rel.Namespace, rel.Name, err)
 	}
 	defer unlock()
 
-	latest, _, err := history(cfg, name)
+	latest, _, err := history(cfg, rel.Name)
 	if err != nil {
-		return Observation{}, newError(op, namespace, name, err)
+		return Observation{}, newError(op, rel.Namespace, rel.Name, err)
 	}
 	return observation(latest, hashValues(values)), nil
 }
 
 // InstallOrUpgrade implements Client; see SDKClient for how it recovers from
-// pending and failed releases.
-func (c *SDKClient) InstallOrUpgrade(ctx context.Context, namespace, name string, values map[string]any) (Observation, error) {
+// pending and failed releases, and Release.Storage for records left in the
+// release namespace.
+func (c *SDKClient) InstallOrUpgrade(ctx context.Context, rel Release, values map[string]any) (Observation, error) {
 	const op = "install or upgrade"
+	namespace, name := rel.Namespace, rel.Name
 	log := c.logger(ctx).WithValues("namespace", namespace, "release", name)
 	if values == nil {
 		values = map[string]any{}
@@ -241,7 +288,7 @@ func (c *SDKClient) InstallOrUpgrade(ctx context.Context, namespace, name string
 		return Observation{}, newError(op, namespace, name, err)
 	}
 
-	cfg, unlock, err := c.enter(ctx, namespace)
+	cfg, unlock, err := c.enter(ctx, rel)
 	if err != nil {
 		return Observation{}, newError(op, namespace, name, err)
 	}
@@ -258,17 +305,36 @@ func (c *SDKClient) InstallOrUpgrade(ctx context.Context, namespace, name string
 			return Observation{}, newError(op, namespace, name, fmt.Errorf("failed to mark revision %d as failed: %w", latest.Version, err))
 		}
 	}
+	var moving []corev1.Secret // records left in the release namespace: their objects are to be adopted
+	if rel.separate() && (latest == nil || needsReinstall(latest, revisions)) {
+		if moving, err = c.namespaceRecords(ctx, rel); err != nil {
+			return Observation{}, newError(op, namespace, name, err)
+		}
+	}
 	if latest != nil && needsReinstall(latest, revisions) {
-		log.Info("Uninstalling release before installing it again", "revision", latest.Version, "status", latest.Info.Status)
-		if err := uninstall(cfg, name); err != nil {
-			return Observation{}, newError(op, namespace, name, fmt.Errorf("failed to uninstall before installing again: %w", err))
+		if len(moving) > 0 && latest.Info.Status == release.StatusFailed {
+			// The install that was to adopt the objects of the release recorded in the release
+			// namespace failed: forget it and adopt them again, rather than uninstalling them.
+			log.Info("Forgetting the failed install that was to adopt the release's objects", "revision", latest.Version)
+			if err := deleteRecords(cfg, revisions); err != nil {
+				return Observation{}, newError(op, namespace, name, err)
+			}
+		} else {
+			log.Info("Uninstalling release before installing it again", "revision", latest.Version, "status", latest.Info.Status)
+			if err := uninstall(cfg, name); err != nil {
+				return Observation{}, newError(op, namespace, name, fmt.Errorf("failed to uninstall before installing again: %w", err))
+			}
 		}
 		latest = nil
 	}
 
 	hash := hashValues(values)
-	var rel *release.Release
+	var out *release.Release
 	if latest == nil {
+		if len(moving) > 0 {
+			// Never read: installing adopts the objects the records' release made.
+			log.Info("Installing release into its storage namespace, adopting its objects; its records in the release namespace are not read", "storage", rel.Storage, "records", len(moving))
+		}
 		log.V(1).Info("Installing release", "chartVersion", ch.Metadata.Version)
 		in := action.NewInstall(cfg)
 		in.ReleaseName, in.Namespace = name, namespace
@@ -276,7 +342,7 @@ func (c *SDKClient) InstallOrUpgrade(ctx context.Context, namespace, name string
 		in.Labels = map[string]string{valuesHashLabel: hash}
 		// Run, not RunWithContext: the latter returns on cancellation while the
 		// install goes on in the background, outside the namespace's lock.
-		if rel, err = in.Run(ch, values); err != nil {
+		if out, err = in.Run(ch, values); err != nil {
 			return Observation{}, newError("install", namespace, name, err)
 		}
 	} else {
@@ -286,38 +352,114 @@ func (c *SDKClient) InstallOrUpgrade(ctx context.Context, namespace, name string
 		up.Wait, up.Timeout, up.MaxHistory = false, hookTimeout, maxHistory
 		up.ResetValues = true // values are the complete desired state, never merged with older ones
 		up.Labels = map[string]string{valuesHashLabel: hash}
-		if rel, err = up.Run(name, ch, values); err != nil {
+		if out, err = up.Run(name, ch, values); err != nil {
 			return Observation{}, newError("upgrade", namespace, name, err)
 		}
 	}
-	return observation(rel, hash), nil
+	if err := c.deleteNamespaceRecords(ctx, rel); err != nil {
+		return Observation{}, newError(op, namespace, name, err)
+	}
+	return observation(out, hash), nil
 }
 
 // Uninstall implements Client.
-func (c *SDKClient) Uninstall(ctx context.Context, namespace, name string) error {
+func (c *SDKClient) Uninstall(ctx context.Context, rel Release) error {
 	const op = "uninstall"
-	cfg, unlock, err := c.enter(ctx, namespace)
+	cfg, unlock, err := c.enter(ctx, rel)
 	if err != nil {
-		return newError(op, namespace, name, err)
+		return newError(op, rel.Namespace, rel.Name, err)
 	}
 	defer unlock()
 
-	latest, _, err := history(cfg, name)
-	if err == nil && latest != nil {
-		err = uninstall(cfg, name)
+	gone := false
+	if rel.separate() {
+		// Without its namespace a release has no objects left, and nothing there to delete them with.
+		_, err := c.clientset.CoreV1().Namespaces().Get(ctx, rel.Namespace, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			gone = true
+		case err != nil:
+			return newError(op, rel.Namespace, rel.Name, fmt.Errorf("failed to get the release namespace: %w", err))
+		}
+	}
+	latest, revisions, err := history(cfg, rel.Name)
+	switch {
+	case err != nil:
+	case latest != nil && gone:
+		err = deleteRecords(cfg, revisions)
+	case latest != nil:
+		err = uninstall(cfg, rel.Name)
+	}
+	if err == nil && !gone {
+		err = c.deleteNamespaceRecords(ctx, rel)
 	}
 	if err != nil {
-		return newError(op, namespace, name, err)
+		return newError(op, rel.Namespace, rel.Name, err)
 	}
 	return nil
 }
 
-// enter locks namespace and returns a fresh Helm configuration for it and the
+// recordPrefix is the name prefix of release name's records (Helm's secrets driver names them
+// sh.helm.release.v1.<name>.v<revision>, pkg/storage/storage.go makeKey).
+func recordPrefix(name string) string { return "sh.helm.release.v1." + name + ".v" }
+
+// recordSelector selects the records of release name (the labels Helm's secrets driver puts on
+// them, pkg/storage/driver/secrets.go newSecretsObject).
+func recordSelector(name string) string { return "owner=helm,name=" + name }
+
+// namespaceRecords lists rel's records in its release namespace when its storage is another
+// namespace (see Release.Storage): Secrets of Helm's type, name and labels for the release. It
+// never decodes one.
+func (c *SDKClient) namespaceRecords(ctx context.Context, rel Release) ([]corev1.Secret, error) {
+	if !rel.separate() {
+		return nil, nil
+	}
+	list, err := c.clientset.CoreV1().Secrets(rel.Namespace).List(ctx, metav1.ListOptions{LabelSelector: recordSelector(rel.Name)})
+	if err != nil {
+		return nil, fmt.Errorf("failed to list release records in the release namespace: %w", err)
+	}
+	var out []corev1.Secret
+	for _, s := range list.Items {
+		if s.Type == releaseSecretType && strings.HasPrefix(s.Name, recordPrefix(rel.Name)) {
+			out = append(out, s)
+		}
+	}
+	return out, nil
+}
+
+// deleteNamespaceRecords deletes, unread, rel's records in its release namespace when its storage
+// is another namespace: the release lives in its storage namespace.
+func (c *SDKClient) deleteNamespaceRecords(ctx context.Context, rel Release) error {
+	records, err := c.namespaceRecords(ctx, rel)
+	if err != nil {
+		return err
+	}
+	for _, s := range records {
+		err := c.clientset.CoreV1().Secrets(rel.Namespace).Delete(ctx, s.Name, *metav1.NewPreconditionDeleteOptions(string(s.UID)))
+		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			return fmt.Errorf("failed to delete release record %s from the release namespace: %w", s.Name, err)
+		}
+	}
+	return nil
+}
+
+// deleteRecords deletes the given revisions of a release from its storage, and nothing else.
+func deleteRecords(cfg *action.Configuration, revisions []*release.Release) error {
+	for _, r := range revisions {
+		if _, err := cfg.Releases.Delete(r.Name, r.Version); err != nil && !errors.Is(err, driver.ErrReleaseNotFound) {
+			return fmt.Errorf("failed to delete release record of revision %d: %w", r.Version, err)
+		}
+	}
+	return nil
+}
+
+// enter locks rel's release namespace and returns a fresh Helm configuration for rel and the
 // function that unlocks it. It fails when ctx is done before the lock is held.
-func (c *SDKClient) enter(ctx context.Context, namespace string) (*action.Configuration, func(), error) {
+func (c *SDKClient) enter(ctx context.Context, rel Release) (*action.Configuration, func(), error) {
 	if err := ctx.Err(); err != nil {
 		return nil, nil, err
 	}
+	namespace := rel.Namespace
 	unlock, err := c.namespaces.lock(ctx, namespace)
 	if err != nil {
 		return nil, nil, err
@@ -326,7 +468,7 @@ func (c *SDKClient) enter(ctx context.Context, namespace string) (*action.Config
 		unlock()
 		return nil, nil, err
 	}
-	cfg, err := c.configuration(namespace)
+	cfg, err := c.configuration(rel)
 	if err != nil {
 		unlock()
 		return nil, nil, err
@@ -338,18 +480,19 @@ func (c *SDKClient) enter(ctx context.Context, namespace string) (*action.Config
 	return cfg, unlock, nil
 }
 
-// configuration returns a new Helm action configuration for namespace, as
+// configuration returns a new Helm action configuration for rel, as
 // action.Configuration.Init does (Secrets storage driver, a kube client in the
-// namespace) but on the shared factory and clientset: it allocates a few small
-// structs, no clients.
-func (c *SDKClient) configuration(namespace string) (*action.Configuration, error) {
-	log := c.opts.Log.WithValues("namespace", namespace)
+// release namespace) but on the shared factory and clientset, and with the
+// storage driver in rel's storage namespace: it allocates a few small structs,
+// no clients.
+func (c *SDKClient) configuration(rel Release) (*action.Configuration, error) {
+	log := c.opts.Log.WithValues("namespace", rel.Namespace)
 	debug := func(format string, v ...any) { log.V(1).Info(fmt.Sprintf(format, v...)) }
-	kc := &helmkube.Client{Factory: c.factory, Log: debug, Namespace: namespace}
-	secrets := driver.NewSecrets(c.clientset.CoreV1().Secrets(namespace))
+	kc := &helmkube.Client{Factory: c.factory, Log: debug, Namespace: rel.Namespace}
+	secrets := driver.NewSecrets(c.clientset.CoreV1().Secrets(rel.storage()))
 	secrets.Log = debug
 	return &action.Configuration{
-		RESTClientGetter: c.getter.forNamespace(namespace),
+		RESTClientGetter: c.getter.forNamespace(rel.Namespace),
 		KubeClient:       kc,
 		Releases:         storage.Init(secrets),
 		Log:              debug,

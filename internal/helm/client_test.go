@@ -157,12 +157,12 @@ func TestInstallUpgradeUninstall(t *testing.T) {
 	const name = "acme"
 
 	values := vclusterValues()
-	obs, err := c.Observe(ctx, ns, name, values)
+	obs, err := c.Observe(ctx, Release{Namespace: ns, Name: name}, values)
 	if err != nil || obs != (Observation{}) {
 		t.Fatalf("Observe(missing) = %+v, %v; want the zero Observation", obs, err)
 	}
 
-	obs, err = c.InstallOrUpgrade(ctx, ns, name, values)
+	obs, err = c.InstallOrUpgrade(ctx, Release{Namespace: ns, Name: name}, values)
 	if err != nil {
 		t.Fatalf("install: %v", err)
 	}
@@ -204,7 +204,7 @@ func TestInstallUpgradeUninstall(t *testing.T) {
 	}
 	expectQuantity(t, "limitRange default cpu", lr.Spec.Limits[0].Default[corev1.ResourceCPU], "1")
 	expectQuantity(t, "limitRange defaultRequest memory", lr.Spec.Limits[0].DefaultRequest[corev1.ResourceMemory], "128Mi")
-	if _, err := kube.NetworkingV1().NetworkPolicies(ns).Get(ctx, "vc-"+name, metav1.GetOptions{}); err != nil {
+	if _, err := kube.NetworkingV1().NetworkPolicies(ns).Get(ctx, "vc-work-"+name, metav1.GetOptions{}); err != nil {
 		t.Errorf("failed to get NetworkPolicy: %v", err)
 	}
 	if _, err := kube.CoreV1().ServiceAccounts(ns).Get(ctx, "vc-"+name, metav1.GetOptions{}); err != nil {
@@ -214,19 +214,19 @@ func TestInstallUpgradeUninstall(t *testing.T) {
 		t.Errorf("failed to get Service: %v", err)
 	}
 
-	if obs, err = c.Observe(ctx, ns, name, values); err != nil || obs != want {
+	if obs, err = c.Observe(ctx, Release{Namespace: ns, Name: name}, values); err != nil || obs != want {
 		t.Fatalf("Observe = %+v, %v; want %+v", obs, err, want)
 	}
 	// The values are compared whatever their map order; other values are not up to date.
-	if obs, err = c.Observe(ctx, ns, name, vclusterValues()); err != nil || !obs.UpToDate {
+	if obs, err = c.Observe(ctx, Release{Namespace: ns, Name: name}, vclusterValues()); err != nil || !obs.UpToDate {
 		t.Errorf("Observe(same values, new maps) = %+v, %v; want up to date", obs, err)
 	}
-	if obs, err = c.Observe(ctx, ns, name, nil); err != nil || obs.UpToDate || !obs.Exists || obs.State != StateDeployed {
+	if obs, err = c.Observe(ctx, Release{Namespace: ns, Name: name}, nil); err != nil || obs.UpToDate || !obs.Exists || obs.State != StateDeployed {
 		t.Errorf("Observe(other values) = %+v, %v; want existing, deployed, not up to date", obs, err)
 	}
 
 	// Same values again: an upgrade, not an "already exists" error.
-	obs, err = c.InstallOrUpgrade(ctx, ns, name, values)
+	obs, err = c.InstallOrUpgrade(ctx, Release{Namespace: ns, Name: name}, values)
 	if err != nil {
 		t.Fatalf("second InstallOrUpgrade: %v", err)
 	}
@@ -236,24 +236,24 @@ func TestInstallUpgradeUninstall(t *testing.T) {
 
 	// Values are the complete desired state: disabling a policy removes it.
 	values["policies"].(map[string]any)["networkPolicy"] = map[string]any{"enabled": false}
-	if obs, err = c.Observe(ctx, ns, name, values); err != nil || obs.UpToDate {
+	if obs, err = c.Observe(ctx, Release{Namespace: ns, Name: name}, values); err != nil || obs.UpToDate {
 		t.Errorf("Observe(changed values) = %+v, %v; want not up to date", obs, err)
 	}
-	if obs, err = c.InstallOrUpgrade(ctx, ns, name, values); err != nil {
+	if obs, err = c.InstallOrUpgrade(ctx, Release{Namespace: ns, Name: name}, values); err != nil {
 		t.Fatalf("third InstallOrUpgrade: %v", err)
 	}
 	if obs.Revision != 3 || obs.State != StateDeployed || !obs.UpToDate {
 		t.Errorf("third InstallOrUpgrade = %+v, want deployed, up-to-date revision 3", obs)
 	}
-	if obs, err = c.Observe(ctx, ns, name, values); err != nil || !obs.UpToDate || obs.Revision != 3 {
+	if obs, err = c.Observe(ctx, Release{Namespace: ns, Name: name}, values); err != nil || !obs.UpToDate || obs.Revision != 3 {
 		t.Errorf("Observe after upgrade = %+v, %v; want up-to-date revision 3", obs, err)
 	}
 	expectGone(t, "NetworkPolicy", func() error {
-		_, err := kube.NetworkingV1().NetworkPolicies(ns).Get(ctx, "vc-"+name, metav1.GetOptions{})
+		_, err := kube.NetworkingV1().NetworkPolicies(ns).Get(ctx, "vc-work-"+name, metav1.GetOptions{})
 		return err
 	})
 
-	if err := c.Uninstall(ctx, ns, name); err != nil {
+	if err := c.Uninstall(ctx, Release{Namespace: ns, Name: name}); err != nil {
 		t.Fatalf("Uninstall: %v", err)
 	}
 	for kind, get := range map[string]func() error{
@@ -278,10 +278,10 @@ func TestInstallUpgradeUninstall(t *testing.T) {
 	if err != nil || len(secrets.Items) != 0 {
 		t.Errorf("release records after Uninstall: %d, %v; want none", len(secrets.Items), err)
 	}
-	if obs, err := c.Observe(ctx, ns, name, values); err != nil || obs != (Observation{}) {
+	if obs, err := c.Observe(ctx, Release{Namespace: ns, Name: name}, values); err != nil || obs != (Observation{}) {
 		t.Errorf("Observe after Uninstall = %+v, %v; want the zero Observation", obs, err)
 	}
-	if err := c.Uninstall(ctx, ns, name); err != nil {
+	if err := c.Uninstall(ctx, Release{Namespace: ns, Name: name}); err != nil {
 		t.Errorf("second Uninstall: %v", err)
 	}
 }
@@ -290,7 +290,7 @@ func TestInstallWithChartDefaults(t *testing.T) {
 	ctx := context.Background()
 	c, ns := setup(t)
 
-	obs, err := c.InstallOrUpgrade(ctx, ns, "plain", nil)
+	obs, err := c.InstallOrUpgrade(ctx, Release{Namespace: ns, Name: "plain"}, nil)
 	if err != nil {
 		t.Fatalf("install: %v", err)
 	}
@@ -298,7 +298,7 @@ func TestInstallWithChartDefaults(t *testing.T) {
 		t.Errorf("install = %+v, want deployed, up-to-date revision 1", obs)
 	}
 	// nil and empty values are the same desired state.
-	if obs, err := c.Observe(ctx, ns, "plain", map[string]any{}); err != nil || !obs.UpToDate {
+	if obs, err := c.Observe(ctx, Release{Namespace: ns, Name: "plain"}, map[string]any{}); err != nil || !obs.UpToDate {
 		t.Errorf("Observe(empty values) = %+v, %v; want up to date", obs, err)
 	}
 	sts, err := kube.AppsV1().StatefulSets(ns).Get(ctx, "plain", metav1.GetOptions{})
@@ -311,7 +311,7 @@ func TestInstallWithChartDefaults(t *testing.T) {
 	}
 	for kind, get := range map[string]func() error{
 		"NetworkPolicy": func() error {
-			_, err := kube.NetworkingV1().NetworkPolicies(ns).Get(ctx, "vc-plain", metav1.GetOptions{})
+			_, err := kube.NetworkingV1().NetworkPolicies(ns).Get(ctx, "vc-work-plain", metav1.GetOptions{})
 			return err
 		},
 		"ResourceQuota": func() error {
@@ -332,14 +332,14 @@ func TestRecoversFromPendingRelease(t *testing.T) {
 	c, ns := setup(t)
 	const name = "stuck"
 
-	if _, err := c.InstallOrUpgrade(ctx, ns, name, nil); err != nil {
+	if _, err := c.InstallOrUpgrade(ctx, Release{Namespace: ns, Name: name}, nil); err != nil {
 		t.Fatalf("install: %v", err)
 	}
 	setLatestStatus(t, c, ns, name, release.StatusPendingInstall)
-	if obs, err := c.Observe(ctx, ns, name, nil); err != nil || obs.State != StatePending || !obs.UpToDate {
+	if obs, err := c.Observe(ctx, Release{Namespace: ns, Name: name}, nil); err != nil || obs.State != StatePending || !obs.UpToDate {
 		t.Errorf("Observe(pending-install) = %+v, %v; want pending, up to date", obs, err)
 	}
-	obs, err := c.InstallOrUpgrade(ctx, ns, name, nil)
+	obs, err := c.InstallOrUpgrade(ctx, Release{Namespace: ns, Name: name}, nil)
 	if err != nil {
 		t.Fatalf("InstallOrUpgrade after pending-install: %v", err)
 	}
@@ -347,11 +347,11 @@ func TestRecoversFromPendingRelease(t *testing.T) {
 		t.Errorf("after pending-install = %+v, want reinstalled deployed revision 1", obs)
 	}
 
-	if _, err := c.InstallOrUpgrade(ctx, ns, name, nil); err != nil {
+	if _, err := c.InstallOrUpgrade(ctx, Release{Namespace: ns, Name: name}, nil); err != nil {
 		t.Fatalf("upgrade: %v", err)
 	}
 	setLatestStatus(t, c, ns, name, release.StatusPendingUpgrade)
-	if obs, err = c.InstallOrUpgrade(ctx, ns, name, nil); err != nil {
+	if obs, err = c.InstallOrUpgrade(ctx, Release{Namespace: ns, Name: name}, nil); err != nil {
 		t.Fatalf("InstallOrUpgrade after pending-upgrade: %v", err)
 	}
 	if obs.Revision != 3 || obs.State != StateDeployed {
@@ -369,7 +369,7 @@ func TestRetriesFailedFirstInstall(t *testing.T) {
 	bad := map[string]any{"policies": map[string]any{"resourceQuota": map[string]any{
 		"enabled": true, "quota": map[string]any{"bogus": "1"},
 	}}}
-	if _, err := c.InstallOrUpgrade(ctx, ns, name, bad); err == nil {
+	if _, err := c.InstallOrUpgrade(ctx, Release{Namespace: ns, Name: name}, bad); err == nil {
 		t.Fatal("install with an invalid quota succeeded")
 	} else if !strings.Contains(err.Error(), "failed to install release "+ns+"/"+name) {
 		t.Errorf("install error = %q, want release context", err)
@@ -380,12 +380,12 @@ func TestRetriesFailedFirstInstall(t *testing.T) {
 	} else {
 		t.Logf("install error: %v", err)
 	}
-	obs, err := c.Observe(ctx, ns, name, bad)
+	obs, err := c.Observe(ctx, Release{Namespace: ns, Name: name}, bad)
 	if err != nil || !obs.Exists || obs.State != StateFailed || !obs.UpToDate || !strings.Contains(obs.Description, "bogus") {
 		t.Fatalf("Observe after failed install = %+v, %v; want failed with the API server's reason", obs, err)
 	}
 
-	if obs, err = c.InstallOrUpgrade(ctx, ns, name, nil); err != nil {
+	if obs, err = c.InstallOrUpgrade(ctx, Release{Namespace: ns, Name: name}, nil); err != nil {
 		t.Fatalf("InstallOrUpgrade after failed install: %v", err)
 	}
 	if obs.Revision != 1 || obs.State != StateDeployed {
@@ -403,7 +403,7 @@ func TestBadChartRef(t *testing.T) {
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
-	_, err = c.InstallOrUpgrade(ctx, "default", "x", nil)
+	_, err = c.InstallOrUpgrade(ctx, Release{Namespace: "default", Name: "x"}, nil)
 	if err == nil || !strings.Contains(err.Error(), "failed to install or upgrade release default/x: failed to load chart "+missing) {
 		t.Errorf("InstallOrUpgrade with a missing chart: error = %v, want it to name the release and the chart", err)
 	}
@@ -451,7 +451,7 @@ func TestIsLocalChart(t *testing.T) {
 // setLatestStatus simulates an interrupted operation.
 func setLatestStatus(t *testing.T, c *SDKClient, ns, name string, status release.Status) {
 	t.Helper()
-	cfg, unlock, err := c.enter(context.Background(), ns)
+	cfg, unlock, err := c.enter(context.Background(), Release{Namespace: ns, Name: name})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -485,7 +485,7 @@ func expectGone(t *testing.T, kind string, get func() error) {
 // Helm's schema error instead of deploying something else.
 func TestValuesOutsideTheChartSchemaAreRefused(t *testing.T) {
 	c, ns := setup(t)
-	_, err := c.InstallOrUpgrade(context.Background(), ns, "schema", map[string]any{
+	_, err := c.InstallOrUpgrade(context.Background(), Release{Namespace: ns, Name: "schema"}, map[string]any{
 		"exportKubeConfig": map[string]any{"enabled": true},
 	})
 	if err == nil || !strings.Contains(err.Error(), "exportKubeConfig") {
@@ -499,7 +499,7 @@ func TestValuesOutsideTheChartSchemaAreRefused(t *testing.T) {
 		t.Errorf("schema error = %#v, want an *Error for install of %s/schema", herr, ns)
 	}
 	// Nothing was recorded: the values were refused before Helm wrote a revision.
-	if obs, err := c.Observe(context.Background(), ns, "schema", nil); err != nil || obs.Exists {
+	if obs, err := c.Observe(context.Background(), Release{Namespace: ns, Name: "schema"}, nil); err != nil || obs.Exists {
 		t.Errorf("Observe after schema error = %+v, %v; want no release", obs, err)
 	}
 }

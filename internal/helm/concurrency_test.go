@@ -61,13 +61,13 @@ func TestOneOperationPerNamespace(t *testing.T) {
 			}
 			name := fmt.Sprintf("r%d", g%3) // releases shared between goroutines
 			for range rounds {
-				if _, err := c.InstallOrUpgrade(ctx, ns, name, nil); err != nil {
+				if _, err := c.InstallOrUpgrade(ctx, Release{Namespace: ns, Name: name}, nil); err != nil {
 					t.Errorf("InstallOrUpgrade %s/%s: %v", ns, name, err)
 				}
-				if _, err := c.Observe(ctx, ns, name, nil); err != nil {
+				if _, err := c.Observe(ctx, Release{Namespace: ns, Name: name}, nil); err != nil {
 					t.Errorf("Observe %s/%s: %v", ns, name, err)
 				}
-				if err := c.Uninstall(ctx, ns, name); err != nil {
+				if err := c.Uninstall(ctx, Release{Namespace: ns, Name: name}); err != nil {
 					t.Errorf("Uninstall %s/%s: %v", ns, name, err)
 				}
 			}

@@ -64,6 +64,11 @@ func newError(op, namespace, release string, err error) *Error {
 	if errors.As(err, &inner) {
 		terminal = inner.Terminal
 	}
+	var registryErr *errcode.ErrorResponse
+	var wrapped *registryStatusError
+	if errors.As(err, &registryErr) && !errors.As(err, &wrapped) {
+		err = &registryStatusError{StatusCode: registryErr.StatusCode, Err: err}
+	}
 	return &Error{Op: op, Namespace: namespace, Release: release, Terminal: terminal, Err: err}
 }
 
@@ -88,6 +93,27 @@ type httpStatusError struct {
 // Error implements error.
 func (e *httpStatusError) Error() string {
 	return fmt.Sprintf("GET %s: %s", e.URL, e.Status)
+}
+
+// PublicMessage says what failed without the chart's URL (reconcile.PublicError: status messages
+// name no internal address).
+func (e *httpStatusError) PublicMessage() string {
+	return "the chart server answered " + e.Status
+}
+
+// registryStatusError is an OCI registry's answer other than success (oras' errcode.ErrorResponse,
+// whose text names the registry's URL).
+type registryStatusError struct {
+	StatusCode int
+	Err        error
+}
+
+func (e *registryStatusError) Error() string { return e.Err.Error() }
+func (e *registryStatusError) Unwrap() error { return e.Err }
+
+// PublicMessage says what failed without the registry's URL (reconcile.PublicError).
+func (e *registryStatusError) PublicMessage() string {
+	return fmt.Sprintf("the chart registry answered %d %s", e.StatusCode, http.StatusText(e.StatusCode))
 }
 
 // transientMessages are fragments of error messages that Helm flattens into

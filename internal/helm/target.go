@@ -83,31 +83,30 @@ func (s *SharedChart) Client(cfg *rest.Config) (*TargetClient, error) {
 }
 
 // InstallOrUpgrade implements Client: SDKClient.InstallOrUpgrade with the shared chart.
-func (t *TargetClient) InstallOrUpgrade(ctx context.Context, namespace, name string, values map[string]any) (Observation, error) {
+func (t *TargetClient) InstallOrUpgrade(ctx context.Context, rel Release, values map[string]any) (Observation, error) {
 	archive, err := t.shared.load(ctx)
 	if err != nil {
-		return Observation{}, newError("install or upgrade", namespace, name, err)
+		return Observation{}, newError("install or upgrade", rel.Namespace, rel.Name, err)
 	}
 	t.chartMu.Lock()
 	t.chart = archive // read-only: every operation loads its own *chart.Chart from it
 	t.chartMu.Unlock()
-	return t.SDKClient.InstallOrUpgrade(ctx, namespace, name, values)
+	return t.SDKClient.InstallOrUpgrade(ctx, rel, values)
 }
 
-// Managed reports whether the latest revision of release name in namespace was made by this
-// package (every InstallOrUpgrade labels its revisions with the hash of their values), i.e.
-// whether the release is ours rather than someone else's of the same name. A missing release is
-// not managed.
-func (t *TargetClient) Managed(ctx context.Context, namespace, name string) (bool, error) {
+// Managed reports whether the latest revision of rel was made by this package (every
+// InstallOrUpgrade labels its revisions with the hash of their values), i.e. whether the release
+// is ours rather than someone else's of the same name. A missing release is not managed.
+func (t *TargetClient) Managed(ctx context.Context, rel Release) (bool, error) {
 	const op = "observe"
-	cfg, unlock, err := t.enter(ctx, namespace)
+	cfg, unlock, err := t.enter(ctx, rel)
 	if err != nil {
-		return false, newError(op, namespace, name, err)
+		return false, newError(op, rel.Namespace, rel.Name, err)
 	}
 	defer unlock()
-	latest, _, err := history(cfg, name)
+	latest, _, err := history(cfg, rel.Name)
 	if err != nil {
-		return false, newError(op, namespace, name, err)
+		return false, newError(op, rel.Namespace, rel.Name, err)
 	}
 	return latest != nil && latest.Labels[valuesHashLabel] != "", nil
 }

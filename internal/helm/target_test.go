@@ -44,19 +44,19 @@ func TestSharedChart(t *testing.T) {
 	defer cancel()
 
 	// The chart server is down: installs fail, transiently; Observe needs no chart.
-	if _, err := clients[0].InstallOrUpgrade(ctx, ns, "shared", nil); err == nil || IsTerminal(err) {
+	if _, err := clients[0].InstallOrUpgrade(ctx, Release{Namespace: ns, Name: "shared"}, nil); err == nil || IsTerminal(err) {
 		t.Fatalf("InstallOrUpgrade with the chart server down = %v, want a transient error", err)
 	} else {
 		t.Logf("chart server down: %v", err)
 	}
-	if obs, err := clients[0].Observe(ctx, ns, "shared", nil); err != nil || obs.Exists {
+	if obs, err := clients[0].Observe(ctx, Release{Namespace: ns, Name: "shared"}, nil); err != nil || obs.Exists {
 		t.Fatalf("Observe = %+v, %v; want no release and no error", obs, err)
 	}
 	failed := srv.Requests.Load()
 
 	srv.Status.Store(http.StatusOK)
 	for i, tg := range targets {
-		obs, err := clients[i].InstallOrUpgrade(ctx, tg.ns, "shared", map[string]any{"n": i})
+		obs, err := clients[i].InstallOrUpgrade(ctx, Release{Namespace: tg.ns, Name: "shared"}, map[string]any{"n": i})
 		if err != nil || obs.State != StateDeployed || obs.Revision != 1 {
 			t.Fatalf("target %d: InstallOrUpgrade = %+v, %v; want revision 1 deployed", i, obs, err)
 		}
@@ -66,7 +66,7 @@ func TestSharedChart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if obs, err := late.InstallOrUpgrade(ctx, ns, "shared", map[string]any{"n": 2}); err != nil || obs.Revision != 2 {
+	if obs, err := late.InstallOrUpgrade(ctx, Release{Namespace: ns, Name: "shared"}, map[string]any{"n": 2}); err != nil || obs.Revision != 2 {
 		t.Fatalf("late client: InstallOrUpgrade = %+v, %v; want revision 2", obs, err)
 	}
 	if n := srv.Requests.Load() - failed; n != 1 {
@@ -74,13 +74,13 @@ func TestSharedChart(t *testing.T) {
 	}
 
 	// Managed tells this package's releases from others of the same kind.
-	if ok, err := late.Managed(ctx, ns, "shared"); err != nil || !ok {
+	if ok, err := late.Managed(ctx, Release{Namespace: ns, Name: "shared"}); err != nil || !ok {
 		t.Errorf("Managed(our release) = %v, %v; want true", ok, err)
 	}
-	if ok, err := late.Managed(ctx, ns, "missing"); err != nil || ok {
+	if ok, err := late.Managed(ctx, Release{Namespace: ns, Name: "missing"}); err != nil || ok {
 		t.Errorf("Managed(no release) = %v, %v; want false", ok, err)
 	}
-	cfg, err := late.configuration(ns)
+	cfg, err := late.configuration(Release{Namespace: ns, Name: "foreign"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +93,7 @@ func TestSharedChart(t *testing.T) {
 	if _, err := in.Run(ch, nil); err != nil {
 		t.Fatal(err)
 	}
-	if ok, err := late.Managed(ctx, ns, "foreign"); err != nil || ok {
+	if ok, err := late.Managed(ctx, Release{Namespace: ns, Name: "foreign"}); err != nil || ok {
 		t.Errorf("Managed(a release made without this package) = %v, %v; want false", ok, err)
 	}
 

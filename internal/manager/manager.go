@@ -44,6 +44,7 @@ import (
 	"github.com/kubeopera/kubeopera/internal/flux"
 	"github.com/kubeopera/kubeopera/internal/helm"
 	"github.com/kubeopera/kubeopera/internal/kubeoperaapi"
+	"github.com/kubeopera/kubeopera/internal/netguard"
 	"github.com/kubeopera/kubeopera/internal/overview"
 	pclient "github.com/kubeopera/kubeopera/internal/provisioner/client"
 	"github.com/kubeopera/kubeopera/internal/scaffolder"
@@ -125,6 +126,17 @@ func Run(ctx context.Context, o Options, cfgs *Configs) error {
 	log := ctrl.LoggerFrom(ctx).WithName("manager")
 	scheme := Scheme()
 
+	// Every address the manager dials on a tenant's behalf is checked; the platform's own are
+	// read before anything is served.
+	guard, err := o.TargetGuard()
+	if err != nil {
+		return err
+	}
+	addrs := &PlatformAddresses{Guard: guard, Backend: backendCfg, KCP: []*rest.Config{kcpCfg, cfgs.Sweep}, Log: log.WithName("target-guard")}
+	addrs.Refresh(ctx)
+	log.Info("Tenants' targets are dialed through the guard", "denyCIDRs", o.TargetDenyCIDRs, "allowCIDRs", o.TargetAllowCIDRs,
+		"backendServiceCIDRs", o.BackendServiceCIDRs, "backendPodCIDRs", o.BackendPodCIDRs)
+
 	endpointSlices := map[string]string{KubeoperaProvider: o.KubeoperaEndpointSlice, PlatformProvider: o.PlatformEndpointSlice}
 	// One event sink for every workspace of both exports.
 	sink := &fleet.EventSink{Scheme: scheme, Log: log.WithName("events")}
@@ -145,6 +157,7 @@ func Run(ctx context.Context, o Options, cfgs *Configs) error {
 			OnDisengage: func(lc string, b client.Object) {
 				plog.Info("Workspace unbound; its backend namespaces are kept until the workspace is deleted or the orphan sweep finds it gone", "cluster", lc, "binding", b.GetName())
 			},
+			OnEndpoints: addrs.Endpoints(name),
 		})
 		if err != nil {
 			return fmt.Errorf("failed to create the workspace provider for %s: %w", name, err)
@@ -180,6 +193,9 @@ func Run(ctx context.Context, o Options, cfgs *Configs) error {
 
 	local := mgr.GetLocalManager()
 	backend := workspaces.Backend{Client: local.GetClient(), Reader: local.GetAPIReader()}
+	if err := local.Add(addrs); err != nil {
+		return fmt.Errorf("failed to add the target guard's refresh: %w", err)
+	}
 
 	helmClient, err := helm.New(backendCfg, helm.Options{
 		ChartRef:     o.VClusterChart,
@@ -212,7 +228,7 @@ func Run(ctx context.Context, o Options, cfgs *Configs) error {
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("failed to set up the tenant controller: %w", err)
 	}
-	if err := setupHostClusters(mgr, o, fleets[KubeoperaProvider], backend, log); err != nil {
+	if err := setupHostClusters(mgr, o, fleets[KubeoperaProvider], backend, guard, log); err != nil {
 		return err
 	}
 	if err := setupCatalog(ctx, mgr, kcpCfg, scheme, fleets[PlatformProvider]); err != nil {
@@ -221,7 +237,7 @@ func Run(ctx context.Context, o Options, cfgs *Configs) error {
 	if err := (&providerconfig.Reconciler{Workspaces: fleets[PlatformProvider], Backend: backend, AuthHosts: o.OTCAuthHosts}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("failed to set up the providerconfig controller: %w", err)
 	}
-	if err := (&kubernetescluster.Reconciler{Workspaces: fleets[PlatformProvider], Backend: backend, PollInterval: o.KubernetesClusterPollInterval}).SetupWithManager(mgr); err != nil {
+	if err := (&kubernetescluster.Reconciler{Workspaces: fleets[PlatformProvider], Backend: backend, PollInterval: o.KubernetesClusterPollInterval, MaxPerWorkspace: o.MaxKubernetesClustersPerWorkspace}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("failed to set up the kubernetescluster controller: %w", err)
 	}
 	// The backend admits tenant Ingresses of the allowed class only (config/policies).
@@ -298,7 +314,7 @@ func VirtualWorkspaceClient(ctx context.Context, kcpCfg *rest.Config, slice, log
 
 // setupHostClusters registers the HostCluster controller with its Flux installer and, when
 // GITOPS_SCAFFOLDER_BASE_URL is set, the gitops-scaffolder client.
-func setupHostClusters(mgr mcmanager.Manager, o Options, ws *fleet.Provider, backend workspaces.Backend, log logr.Logger) error {
+func setupHostClusters(mgr mcmanager.Manager, o Options, ws *fleet.Provider, backend workspaces.Backend, guard *netguard.Guard, log logr.Logger) error {
 	installer, err := flux.NewInstaller(flux.Options{
 		ChartRef:     o.FluxChart,
 		ChartVersion: o.FluxChartVersion,
@@ -342,6 +358,8 @@ func setupHostClusters(mgr mcmanager.Manager, o Options, ws *fleet.Provider, bac
 		Concurrency:         o.HostClusterConcurrency,
 		ExternalIDKey:       &externalid.Key{Reader: backend.Reader, Writer: backend.Client, Name: keySecret},
 		AWSEndpointURL:      o.AWSEndpointURL,
+		MaxPerWorkspace:     o.MaxHostClustersPerWorkspace,
+		Guard:               guard,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("failed to set up the hostcluster controller: %w", err)
 	}

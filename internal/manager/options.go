@@ -97,6 +97,23 @@ type Options struct {
 	HostClusterInventoryInterval time.Duration
 	// HostClusterConcurrency is how many HostClusters are reconciled at once.
 	HostClusterConcurrency int
+	// TargetDenyCIDRs are ranges (CIDRs or addresses) the manager never dials on a tenant's
+	// behalf, added to what it always refuses (internal/netguard): loopback, link-local with the
+	// cloud metadata endpoints, unspecified, multicast and reserved addresses, kcp's addresses
+	// and the backend's API server, service and pod ranges. Private ranges (RFC 1918, unique
+	// local IPv6) are not denied by default, as a tenant's cluster may sit in a private network
+	// the backend reaches: deny those the backend shares with what tenants must not reach.
+	TargetDenyCIDRs []string
+	// TargetAllowCIDRs are exceptions: ranges tenants' targets may be at although a deny rule
+	// covers them. The most specific rule decides (an exception as long as a deny rule wins over
+	// it), and kcp's and the backend API server's own address and port are never allowed. make run
+	// and the tests allow 127.0.0.1/32, where their target clusters listen.
+	TargetAllowCIDRs []string
+	// BackendServiceCIDRs and BackendPodCIDRs are the backend's Service and Pod ranges, denied
+	// as such, for when the manager cannot read them from the backend (it reads the ServiceCIDRs,
+	// the kubernetes Service and EndpointSlice and the nodes' pod CIDRs).
+	BackendServiceCIDRs []string
+	BackendPodCIDRs     []string
 	// AuthAPINamespace, AuthAPIService, AuthAPIPort and AuthAPISecret locate authapi on a target
 	// for the admin bootstrap (its Service, reached through the API server's service proxy, and the
 	// Secret holding INTERNAL_API_KEY).
@@ -155,6 +172,11 @@ type Options struct {
 	MaxTenantsPerWorkspace      int
 	MaxTenantCPUPerWorkspace    string
 	MaxTenantMemoryPerWorkspace string
+	// MaxHostClustersPerWorkspace and MaxKubernetesClustersPerWorkspace cap how many HostClusters
+	// and KubernetesClusters one workspace may have; 0 means no limit.
+	MaxHostClustersPerWorkspace       int
+	MaxKubernetesClustersPerWorkspace int
+
 	// VClusterIngressClass, when set, lets vClusters sync Ingresses of that class to the backend;
 	// empty keeps Ingress sync off.
 	VClusterIngressClass string
@@ -226,6 +248,9 @@ func DefaultOptions() Options {
 		TerminatorPollInterval:        5 * time.Second,
 		OrphanSweepInterval:           10 * time.Minute,
 		OrphanSweepMaxDeletions:       5,
+
+		MaxHostClustersPerWorkspace:       10,
+		MaxKubernetesClustersPerWorkspace: 10,
 	}
 }
 
@@ -257,6 +282,10 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.HostClusterPollInterval, "hostcluster-poll-interval", o.HostClusterPollInterval, "how often a HostCluster waiting on Flux, the scaffolder or its apps Kustomization is looked at again")
 	fs.DurationVar(&o.HostClusterInventoryInterval, "hostcluster-inventory-interval", o.HostClusterInventoryInterval, "how often a Ready HostCluster's inventory and health score are refreshed (jittered)")
 	fs.IntVar(&o.HostClusterConcurrency, "hostcluster-concurrency", o.HostClusterConcurrency, "how many HostClusters are reconciled at once, across all workspaces")
+	fs.StringSliceVar(&o.TargetDenyCIDRs, "target-deny-cidrs", o.TargetDenyCIDRs, "CIDRs or addresses the manager never dials on a tenant's behalf (HostClusters' API servers), added to what it always refuses: loopback, link-local and cloud metadata, unspecified, multicast, reserved, kcp's and the backend's own addresses and ranges; private ranges are not denied unless listed here")
+	fs.StringSliceVar(&o.TargetAllowCIDRs, "target-allow-cidrs", o.TargetAllowCIDRs, "exceptions: CIDRs or addresses tenants' targets may be at although a deny rule covers them (the most specific rule decides; kcp's and the backend API server's own address and port are never allowed), e.g. 127.0.0.1/32 for local targets in development")
+	fs.StringSliceVar(&o.BackendServiceCIDRs, "backend-service-cidrs", o.BackendServiceCIDRs, "the backend cluster's Service ranges, never dialed on a tenant's behalf (the manager also reads the ServiceCIDRs and the kubernetes Service)")
+	fs.StringSliceVar(&o.BackendPodCIDRs, "backend-pod-cidrs", o.BackendPodCIDRs, "the backend cluster's Pod ranges, never dialed on a tenant's behalf (the manager also reads the nodes' pod CIDRs; set this when the CNI assigns none)")
 	fs.StringVar(&o.AuthAPINamespace, "authapi-namespace", o.AuthAPINamespace, "namespace of authapi on HostClusters' targets (admin bootstrap)")
 	fs.StringVar(&o.AuthAPIService, "authapi-service", o.AuthAPIService, "authapi's Service on HostClusters' targets, reached through the API server's service proxy")
 	fs.StringVar(&o.AuthAPIPort, "authapi-port", o.AuthAPIPort, "port name (or number) of authapi's Service")
@@ -284,6 +313,8 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.MaxTenantsPerWorkspace, "max-tenants-per-workspace", o.MaxTenantsPerWorkspace, "how many Tenants one workspace may have; 0: no limit")
 	fs.StringVar(&o.MaxTenantCPUPerWorkspace, "max-tenant-cpu-per-workspace", o.MaxTenantCPUPerWorkspace, "the most CPU the quotas of one workspace's Tenants may add up to (a quantity); empty or 0: no limit")
 	fs.StringVar(&o.MaxTenantMemoryPerWorkspace, "max-tenant-memory-per-workspace", o.MaxTenantMemoryPerWorkspace, "the most memory the quotas of one workspace's Tenants may add up to (a quantity); empty or 0: no limit")
+	fs.IntVar(&o.MaxHostClustersPerWorkspace, "max-hostclusters-per-workspace", o.MaxHostClustersPerWorkspace, "how many HostClusters one workspace may have; 0: no limit")
+	fs.IntVar(&o.MaxKubernetesClustersPerWorkspace, "max-kubernetesclusters-per-workspace", o.MaxKubernetesClustersPerWorkspace, "how many KubernetesClusters one workspace may have; 0: no limit")
 	fs.StringVar(&o.VClusterIngressClass, "vcluster-ingress-class", o.VClusterIngressClass, "let vClusters sync Ingresses of this ingress class to the backend (config/policies/ingress-class.yaml refuses other classes); empty: Ingress sync off")
 	fs.StringVar(&o.ClaimsNamespace, "claims-namespace", o.ClaimsNamespace, "backend namespace of the cloudSpaceID claim records (must exist)")
 	fs.DurationVar(&o.TerminatorPollInterval, "terminator-poll-interval", o.TerminatorPollInterval, "how often terminating workspaces are looked for")

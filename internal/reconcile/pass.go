@@ -211,8 +211,14 @@ func (p Pass[S]) finish(ctx context.Context, err error, ready func(), reasonOver
 		}
 		return ctrl.Result{}, reconcile.TerminalError(s)
 	}
-	// Transient: say so in the conditions, and let controller-runtime retry with backoff.
-	msg := err.Error() + " (retrying)"
+	// Transient: say so in the conditions, in the platform's words (the error's text can name
+	// internal addresses; controller-runtime logs it whole), and let controller-runtime retry
+	// with backoff.
+	step := ""
+	if f != nil {
+		step = f.name
+	}
+	msg := TransientMessage(step, err)
 	if condition != "" {
 		MarkFalse(obj, condition, commonv1alpha1.TransientErrorReason, msg)
 	}

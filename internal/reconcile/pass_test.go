@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -101,7 +104,9 @@ func condition(obj reconcile.Object, typ string) string {
 // conditions, phase, observedGeneration and result.
 func TestOutcomes(t *testing.T) {
 	c := newClient(t)
-	transient := errors.New("connection refused")
+	// A dial to a backend address the tenant must not read: the status says what kind of failure
+	// it was, never the address.
+	transient := &net.OpError{Op: "dial", Net: "tcp", Addr: &net.TCPAddr{IP: net.IPv4(10, 96, 0, 1), Port: 443}, Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}
 	tests := map[string]struct {
 		outcome                              error
 		wantPhase                            string
@@ -133,7 +138,7 @@ func TestOutcomes(t *testing.T) {
 			outcome: transient, wantPhase: "Pending",
 			wantReady: "False/TransientError", wantReconciling: "True/TransientError", wantStal: "absent", wantStep: "False/TransientError",
 			wantErr: func(err error) bool { return errors.Is(err, transient) }, wantObserved: false,
-			wantMessage: "connection refused",
+			wantMessage: "Failed to do StepDone: a connection was refused (retrying",
 		},
 	}
 	i := 0
@@ -167,6 +172,9 @@ func TestOutcomes(t *testing.T) {
 			}
 			if !strings.Contains(after.Status.Message, tc.wantMessage) {
 				t.Errorf("message %q lacks %q", after.Status.Message, tc.wantMessage)
+			}
+			if strings.Contains(after.Status.Message, "10.96.0.1") {
+				t.Errorf("message %q names the backend address", after.Status.Message)
 			}
 			if !strings.Contains(strings.Join(after.Finalizers, ","), finalizer) {
 				t.Errorf("finalizer not added: %v", after.Finalizers)

@@ -239,6 +239,10 @@ func (t *tenant) hostNamespace() string {
 }
 func (t *tenant) release() string { return "vc-" + t.tenantName }
 
+// releaseKey names t's release records in the backend watch: <storage namespace>/<release>; the
+// Tenant controller keeps them in kcp-<fp>, out of the host namespace.
+func (t *tenant) releaseKey() string { return workspaces.Namespace(t.ws.cluster) + "/" + t.release() }
+
 // object is the Tenant as a tenant would apply it: the seed's shape, a 1 CPU / 1Gi quota.
 func (t *tenant) object(cloudSpaceID string) *unstructured.Unstructured {
 	return &unstructured.Unstructured{Object: map[string]any{
@@ -332,7 +336,7 @@ func (r *run) step(ctx context.Context, n int) (row, error) {
 	var toNS, toRelease, toReady []time.Duration
 	for _, t := range ts {
 		nsAt, _ := r.backendW.namespaces.get(t.hostNamespace())
-		relAt, _ := r.backendW.releases.get(t.hostNamespace() + "/" + t.release())
+		relAt, _ := r.backendW.releases.get(t.releaseKey())
 		readyAt, _ := r.tenantW.ready.get(t.key())
 		toNS = append(toNS, nsAt.Sub(t.created))
 		toRelease = append(toRelease, relAt.Sub(t.created))
@@ -524,7 +528,7 @@ func (r *run) createPaced(ctx context.Context, ts []*tenant, cloudSpaceID func(*
 // saw its release deployed: the moment a real vCluster's Pod would start and write its
 // kubeconfig Secret. kubeconfigWritten is taken just before the actor runs.
 func (r *run) playVCluster(ctx context.Context, t *tenant) error {
-	if _, err := r.backendW.deployed.wait(ctx, t.hostNamespace()+"/"+t.release()); err != nil {
+	if _, err := r.backendW.deployed.wait(ctx, t.releaseKey()); err != nil {
 		return fmt.Errorf("release of %s not deployed: %w", t.ws.name, err)
 	}
 	var last error

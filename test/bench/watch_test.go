@@ -158,10 +158,10 @@ func metadataListWatch(c metadata.Interface, gvr schema.GroupVersionResource, la
 type backendWatch struct {
 	// namespaces: namespace name -> first seen.
 	namespaces *seen
-	// releases: <namespace>/<release> -> first storage Secret of the release seen (Helm writes
+	// releases: <storage namespace>/<release> -> first storage Secret of the release seen (Helm writes
 	// it, status pending-install, before it creates the chart's objects).
 	releases *seen
-	// deployed: <namespace>/<release> -> first storage Secret labelled status=deployed (Helm
+	// deployed: <storage namespace>/<release> -> first storage Secret labelled status=deployed (Helm
 	// marks the release deployed after it created the chart's objects).
 	deployed *seen
 }

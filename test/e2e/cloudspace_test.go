@@ -13,7 +13,6 @@ import (
 
 	kov1alpha1 "github.com/kubeopera/kubeopera/apis/kubeopera/v1alpha1"
 	"github.com/kubeopera/kubeopera/test/framework"
-	"github.com/kubeopera/kubeopera/workspaces"
 )
 
 // TestCloudSpaceIDBelongsToTheFirstWorkspace: a tenant who knows another customer's cloudSpaceID
@@ -42,7 +41,7 @@ func TestCloudSpaceIDBelongsToTheFirstWorkspace(t *testing.T) {
 	if strings.Contains(failed.Status.Message, ownerLC) {
 		t.Errorf("the message names the other customer's workspace: %q", failed.Status.Message)
 	}
-	if revs := helmRevisions(t, e.backendC, workspaces.VClusterNamespace(thiefLC, "mallory"), "vc-mallory"); len(revs) != 0 {
+	if revs := helmRevisions(t, e.backendC, thiefLC, "vc-mallory"); len(revs) != 0 {
 		t.Errorf("a release was installed for the conflicting Tenant: %v", revs)
 	}
 	framework.Consistently(t, 3*time.Second, "no callback for the conflicting Tenant", func() (bool, string) {

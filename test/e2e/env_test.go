@@ -255,6 +255,10 @@ func (e *env) startManager() error {
 		"--orphan-sweep-interval", "1h",
 		"--orphan-sweep-kcp-context", "system:admin",
 		"--zap-log-level", "debug",
+		// The suite's targets listen on 127.0.0.1: exactly that loopback address is allowed.
+		// 127.0.0.3 is denied as an admin's range (TestHostClusterForbiddenAddresses).
+		"--target-allow-cidrs", "127.0.0.1/32",
+		"--target-deny-cidrs", forbiddenByAdmin+"/32",
 	)
 	cmd.Env = append(os.Environ(), "INTERNAL_SERVICE_TOKEN=e2e-token", "ENVIRONMENT=e2e", "CLUSTER_PROVISIONER_API_KEY="+provisionerAPIKey)
 	if !e.withoutScaffolder {

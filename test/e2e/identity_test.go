@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -69,6 +71,15 @@ func TestManagerBackendIdentity(t *testing.T) {
 				t.Fatalf("EnsureNamespace(%s) again: %v", ns, err)
 			}
 		}
+		for _, ns := range []string{store, host} {
+			got := &corev1.Namespace{}
+			if err := admin.Get(ctx, client.ObjectKey{Name: ns}, got); err != nil {
+				t.Fatal(err)
+			}
+			if want := workspaces.PodSecurityLevel(lc, ns); got.Labels[workspaces.PodSecurityEnforceLabel] != want {
+				t.Errorf("namespace %s enforces Pod Security %q, want %q", ns, got.Labels[workspaces.PodSecurityEnforceLabel], want)
+			}
+		}
 		rb := &rbacv1.RoleBinding{}
 		if err := admin.Get(ctx, client.ObjectKey{Namespace: host, Name: workspaces.NamespaceRoleBinding}, rb); err != nil {
 			t.Fatal(err)
@@ -76,6 +87,30 @@ func TestManagerBackendIdentity(t *testing.T) {
 		want := "system:serviceaccount:kubeopera-system:kubeopera-manager"
 		if rb.RoleRef.Name != workspaces.NamespaceRole || len(rb.Subjects) != 1 || rb.Subjects[0].Name != want {
 			t.Errorf("RoleBinding %s/%s = %v %v, want %s bound to %s only", host, rb.Name, rb.RoleRef, rb.Subjects, workspaces.NamespaceRole, want)
+		}
+	})
+
+	t.Run("gives a namespace of its own made before Pod Security labels its labels", func(t *testing.T) {
+		old := workspaces.VClusterNamespace(lc, "old")
+		if err := admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
+			Name:        old,
+			Labels:      map[string]string{workspaces.FingerprintLabel: workspaces.Fingerprint(lc)},
+			Annotations: map[string]string{workspaces.LogicalClusterAnnotation: lc, workspaces.OwnerAnnotation: "Tenant default/old"},
+		}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := backend.EnsureNamespace(ctx, lc, old, "Tenant default/old"); err != nil {
+			t.Fatalf("EnsureNamespace(%s) as the manager: %v", old, err)
+		}
+		got := &corev1.Namespace{}
+		if err := admin.Get(ctx, client.ObjectKey{Name: old}, got); err != nil {
+			t.Fatal(err)
+		}
+		if got.Labels[workspaces.PodSecurityEnforceLabel] != workspaces.PodSecurityBaseline {
+			t.Errorf("namespace %s labels = %v, want enforce baseline", old, got.Labels)
+		}
+		if _, err := backend.DeleteNamespace(ctx, lc, old, "Tenant default/old"); err != nil {
+			t.Fatal(err)
 		}
 	})
 
@@ -193,6 +228,10 @@ func TestManagerBackendIdentity(t *testing.T) {
 			{"deleting namespace someone-else", mgr.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "someone-else"}})},
 			{"deleting an unlabelled kcp-* namespace", mgr.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "kcp-system-components"}})},
 			{"creating an unlabelled kcp-* namespace", mgr.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "kcp-unlabelled"}})},
+			{"labelling namespace someone-else", labelNamespace(ctx, mgr, "someone-else", map[string]any{workspaces.PodSecurityEnforceLabel: "privileged"})},
+			{"claiming an unlabelled kcp-* namespace with a fingerprint label", labelNamespace(ctx, mgr, "kcp-system-components", map[string]any{workspaces.FingerprintLabel: workspaces.Fingerprint(lc)})},
+			{"removing the fingerprint label of its own namespace", labelNamespace(ctx, mgr, host, map[string]any{workspaces.FingerprintLabel: nil})},
+			{"moving its own namespace to another fingerprint", labelNamespace(ctx, mgr, host, map[string]any{workspaces.FingerprintLabel: "000000000000"})},
 			{"binding its tenant-namespace role in an unlabelled kcp-* namespace", mgr.Create(ctx, selfBinding("kcp-system-components", "system:serviceaccount:kubeopera-system:kubeopera-manager"))},
 			{"reading a Secret in kube-system", mgr.Get(ctx, client.ObjectKey{Namespace: "kube-system", Name: "cloud-credentials"}, &corev1.Secret{})},
 			{"reading a Secret in default", mgr.Get(ctx, client.ObjectKey{Namespace: "default", Name: "db-password"}, &corev1.Secret{})},
@@ -224,6 +263,9 @@ func TestManagerBackendIdentity(t *testing.T) {
 			if err := admin.Get(ctx, client.ObjectKey{Name: name}, ns); err != nil || ns.DeletionTimestamp != nil {
 				t.Errorf("namespace %s was touched: %v %v", name, err, ns.DeletionTimestamp)
 			}
+			if _, labelled := ns.Labels[workspaces.FingerprintLabel]; labelled || ns.Labels[workspaces.PodSecurityEnforceLabel] != "" {
+				t.Errorf("namespace %s was labelled: %v", name, ns.Labels)
+			}
 		}
 	})
 
@@ -234,6 +276,15 @@ func TestManagerBackendIdentity(t *testing.T) {
 			}
 		}
 	})
+}
+
+// labelNamespace merge-patches the labels of namespace name (a nil value removes the label).
+func labelNamespace(ctx context.Context, c client.Client, name string, labels map[string]any) error {
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": labels}})
+	if err != nil {
+		return err
+	}
+	return c.Patch(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, client.RawPatch(types.MergePatchType, patch))
 }
 
 // ownerOf is the owner annotation of a backend namespace: the host namespace is the Tenant's, the

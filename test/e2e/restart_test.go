@@ -29,6 +29,7 @@ func TestManagerRestartMidProvisioningResumesWithoutASecondRelease(t *testing.T)
 	globex, globexLC, _ := e.tenantWorkspace(t, "restart-other")
 	acmeNS, globexNS := workspaces.VClusterNamespace(acmeLC, "alice-default"), workspaces.VClusterNamespace(globexLC, "alice-default")
 	clients := map[string]client.Client{acmeNS: acme, globexNS: globex}
+	lcs := map[string]string{acmeNS: acmeLC, globexNS: globexLC}
 	if err := acme.Create(ctx, seedTenant(t, "default", "alice-default", "7e9d3a1b-restart")); err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +39,7 @@ func TestManagerRestartMidProvisioningResumesWithoutASecondRelease(t *testing.T)
 	for _, ns := range []string{acmeNS, globexNS} {
 		waitReleaseDeployed(t, clients[ns], "default", "alice-default")
 		framework.Eventually(t, time.Minute, "Helm release vc-alice-default in "+ns, func() (bool, string) {
-			revs := helmRevisions(t, e.backendC, ns, "vc-alice-default")
+			revs := helmRevisions(t, e.backendC, lcs[ns], "vc-alice-default")
 			return len(revs) == 1, fmt.Sprint(revs)
 		})
 	}
@@ -51,7 +52,7 @@ func TestManagerRestartMidProvisioningResumesWithoutASecondRelease(t *testing.T)
 	// meanwhile (the requeue interval is 1s): it must not install a second time.
 	framework.Consistently(t, 8*time.Second, "one release revision in each host namespace after the restart", func() (bool, string) {
 		for _, ns := range []string{acmeNS, globexNS} {
-			if revs := helmRevisions(t, e.backendC, ns, "vc-alice-default"); len(revs) != 1 || revs[0] != "1" {
+			if revs := helmRevisions(t, e.backendC, lcs[ns], "vc-alice-default"); len(revs) != 1 || revs[0] != "1" {
 				return false, fmt.Sprintf("release revisions in %s after restart: %v, want [1]", ns, revs)
 			}
 		}
@@ -63,7 +64,7 @@ func TestManagerRestartMidProvisioningResumesWithoutASecondRelease(t *testing.T)
 	}
 	for _, ns := range []string{acmeNS, globexNS} {
 		waitPhase(t, clients[ns], "default", "alice-default", kov1alpha1.TenantPhaseReady)
-		if revs := helmRevisions(t, e.backendC, ns, "vc-alice-default"); len(revs) != 1 {
+		if revs := helmRevisions(t, e.backendC, lcs[ns], "vc-alice-default"); len(revs) != 1 {
 			t.Fatalf("release revisions in %s: %v, want one", ns, revs)
 		}
 	}
@@ -83,7 +84,7 @@ func TestWorkspaceDeletedWhileTheManagerIsDownIsCleanedWhenItComesBack(t *testin
 	}
 	// Nothing may happen to the backend while nobody is there to run the finalizers.
 	framework.Consistently(t, 3*time.Second, "the release untouched while the manager is down", func() (bool, string) {
-		revs := helmRevisions(t, e.backendC, hostNS, "vc-peter")
+		revs := helmRevisions(t, e.backendC, initechLC, "vc-peter")
 		return len(revs) == 1, fmt.Sprintf("the release changed while the manager was down: %v", revs)
 	})
 	if err := e.startManager(); err != nil {

@@ -20,6 +20,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -92,11 +93,13 @@ func waitReleaseDeployed(t *testing.T, c client.Client, namespace, name string) 
 	return tn
 }
 
-// helmRevisions lists the revisions Helm stored for release in namespace.
-func helmRevisions(t *testing.T, c client.Client, namespace, release string) []string {
+// helmRevisions lists the revisions Helm stored for release of the workspace logicalCluster. The
+// Tenant controller keeps a vCluster release's records in kcp-<fp>, out of the host namespace
+// where the vCluster syncer may write Secrets.
+func helmRevisions(t *testing.T, c client.Client, logicalCluster, release string) []string {
 	t.Helper()
 	list := &corev1.SecretList{}
-	if err := c.List(context.Background(), list, client.InNamespace(namespace), client.MatchingLabels{"owner": "helm", "name": release}); err != nil {
+	if err := c.List(context.Background(), list, client.InNamespace(workspaces.Namespace(logicalCluster)), client.MatchingLabels{"owner": "helm", "name": release}); err != nil {
 		t.Fatal(err)
 	}
 	var out []string
@@ -180,6 +183,14 @@ func TestInvalidTenantNameIsRefusedAtAdmission(t *testing.T) {
 	if err == nil || !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "spec.tenantName") || !strings.Contains(err.Error(), "should match") {
 		t.Fatalf("want a validation error naming spec.tenantName, got %v", err)
 	}
+	// A negative quota would offset the workspace's sums against its limits: kcp refuses it (the
+	// schema's CEL rule on the quantity).
+	negative := seedTenant(t, "default", "alice-default", "7e9d3a1b-negative")
+	negative.Spec.Quota.CPU = resource.MustParse("-1000")
+	err = acme.Create(context.Background(), negative)
+	if err == nil || !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "spec.quota.cpu must be greater than zero") {
+		t.Fatalf("want a validation error for the negative quota, got %v", err)
+	}
 }
 
 func TestSameNamedTenantsInTwoWorkspacesGetIsolatedVClusters(t *testing.T) {
@@ -217,7 +228,7 @@ func TestSameNamedTenantsInTwoWorkspacesGetIsolatedVClusters(t *testing.T) {
 			t.Errorf("status names %s/%s, want %s/vc-alice-default", tn.Status.Namespace, tn.Status.VClusterName, ns)
 		}
 		framework.Eventually(t, time.Minute, "Helm release vc-alice-default in "+ns, func() (bool, string) {
-			revs := helmRevisions(t, e.backendC, ns, "vc-alice-default")
+			revs := helmRevisions(t, e.backendC, tc.lc, "vc-alice-default")
 			return len(revs) == 1, fmt.Sprint(revs)
 		})
 		// The chart's objects landed in the workspace's own host namespace, with the quota
@@ -230,8 +241,10 @@ func TestSameNamedTenantsInTwoWorkspacesGetIsolatedVClusters(t *testing.T) {
 		if res.Limits.Cpu().String() != "2" || res.Limits.Memory().String() != "4Gi" || res.Requests.Memory().String() != "4Gi" {
 			t.Errorf("vCluster resources %v do not carry the quota", res)
 		}
-		if err := e.backendC.Get(ctx, client.ObjectKey{Namespace: ns, Name: "vc-vc-alice-default"}, &networkingv1.NetworkPolicy{}); err != nil {
-			t.Errorf("NetworkPolicy missing in %s: %v", ns, err)
+		for _, name := range []string{"vc-work-vc-alice-default", "vc-cp-vc-alice-default"} {
+			if err := e.backendC.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &networkingv1.NetworkPolicy{}); err != nil {
+				t.Errorf("NetworkPolicy %s missing in %s: %v", name, ns, err)
+			}
 		}
 		if err := e.backendC.Get(ctx, client.ObjectKey{Namespace: ns, Name: "vc-vc-alice-default"}, &corev1.ResourceQuota{}); err != nil {
 			t.Errorf("ResourceQuota missing in %s: %v", ns, err)
@@ -295,7 +308,6 @@ func TestSecondTenantReusingATenantNameIsRefusedAndRemovable(t *testing.T) {
 	e := sharedEnv(t)
 	ctx := context.Background()
 	acme, acmeLC, _ := e.tenantWorkspace(t, "twin")
-	acmeNS := workspaces.VClusterNamespace(acmeLC, "alice-default")
 	e.readyTenant(t, acme, acmeLC, seedTenant(t, "default", "alice-default", "7e9d3a1b-twin-first"))
 
 	twin := seedTenant(t, "default", "alice-default", "twin-cloudspace")
@@ -316,7 +328,7 @@ func TestSecondTenantReusingATenantNameIsRefusedAndRemovable(t *testing.T) {
 		return apierrors.IsNotFound(err), fmt.Sprint(err)
 	})
 	// The first Tenant's vCluster is untouched.
-	if revs := helmRevisions(t, e.backendC, acmeNS, "vc-alice-default"); len(revs) != 1 {
+	if revs := helmRevisions(t, e.backendC, acmeLC, "vc-alice-default"); len(revs) != 1 {
 		t.Fatalf("the first Tenant's release was affected: %v", revs)
 	}
 	if tn, err := getTenant(ctx, acme, "default", "alice-default"); err != nil || tn.Status.Phase != kov1alpha1.TenantPhaseReady {
@@ -457,8 +469,8 @@ func TestFingerprintCollisionIsRefusedAndRetryAnnotationRecovers(t *testing.T) {
 	if !meta.IsStatusConditionTrue(failed.Status.Conditions, kov1alpha1.StalledCondition) {
 		t.Errorf("a Failed Tenant must be Stalled: %+v", failed.Status.Conditions)
 	}
-	if revs := helmRevisions(t, e.backendC, hostNS, "vc-collide"); len(revs) != 0 {
-		t.Fatalf("something was written into the foreign namespace: %v", revs)
+	if revs := helmRevisions(t, e.backendC, acmeLC, "vc-collide"); len(revs) != 0 {
+		t.Fatalf("a release was installed although the host namespace collided: %v", revs)
 	}
 	got := &corev1.Namespace{}
 	if err := e.backendC.Get(ctx, client.ObjectKey{Name: hostNS}, got); err != nil || got.Annotations[workspaces.LogicalClusterAnnotation] != "someone-else" {
@@ -514,7 +526,7 @@ func TestDeletedTenantCleansItsBackend(t *testing.T) {
 	ctx := context.Background()
 	acme, acmeLC, _ := e.tenantWorkspace(t, "deltenant")
 	globex, globexLC, _ := e.tenantWorkspace(t, "deltenant-other")
-	acmeNS, globexNS := workspaces.VClusterNamespace(acmeLC, "alice-default"), workspaces.VClusterNamespace(globexLC, "alice-default")
+	acmeNS := workspaces.VClusterNamespace(acmeLC, "alice-default")
 	tn, _ := e.readyTenant(t, acme, acmeLC, seedTenant(t, "default", "alice-default", "7e9d3a1b-deltenant"))
 	e.readyTenant(t, globex, globexLC, seedTenant(t, "default", "alice-default", "7e9d3a1b-deltenant-other"))
 
@@ -535,8 +547,11 @@ func TestDeletedTenantCleansItsBackend(t *testing.T) {
 	if err := acme.Get(ctx, client.ObjectKey{Namespace: "default", Name: "tenant-7e9d3a1b-deltenant-kubeconfig"}, &corev1.Secret{}); !apierrors.IsNotFound(err) {
 		t.Errorf("delivered kubeconfig still there: %v", err)
 	}
+	if revs := helmRevisions(t, e.backendC, acmeLC, "vc-alice-default"); len(revs) != 0 {
+		t.Errorf("release records still in %s: %v", workspaces.Namespace(acmeLC), revs)
+	}
 	// The other workspace's same-named vCluster is untouched.
-	if revs := helmRevisions(t, e.backendC, globexNS, "vc-alice-default"); len(revs) != 1 {
+	if revs := helmRevisions(t, e.backendC, globexLC, "vc-alice-default"); len(revs) != 1 {
 		t.Errorf("the other workspace's release was affected: %v", revs)
 	}
 }

@@ -11,6 +11,10 @@ const (
 	// StalledCondition is True when the reconciler cannot make progress without a change by the
 	// user or an admin (a new spec, a retry request).
 	StalledCondition = "Stalled"
+	// AdmittedCondition is True once the object fits its workspace's limits, set by the platform
+	// admin (how many of the kind, what they may add up to); checked before anything is created
+	// for it. Objects are admitted first come, first served, and stay admitted.
+	AdmittedCondition = "Admitted"
 )
 
 // Condition reasons shared by every kind. They double as event reasons so that conditions and

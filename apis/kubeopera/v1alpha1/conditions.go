@@ -31,9 +31,9 @@ const (
 
 // Tenant step conditions, in the order the reconciler takes the steps.
 const (
-	// AdmittedCondition is True once the Tenant fits the workspace's limits and its cloudSpaceID is
-	// claimed for this workspace.
-	AdmittedCondition = "Admitted"
+	// AdmittedCondition is True once the object fits the workspace's limits (Tenants, HostClusters)
+	// and, for a Tenant, its cloudSpaceID is claimed for this workspace.
+	AdmittedCondition = commonv1alpha1.AdmittedCondition
 	// BackendNamespaceReadyCondition is True once the object's backend namespaces exist and belong
 	// to this workspace.
 	BackendNamespaceReadyCondition = "BackendNamespaceReady"

@@ -1,10 +1,17 @@
 package v1alpha1
 
+import (
+	commonv1alpha1 "github.com/kubeopera/kubeopera/apis/common/v1alpha1"
+)
+
 // The shared vocabulary (Ready, Reconciling, Stalled, the common reasons, the retry annotation)
 // is apis/common/v1alpha1; this group adds only its kinds' step conditions and reasons.
 
 // Step conditions of this group's kinds.
 const (
+	// AdmittedCondition is True once the KubernetesCluster fits the workspace's limits (how many
+	// KubernetesClusters it may have); checked before anything is created for it.
+	AdmittedCondition = commonv1alpha1.AdmittedCondition
 	// CredentialsValidCondition is True once the ProviderConfig's credentials Secret is readable
 	// and well-formed.
 	CredentialsValidCondition = "CredentialsValid"

@@ -16,9 +16,6 @@ import (
 	"time"
 
 	"helm.sh/helm/v3/pkg/chartutil"
-	helmrelease "helm.sh/helm/v3/pkg/release"
-	"helm.sh/helm/v3/pkg/storage"
-	"helm.sh/helm/v3/pkg/storage/driver"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -63,8 +60,8 @@ func VClusterKubeconfigSecretName(release string) string {
 // VClusterWritesKubeconfig plays the vCluster control plane of Helm release `release` in
 // `namespace` once its Pod is up (there is no kubelet here, so no Pod runs): it writes the
 // kubeconfig Secret exactly as loft-sh/vcluster v0.21.2 does, reading its configuration where
-// vCluster reads it, from the release's values (the real chart renders them into Secret
-// vc-config-<release>, chart/templates/config-secret.yaml). From vCluster's source at v0.21.2:
+// vCluster reads it: the release's values, which the chart renders into Secret
+// vc-config-<release> (chart/templates/config-secret.yaml). From vCluster's source at v0.21.2:
 //
 //   - Name and namespace: kubeconfig.GetDefaultSecretName(translate.VClusterName) = "vc-" +
 //     VCLUSTER_NAME, in the control plane's namespace (pkg/setup/controllers.go lines 271-272;
@@ -97,22 +94,29 @@ func VClusterWritesKubeconfig(ctx context.Context, backend *rest.Config, namespa
 	if err != nil {
 		return nil, err
 	}
-	// vCluster's Pod only runs once the chart's StatefulSet exists, and Helm records a release
-	// deployed right after creating its objects (helm v3.20.2 pkg/action/install.go,
-	// performInstall: KubeClient.Create at line 457, StatusDeployed at lines 487-489; Wait is
-	// off). So wait for the deployed record, up to releaseWait, as the Pod would come up.
-	store := storage.Init(driver.NewSecrets(cs.CoreV1().Secrets(namespace)))
-	var rel *helmrelease.Release
-	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, releaseWait, true, func(context.Context) (bool, error) {
-		rel, err = store.Last(release)
-		return err == nil && rel.Info != nil && rel.Info.Status == helmrelease.StatusDeployed, nil
+	// vCluster's Pod only runs once the chart's StatefulSet exists, and it reads its configuration
+	// from Secret vc-config-<release> (key config.yaml: every value of the release, the chart's
+	// defaults included; chart/templates/config-secret.yaml), mounted at /var/vcluster
+	// (chart/templates/statefulset.yaml, volume vcluster-config), as `vcluster start --config
+	// /var/vcluster/config.yaml`. Helm creates the StatefulSet after the Secret and the Service
+	// (helm v3.20.2 pkg/releaseutil/kind_sorter.go InstallOrder, one kind at a time:
+	// pkg/kube/client.go batchPerform). So wait for both, up to releaseWait, as the Pod would
+	// come up, and read the configuration where vCluster reads it (Helm's release records are no
+	// source: they may live in another namespace).
+	var config *corev1.Secret
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, releaseWait, true, func(ctx context.Context) (bool, error) {
+		if _, err := cs.AppsV1().StatefulSets(namespace).Get(ctx, release, metav1.GetOptions{}); err != nil {
+			return false, nil
+		}
+		config, err = cs.CoreV1().Secrets(namespace).Get(ctx, "vc-config-"+release, metav1.GetOptions{})
+		return err == nil && len(config.Data["config.yaml"]) > 0, nil
 	})
-	if err != nil || rel == nil {
-		return nil, fmt.Errorf("vCluster %s has no deployed Helm release in %s after %s (its Pod only runs once the chart is installed)", release, namespace, releaseWait)
+	if err != nil || config == nil {
+		return nil, fmt.Errorf("vCluster %s has no StatefulSet and config Secret vc-config-%s in %s after %s (its Pod only runs once the chart is installed)", release, release, namespace, releaseWait)
 	}
-	values, err := chartutil.CoalesceValues(rel.Chart, rel.Config)
+	values, err := chartutil.ReadValues(config.Data["config.yaml"])
 	if err != nil {
-		return nil, fmt.Errorf("failed to read the values of release %s/%s: %w", namespace, release, err)
+		return nil, fmt.Errorf("failed to read the configuration of vCluster %s/%s: %w", namespace, release, err)
 	}
 	str := func(path string) string { v, _ := values.PathValue(path); s, _ := v.(string); return s }
 	flag := func(path string, def bool) bool {

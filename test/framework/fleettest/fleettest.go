@@ -39,6 +39,7 @@ import (
 	"github.com/kubeopera/kubeopera/internal/devenv"
 	"github.com/kubeopera/kubeopera/internal/fleet"
 	imanager "github.com/kubeopera/kubeopera/internal/manager"
+	"github.com/kubeopera/kubeopera/internal/netguard"
 	"github.com/kubeopera/kubeopera/test/framework"
 	"github.com/kubeopera/kubeopera/workspaces"
 )
@@ -63,9 +64,17 @@ type Harness struct {
 	WS   map[string]client.Client
 	LC   map[string]string
 	Path map[string]string
+	// Guard checks the addresses controllers dial on tenants' behalf, as internal/manager.Run
+	// makes it (the platform's own addresses read from kcp and the backend), with the exception
+	// the tests' targets need: AllowedTargets. Give it to the HostCluster reconciler.
+	Guard *netguard.Guard
 	// Log keeps what the manager logged.
 	Log *LogBuffer
 }
+
+// AllowedTargets is the one loopback address the tests' target clusters listen on, allowed as
+// make run allows it (--target-allow-cidrs); every other loopback address stays denied.
+const AllowedTargets = "127.0.0.1/32"
 
 // Start starts the servers and makes the manager serving the kubeopera.io export, with one tenant
 // workspace per name (made unique to the run). The caller registers its controller on h.Fleet and
@@ -121,6 +130,11 @@ func StartExport(t *testing.T, provider, slice string, names ...string) *Harness
 	ctrl.SetLogger(log)
 	sink := &fleet.EventSink{Scheme: scheme, Log: log.WithName("events")}
 	h.PlatformKCP = kcpCfg
+	if h.Guard, err = (imanager.Options{TargetAllowCIDRs: []string{AllowedTargets}}).TargetGuard(); err != nil {
+		t.Fatal(err)
+	}
+	addrs := &imanager.PlatformAddresses{Guard: h.Guard, Backend: h.BackendAs, KCP: []*rest.Config{kcpCfg}, Log: log.WithName("target-guard")}
+	addrs.Refresh(ctx)
 	h.Fleet, err = fleet.New(fleet.Options{
 		Name:          provider,
 		Config:        kcpCfg,
@@ -128,6 +142,7 @@ func StartExport(t *testing.T, provider, slice string, names ...string) *Harness
 		Scheme:        scheme,
 		Events:        sink,
 		Log:           log.WithName("provider"),
+		OnEndpoints:   addrs.Endpoints(provider),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -152,6 +167,9 @@ func StartExport(t *testing.T, provider, slice string, names ...string) *Harness
 		t.Fatal(err)
 	}
 	if err := h.Manager.GetLocalManager().Add(sink); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Manager.GetLocalManager().Add(addrs); err != nil {
 		t.Fatal(err)
 	}
 
