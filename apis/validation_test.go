@@ -120,7 +120,7 @@ spec: {vCPUCount: 4, memorySize: 8Gi, gpuModelName: RTX3080}
 			wantErr: "spec.quota.cpu must be greater than zero"},
 		"negative memory quota": {object: tenant, edit: set("-64Gi", "spec", "quota", "memory"),
 			wantErr: "spec.quota.memory must be greater than zero"},
-		"integer cpu quota": {object: tenant, edit: setInt(3, "spec", "quota", "cpu")},
+		"integer cpu quota":   {object: tenant, edit: setInt(3, "spec", "quota", "cpu")},
 		"millicore cpu quota": {object: tenant, edit: set("500m", "spec", "quota", "cpu")},
 
 		"seed HostCluster connect_existing": {object: hostCluster},
