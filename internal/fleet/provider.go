@@ -43,6 +43,12 @@ type Options struct {
 	// OnEngage and OnDisengage are told each workspace engaged or disengaged, with the binding
 	// that caused it.
 	OnEngage, OnDisengage func(logicalCluster string, binding client.Object)
+	// PassTimeout is the deadline of every reconcile pass of every controller registered with
+	// NewController (0: none).
+	PassTimeout time.Duration
+	// WorkersPerWorkspace bounds how many of a controller's workers one workspace may hold at
+	// once (0: no bound but the controller's MaxConcurrentReconciles).
+	WorkersPerWorkspace int
 }
 
 // Provider serves every workspace bound to one APIExport, on every shard its endpoint slice
