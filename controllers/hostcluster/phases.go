@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net"
 	"strconv"
 	"time"
 
@@ -22,6 +23,7 @@ import (
 	"github.com/kubeopera/kubeopera/internal/health"
 	"github.com/kubeopera/kubeopera/internal/helm"
 	"github.com/kubeopera/kubeopera/internal/kubeconfig"
+	"github.com/kubeopera/kubeopera/internal/readlimit"
 	"github.com/kubeopera/kubeopera/internal/reconcile"
 	"github.com/kubeopera/kubeopera/internal/scaffolder"
 	"github.com/kubeopera/kubeopera/syncer"
@@ -197,12 +199,18 @@ func (r *Reconciler) access(ctx context.Context, s *scope) error {
 	}
 	hc.Status.KubeconfigSecret = kubeconfigSecretName(hc.Spec.ClusterID)
 
+	// Every client of the target (this step's, Flux's Helm install, authapi's) reads through the
+	// response caps.
+	readlimit.Apply(cfg, r.ReadLimits)
 	t, err := newTarget(cfg, r.TargetTimeout)
 	if err != nil {
 		return reconcile.Stalledf(kov1alpha1.InvalidKubeconfigReason, "Secret %s/%s key %q: %v", hc.Namespace, srcName, KubeconfigKey, err)
 	}
 	version, err := t.clientset.Discovery().ServerVersion()
 	if err != nil {
+		if _, ok := readlimit.As(err); ok {
+			return err // Stalled, ReadLimitExceeded (the skeleton maps it)
+		}
 		return r.unreachable(ctx, s, t.server, err)
 	}
 	s.target = t
@@ -210,9 +218,21 @@ func (r *Reconciler) access(ctx context.Context, s *scope) error {
 		return err
 	}
 	if err := r.refreshInventory(ctx, s); err != nil {
-		// The inventory is information, not a step: a failure to read it is logged, the last
-		// inventory stays, and the next pass tries again.
-		ctrl.LoggerFrom(ctx).Info("Could not read the cluster's inventory", "error", err.Error())
+		switch _, limited := readlimit.As(err); {
+		case limited:
+			// More than any real cluster answers: Stalled with ReadLimitExceeded (the skeleton
+			// maps it; readlimit.Error says why it is not retried).
+			return err
+		case isTimeout(err):
+			// A target that answers /version and then nothing is as good as unreachable: retried
+			// with backoff, failed after AccessGiveUp (a Ready one waits).
+			return r.unreachable(ctx, s, t.server, err)
+		default:
+			// The inventory is information, not a step: a failure to read it (e.g. RBAC that
+			// does not let the kubeconfig list pods) is logged, the last inventory stays, and the
+			// next pass tries again.
+			ctrl.LoggerFrom(ctx).Info("Could not read the cluster's inventory", "error", err.Error())
+		}
 	}
 	if hc.Status.Inventory != nil {
 		hc.Status.Inventory.KubernetesVersion = version.GitVersion
@@ -260,7 +280,7 @@ func (r *Reconciler) refreshInventory(ctx context.Context, s *scope) error {
 	if inv := hc.Status.Inventory; inv != nil && inv.ObservedAt != nil && r.now().Sub(inv.ObservedAt.Time) < r.InventoryInterval*4/5 {
 		return nil
 	}
-	inv, err := health.Read(ctx, s.target.clientset)
+	inv, err := health.Read(ctx, s.target.clientset, r.ReadLimits)
 	if err != nil {
 		return err
 	}
@@ -688,6 +708,13 @@ func (r *Reconciler) removeSecrets(ctx context.Context, s *scope) error {
 		}
 	}
 	return nil
+}
+
+// isTimeout reports whether err is a request (or the pass) that ran out of time: a target that
+// accepted the connection and then did not answer in time.
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout())
 }
 
 // isTerminal reports whether a Flux install error cannot be fixed by retrying (the Helm
