@@ -5,8 +5,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/util/wait"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
 
@@ -24,12 +26,18 @@ const ShareRequeue = time.Second
 // there is one; the workqueue keeps one entry per object, so a deferred request costs nothing
 // while it waits.
 type shareGuard struct {
-	next    reconcile.TypedReconciler[mcreconcile.Request]
+	next reconcile.TypedReconciler[mcreconcile.Request]
+	// log is the controller's logger without the request's workspace and object, which the
+	// reconcilers add themselves (reconcile.RequestLogger); unset, the context's is kept.
+	log     logr.Logger
 	timeout time.Duration
 	shares  *shares
 }
 
 func (g *shareGuard) Reconcile(ctx context.Context, req mcreconcile.Request) (ctrl.Result, error) {
+	if g.log.GetSink() != nil {
+		ctx = ctrl.LoggerInto(ctx, g.log.WithValues("reconcileID", controller.ReconcileIDFromContext(ctx)))
+	}
 	lc := workspaces.LogicalCluster(req.ClusterName)
 	if !g.shares.acquire(lc) {
 		ctrl.LoggerFrom(ctx).V(2).Info("Workspace holds its share of the workers; requeued", "cluster", lc)
