@@ -214,9 +214,6 @@ func (r *Reconciler) access(ctx context.Context, s *scope) error {
 		return r.unreachable(ctx, s, t.server, err)
 	}
 	s.target = t
-	if err := reconcile.PatchAnnotations(ctx, s.ws, hc, map[string]*string{kov1alpha1.ValidationStartedAnnotation: nil}); err != nil {
-		return err
-	}
 	if err := r.refreshInventory(ctx, s); err != nil {
 		switch _, limited := readlimit.As(err); {
 		case limited:
@@ -233,6 +230,10 @@ func (r *Reconciler) access(ctx context.Context, s *scope) error {
 			// next pass tries again.
 			ctrl.LoggerFrom(ctx).Info("Could not read the cluster's inventory", "error", err.Error())
 		}
+	}
+	// Answered: a later failure to answer starts a new give-up window.
+	if err := reconcile.PatchAnnotations(ctx, s.ws, hc, map[string]*string{kov1alpha1.ValidationStartedAnnotation: nil}); err != nil {
+		return err
 	}
 	if hc.Status.Inventory != nil {
 		hc.Status.Inventory.KubernetesVersion = version.GitVersion
