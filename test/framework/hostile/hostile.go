@@ -61,6 +61,37 @@ type Options struct {
 	BombSize int64
 	// Items is the number of EmptyItems' items (default 10 million: 30 MB of JSON).
 	Items int
+	// InFlight, when set, counts the requests the server is serving; servers may share one.
+	InFlight *InFlight
+}
+
+// InFlight counts the requests being served by the servers that share it, and the most served at
+// once: how many of the manager's workers were busy with them at the same time.
+type InFlight struct {
+	mu       sync.Mutex
+	cur, max int
+}
+
+// Max is the most requests served at once so far.
+func (f *InFlight) Max() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.max
+}
+
+func (f *InFlight) wrap(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		f.mu.Lock()
+		f.cur++
+		f.max = max(f.max, f.cur)
+		f.mu.Unlock()
+		defer func() {
+			f.mu.Lock()
+			f.cur--
+			f.mu.Unlock()
+		}()
+		h.ServeHTTP(w, r)
+	})
 }
 
 // Server is a running hostile API server.
@@ -93,7 +124,11 @@ func Start(t testing.TB, opts Options) *Server {
 	mux.HandleFunc("GET /api/v1/nodes", s.nodes)
 	mux.HandleFunc("GET /api/v1/pods", s.pods)
 	mux.HandleFunc("/", notFound)
-	s.srv = httptest.NewTLSServer(mux)
+	var h http.Handler = mux
+	if opts.InFlight != nil {
+		h = opts.InFlight.wrap(mux)
+	}
+	s.srv = httptest.NewTLSServer(h)
 	s.URL = s.srv.URL
 	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: s.srv.Certificate().Raw})
 	s.Kubeconfig = fmt.Appendf(nil, `apiVersion: v1
