@@ -21,6 +21,7 @@ import (
 	"github.com/kubeopera/kubeopera/internal/flux"
 	"github.com/kubeopera/kubeopera/internal/netguard"
 	pclient "github.com/kubeopera/kubeopera/internal/provisioner/client"
+	"github.com/kubeopera/kubeopera/internal/readlimit"
 	"github.com/kubeopera/kubeopera/internal/reconcile"
 	"github.com/kubeopera/kubeopera/internal/scaffolder"
 	"github.com/kubeopera/kubeopera/workspaces"
@@ -79,6 +80,15 @@ type Reconciler struct {
 	// MaxPerWorkspace is how many HostClusters one workspace may have (QuotaExceeded beyond);
 	// 0: no limit.
 	MaxPerWorkspace int
+	// InstallsPerWorkspace bounds the Flux installs of one workspace running at once (0: only
+	// InstallConcurrency), so one tenant's slow targets never hold every install slot.
+	InstallsPerWorkspace int
+	// InstallTimeout bounds one Flux install (reconcile.DefaultOperationTimeout when zero).
+	InstallTimeout time.Duration
+	// ReadLimits cap what is read from targets: bytes and JSON array elements per response (the
+	// transport of every target client), pages and items per list (zero fields: readlimit's
+	// defaults).
+	ReadLimits readlimit.Limits
 	// Provisioner is the cluster provisioner's client; nil when CLUSTER_PROVISIONER_BASE_URL is
 	// unset, which fails provision_vanilla and provision_eks at once, saying so.
 	Provisioner *pclient.Client
@@ -152,7 +162,10 @@ func (r *Reconciler) SetupWithManager(mgr mcmanager.Manager) error {
 	}
 	// A Flux install writes a dozen CRDs and takes seconds: never in a reconcile worker.
 	r.trigger = &fleet.Trigger{}
-	r.installs = &reconcile.Operations[mcreconcile.Request, flux.Result]{Limit: r.InstallConcurrency, Done: r.trigger.Enqueue}
+	r.installs = &reconcile.Operations[mcreconcile.Request, flux.Result]{
+		Limit: r.InstallConcurrency, PerWorkspace: r.InstallsPerWorkspace, Workspace: reconcile.RequestWorkspace,
+		Timeout: r.InstallTimeout, Done: r.trigger.Enqueue,
+	}
 	if err := mgr.GetLocalManager().Add(r.installs); err != nil {
 		return err
 	}

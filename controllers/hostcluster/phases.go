@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net"
 	"strconv"
 	"time"
 
@@ -23,6 +24,7 @@ import (
 	"github.com/kubeopera/kubeopera/internal/helm"
 	"github.com/kubeopera/kubeopera/internal/kubeconfig"
 	"github.com/kubeopera/kubeopera/internal/netguard"
+	"github.com/kubeopera/kubeopera/internal/readlimit"
 	"github.com/kubeopera/kubeopera/internal/reconcile"
 	"github.com/kubeopera/kubeopera/internal/scaffolder"
 	"github.com/kubeopera/kubeopera/syncer"
@@ -229,6 +231,9 @@ func (r *Reconciler) access(ctx context.Context, s *scope) error {
 	}
 	hc.Status.KubeconfigSecret = kubeconfigSecretName(hc.Spec.ClusterID)
 
+	// Every client of the target (this step's, Flux's Helm install, authapi's) reads through the
+	// response caps and dials through the guard.
+	readlimit.Apply(cfg, r.ReadLimits)
 	t, err := newTarget(cfg, r.TargetTimeout, r.Guard)
 	if err != nil {
 		return reconcile.Stalledf(kov1alpha1.InvalidKubeconfigReason, "Secret %s/%s key %q: %v", hc.Namespace, srcName, KubeconfigKey, err)
@@ -238,16 +243,32 @@ func (r *Reconciler) access(ctx context.Context, s *scope) error {
 		if f, ok := netguard.AsForbidden(err); ok {
 			return forbiddenAddress(t.server, f)
 		}
+		if _, ok := readlimit.As(err); ok {
+			return err // Stalled, ReadLimitExceeded (the skeleton maps it)
+		}
 		return r.unreachable(ctx, s, t.server, err)
 	}
 	s.target = t
+	if err := r.refreshInventory(ctx, s); err != nil {
+		switch _, limited := readlimit.As(err); {
+		case limited:
+			// More than any real cluster answers: Stalled with ReadLimitExceeded (the skeleton
+			// maps it; readlimit.Error says why it is not retried).
+			return err
+		case isTimeout(err):
+			// A target that answers /version and then nothing is as good as unreachable: retried
+			// with backoff, failed after AccessGiveUp (a Ready one waits).
+			return r.unreachable(ctx, s, t.server, err)
+		default:
+			// The inventory is information, not a step: a failure to read it (e.g. RBAC that
+			// does not let the kubeconfig list pods) is logged, the last inventory stays, and the
+			// next pass tries again.
+			ctrl.LoggerFrom(ctx).Info("Could not read the cluster's inventory", "error", err.Error())
+		}
+	}
+	// Answered: a later failure to answer starts a new give-up window.
 	if err := reconcile.PatchAnnotations(ctx, s.ws, hc, map[string]*string{kov1alpha1.ValidationStartedAnnotation: nil}); err != nil {
 		return err
-	}
-	if err := r.refreshInventory(ctx, s); err != nil {
-		// The inventory is information, not a step: a failure to read it is logged, the last
-		// inventory stays, and the next pass tries again.
-		ctrl.LoggerFrom(ctx).Info("Could not read the cluster's inventory", "error", err.Error())
 	}
 	if hc.Status.Inventory != nil {
 		hc.Status.Inventory.KubernetesVersion = version.GitVersion
@@ -328,7 +349,7 @@ func (r *Reconciler) refreshInventory(ctx context.Context, s *scope) error {
 	if inv := hc.Status.Inventory; inv != nil && inv.ObservedAt != nil && r.now().Sub(inv.ObservedAt.Time) < r.InventoryInterval*4/5 {
 		return nil
 	}
-	inv, err := health.Read(ctx, s.target.clientset)
+	inv, err := health.Read(ctx, s.target.clientset, r.ReadLimits)
 	if err != nil {
 		return err
 	}
@@ -760,6 +781,13 @@ func (r *Reconciler) removeSecrets(ctx context.Context, s *scope) error {
 		}
 	}
 	return nil
+}
+
+// isTimeout reports whether err is a request (or the pass) that ran out of time: a target that
+// accepted the connection and then did not answer in time.
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout())
 }
 
 // isTerminal reports whether a Flux install error cannot be fixed by retrying (the Helm

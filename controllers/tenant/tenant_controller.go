@@ -74,6 +74,11 @@ type Reconciler struct {
 	// InstallConcurrency is how many Helm installs and upgrades run at once, outside the
 	// reconcile workers; DefaultInstallConcurrency when zero.
 	InstallConcurrency int
+	// InstallsPerWorkspace bounds the installs and upgrades of one workspace running at once (0:
+	// only InstallConcurrency), so one tenant's Tenants never hold every install slot.
+	InstallsPerWorkspace int
+	// InstallTimeout bounds one install or upgrade (reconcile.DefaultOperationTimeout when zero).
+	InstallTimeout time.Duration
 
 	// installs run Helm installs and upgrades; each one's end requeues its Tenant (trigger).
 	installs *reconcile.Operations[mcreconcile.Request, helm.Observation]
@@ -101,7 +106,10 @@ func (r *Reconciler) SetupWithManager(mgr mcmanager.Manager) error {
 	// A Helm install takes about a second even with Wait=false; run in the reconcile workers it
 	// would hold them from every other Tenant's quick pass.
 	r.trigger = &fleet.Trigger{}
-	r.installs = &reconcile.Operations[mcreconcile.Request, helm.Observation]{Limit: r.InstallConcurrency, Done: r.trigger.Enqueue}
+	r.installs = &reconcile.Operations[mcreconcile.Request, helm.Observation]{
+		Limit: r.InstallConcurrency, PerWorkspace: r.InstallsPerWorkspace, Workspace: reconcile.RequestWorkspace,
+		Timeout: r.InstallTimeout, Done: r.trigger.Enqueue,
+	}
 	if err := mgr.GetLocalManager().Add(r.installs); err != nil {
 		return err
 	}

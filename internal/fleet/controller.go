@@ -4,18 +4,24 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
+	"strings"
 	"sync"
 
+	"github.com/go-logr/logr"
 	"github.com/kcp-dev/logicalcluster/v3"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
 	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
+
+	"github.com/kubeopera/kubeopera/workspaces"
 )
 
 // MapFunc maps an object of a watched kind to the objects (in the same workspace) to reconcile.
@@ -72,6 +78,10 @@ func (t *Trigger) String() string { return "fleet trigger" }
 // event by its logical cluster, never a handler, client or recorder per workspace. Requests carry
 // the cluster name "<provider>#<logical cluster>"; the reconciler gets the workspace with
 // Provider.Workspace. It is added to mgr's local manager, so it runs only on the leader.
+//
+// Every pass gets the provider's PassTimeout as its deadline, and one workspace holds at most
+// WorkersPerWorkspace of the controller's workers at once (shareGuard): one tenant's slow objects
+// never starve the others.
 func NewController(mgr mcmanager.Manager, name string, p *Provider, For client.Object, opts controller.TypedOptions[mcreconcile.Request], watches ...Watch) error {
 	if opts.Reconciler == nil {
 		return errors.New("fleet: a controller needs a Reconciler")
@@ -82,6 +92,26 @@ func NewController(mgr mcmanager.Manager, name string, p *Provider, For client.O
 	opts.DefaultFromConfig(local.GetControllerOptions())
 	if opts.Logger.GetSink() == nil {
 		opts.Logger = local.GetLogger()
+	}
+	// controller-runtime's own lines about a request ("Reconciler error", which carries a Stalled
+	// outcome's reason and message) name its workspace and object as the reconcilers' lines do
+	// (reconcile.RequestLogger: "cluster" and the kind in lowerCamel case); the reconcilers get
+	// the controller's logger without them (shareGuard), so nothing is named twice.
+	base := opts.Logger.WithValues("controller", name)
+	if opts.LogConstructor == nil {
+		kindKey := lowerFirst(reflect.TypeOf(For).Elem().Name())
+		opts.LogConstructor = func(req *mcreconcile.Request) logr.Logger {
+			if req == nil {
+				return base
+			}
+			return base.WithValues("cluster", workspaces.LogicalCluster(req.ClusterName), kindKey, klog.KRef(req.Namespace, req.Name))
+		}
+	}
+	opts.Reconciler = &shareGuard{
+		next:    opts.Reconciler,
+		log:     base,
+		timeout: p.opts.PassTimeout,
+		shares:  newShares(p.opts.WorkersPerWorkspace),
 	}
 	c, err := controller.NewTypedUnmanaged(name, opts)
 	if err != nil {
@@ -192,4 +222,11 @@ func (p *Provider) route(r *route, lc string, obj client.Object) {
 	for _, k := range keys {
 		r.queue.Add(mcreconcile.Request{ClusterName: p.ClusterName(lc), Request: requestFor(k)})
 	}
+}
+
+func lowerFirst(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToLower(s[:1]) + s[1:]
 }

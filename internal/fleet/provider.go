@@ -46,6 +46,12 @@ type Options struct {
 	// OnEndpoints is told the endpoint slice's URLs (one per shard) each time they are read, before
 	// new ones are served (the manager keeps tenants' targets off them, internal/netguard).
 	OnEndpoints func(urls []string)
+	// PassTimeout is the deadline of every reconcile pass of every controller registered with
+	// NewController (0: none).
+	PassTimeout time.Duration
+	// WorkersPerWorkspace bounds how many of a controller's workers one workspace may hold at
+	// once (0: no bound but the controller's MaxConcurrentReconciles).
+	WorkersPerWorkspace int
 }
 
 // Provider serves every workspace bound to one APIExport, on every shard its endpoint slice

@@ -10,7 +10,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kubeopera/kubeopera/internal/readlimit"
 )
+
+// maxFluxDeployments caps the Deployments CheckHealth lists: Flux has six controllers at most
+// (source, kustomize, helm, notification, image-reflector, image-automation).
+const maxFluxDeployments = 50
 
 // Health is what CheckHealth found.
 type Health struct {
@@ -31,10 +37,16 @@ type Health struct {
 // (fluxcd/cli-utils v1.2.3, pkg/kstatus/status/core.go, deploymentConditions): its generation
 // observed, condition Available=True, no ProgressDeadlineExceeded, and every replica of the
 // current template updated, available and ready.
+//
+// The list asks for at most maxFluxDeployments; more (a continue token, or a server that ignored
+// the limit) is a *readlimit.Error: no Flux has that many controllers.
 func CheckHealth(ctx context.Context, c client.Client) (Health, error) {
 	list := &appsv1.DeploymentList{}
-	if err := c.List(ctx, list, client.InNamespace(Namespace), client.MatchingLabels{PartOfLabel: PartOfValue}); err != nil {
+	if err := c.List(ctx, list, client.InNamespace(Namespace), client.MatchingLabels{PartOfLabel: PartOfValue}, client.Limit(maxFluxDeployments)); err != nil {
 		return Health{}, fmt.Errorf("failed to list Flux's Deployments in %s: %w", Namespace, err)
+	}
+	if list.Continue != "" || len(list.Items) > maxFluxDeployments {
+		return Health{}, &readlimit.Error{Subject: "Flux Deployment list in " + Namespace, Limit: fmt.Sprintf("%d items", maxFluxDeployments)}
 	}
 	byName := map[string]*appsv1.Deployment{}
 	for i := range list.Items {

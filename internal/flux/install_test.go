@@ -2,6 +2,7 @@ package flux_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/kubeopera/kubeopera/internal/flux"
 	"github.com/kubeopera/kubeopera/internal/helm"
+	"github.com/kubeopera/kubeopera/internal/readlimit"
 	"github.com/kubeopera/kubeopera/test/framework"
 )
 
@@ -315,4 +317,31 @@ func ensureCtx(t *testing.T, d time.Duration) context.Context {
 	ctx, cancel := context.WithTimeout(t.Context(), d)
 	t.Cleanup(cancel)
 	return ctx
+}
+
+// CheckHealth lists at most 50 of Flux's Deployments: more is no Flux, and the check stops with
+// a read limit error instead of reading them all (a real API server pages the list at the limit
+// and hands back a continue token).
+func TestCheckHealthStopsAtFiftyDeployments(t *testing.T) {
+	target := framework.StartBackend(t)
+	c := targetClient(t, target.Config)
+	ctx := t.Context()
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: flux.Namespace}}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 51 {
+		if err := c.Create(ctx, fluxInstallDeployment(fmt.Sprintf("controller-%02d", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err := flux.CheckHealth(ctx, c)
+	if le, ok := readlimit.As(err); !ok || le.Error() != "the cluster's Flux Deployment list in flux-system exceeded 50 items" {
+		t.Fatalf("CheckHealth with 51 Flux Deployments = %v, want the item cap", err)
+	}
+	if err := c.Delete(ctx, fluxInstallDeployment("controller-50")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := flux.CheckHealth(ctx, c); err != nil {
+		t.Errorf("CheckHealth with 50 Flux Deployments: %v", err)
+	}
 }

@@ -9,6 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/kubeopera/kubeopera/internal/readlimit"
 )
 
 // Inventory are the facts read from a cluster, with its health score.
@@ -25,8 +27,9 @@ type Inventory struct {
 }
 
 // listPageSize is the page size of the node and pod lists, so a big cluster is read a page at a
-// time and never held in memory whole. A variable for the test of the paging.
-var listPageSize int64 = 500
+// time and never held in memory whole; a page of 200 stays well inside readlimit's default
+// response caps. A variable for the test of the paging.
+var listPageSize int64 = 200
 
 // kubeadm's labels on its control-plane static pods (kube-apiserver, kube-controller-manager,
 // kube-scheduler, etcd) in kube-system.
@@ -55,42 +58,44 @@ const (
 // Running pods' containers (and sidecar init containers, plus pod overhead; pod-level requests
 // when set) divided by the sum of the nodes' allocatable. This is what the scheduler has handed
 // out, not what is consumed. Unknown (nil) when there are no nodes or the allocatable is zero.
-func Read(ctx context.Context, cs kubernetes.Interface) (Inventory, error) {
-	inv, cpuAllocatable, memAllocatable, err := readNodes(ctx, cs)
+//
+// Each list stops at lim's page and item caps (readlimit.List; zero fields: the defaults) with a
+// *readlimit.Error; the bytes and elements of each response are capped by the transport cs was
+// built with (readlimit.Apply), when the cluster is not trusted.
+func Read(ctx context.Context, cs kubernetes.Interface, lim readlimit.Limits) (Inventory, error) {
+	inv, cpuAllocatable, memAllocatable, err := readNodes(ctx, cs, lim)
 	if err != nil {
 		return Inventory{}, err
 	}
 
 	var cpuRequested, memRequested resource.Quantity
 	components := map[string]bool{} // component -> healthy (all its pods Ready)
-	err = listPages(ctx, func(opts metav1.ListOptions) (string, error) {
+	err = readlimit.List(ctx, lim, "pod list", listPageSize, func(ctx context.Context, opts metav1.ListOptions) ([]corev1.Pod, string, error) {
 		list, err := cs.CoreV1().Pods(metav1.NamespaceAll).List(ctx, opts)
 		if err != nil {
-			return "", err
+			return nil, "", err
 		}
-		for i := range list.Items {
-			p := &list.Items[i]
-			if p.Status.Phase == corev1.PodFailed {
-				inv.Facts.FailedPods++
-			}
-			crashLooping, restarting := containerFacts(p)
-			if crashLooping {
-				inv.Facts.CrashLoopingPods++
-			}
-			if restarting {
-				inv.Facts.RestartingPods++
-			}
-			if p.Status.Phase == corev1.PodRunning {
-				requests := podRequests(p)
-				cpuRequested.Add(requests[corev1.ResourceCPU])
-				memRequested.Add(requests[corev1.ResourceMemory])
-			}
-			if c := controlPlaneComponent(p); c != "" {
-				healthy, seen := components[c]
-				components[c] = (healthy || !seen) && podReady(p)
-			}
+		return list.Items, list.Continue, nil
+	}, func(p *corev1.Pod) {
+		if p.Status.Phase == corev1.PodFailed {
+			inv.Facts.FailedPods++
 		}
-		return list.Continue, nil
+		crashLooping, restarting := containerFacts(p)
+		if crashLooping {
+			inv.Facts.CrashLoopingPods++
+		}
+		if restarting {
+			inv.Facts.RestartingPods++
+		}
+		if p.Status.Phase == corev1.PodRunning {
+			requests := podRequests(p)
+			cpuRequested.Add(requests[corev1.ResourceCPU])
+			memRequested.Add(requests[corev1.ResourceMemory])
+		}
+		if c := controlPlaneComponent(p); c != "" {
+			healthy, seen := components[c]
+			components[c] = (healthy || !seen) && podReady(p)
+		}
 	})
 	if err != nil {
 		return Inventory{}, fmt.Errorf("failed to list pods: %w", err)
@@ -109,8 +114,9 @@ func Read(ctx context.Context, cs kubernetes.Interface) (Inventory, error) {
 // the node conditions alone: pods, the control plane and CPU and memory use are not looked at
 // (Facts says nothing of them, so they cost no points). For a cluster whose pods the reader may
 // not list, such as the platform's own backend. It needs to get the server version and list nodes.
-func ReadNodes(ctx context.Context, cs kubernetes.Interface) (Inventory, error) {
-	inv, _, _, err := readNodes(ctx, cs)
+// The node list stops at lim's caps, as in Read.
+func ReadNodes(ctx context.Context, cs kubernetes.Interface, lim readlimit.Limits) (Inventory, error) {
+	inv, _, _, err := readNodes(ctx, cs, lim)
 	if err != nil {
 		return Inventory{}, err
 	}
@@ -119,13 +125,13 @@ func ReadNodes(ctx context.Context, cs kubernetes.Interface) (Inventory, error) 
 }
 
 // readNodes reads the version and the nodes into an Inventory and sums the nodes' allocatable.
-func readNodes(ctx context.Context, cs kubernetes.Interface) (inv Inventory, cpuAllocatable, memAllocatable resource.Quantity, err error) {
+func readNodes(ctx context.Context, cs kubernetes.Interface, lim readlimit.Limits) (inv Inventory, cpuAllocatable, memAllocatable resource.Quantity, err error) {
 	v, err := cs.Discovery().ServerVersion()
 	if err != nil {
 		return Inventory{}, resource.Quantity{}, resource.Quantity{}, fmt.Errorf("failed to get the server version: %w", err)
 	}
 	inv = Inventory{KubernetesVersion: v.GitVersion, Provider: UnknownProvider}
-	err = EachNode(ctx, cs, listPageSize, func(n *corev1.Node) {
+	err = EachNode(ctx, cs, listPageSize, lim, func(n *corev1.Node) {
 		facts := nodeFacts(n)
 		inv.Facts.Nodes = append(inv.Facts.Nodes, facts)
 		if facts.Ready {
@@ -145,25 +151,17 @@ func readNodes(ctx context.Context, cs kubernetes.Interface) (inv Inventory, cpu
 }
 
 // EachNode calls fn with every node of the cluster cs talks to, in the API server's order (by
-// name), listing pageSize nodes at a time so a big cluster is never held in memory whole.
-func EachNode(ctx context.Context, cs kubernetes.Interface, pageSize int64, fn func(*corev1.Node)) error {
-	opts := metav1.ListOptions{Limit: pageSize}
-	for {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
+// name), listing pageSize nodes at a time so a big cluster is never held in memory whole. It
+// stops with a *readlimit.Error once the list takes more pages or holds more nodes than lim
+// allows (zero fields: the defaults), before fn sees a node past the cap.
+func EachNode(ctx context.Context, cs kubernetes.Interface, pageSize int64, lim readlimit.Limits, fn func(*corev1.Node)) error {
+	return readlimit.List(ctx, lim, "node list", pageSize, func(ctx context.Context, opts metav1.ListOptions) ([]corev1.Node, string, error) {
 		list, err := cs.CoreV1().Nodes().List(ctx, opts)
 		if err != nil {
-			return err
+			return nil, "", err
 		}
-		for i := range list.Items {
-			fn(&list.Items[i])
-		}
-		if list.Continue == "" {
-			return nil
-		}
-		opts.Continue = list.Continue
-	}
+		return list.Items, list.Continue, nil
+	}, fn)
 }
 
 // NodeReady reports whether n's Ready condition is True; a node without one is not Ready.
@@ -174,25 +172,6 @@ func NodeReady(n *corev1.Node) bool {
 		}
 	}
 	return false
-}
-
-// listPages calls list with Limit listPageSize, then with each continue token it returns, until
-// there is none.
-func listPages(ctx context.Context, list func(metav1.ListOptions) (string, error)) error {
-	opts := metav1.ListOptions{Limit: listPageSize}
-	for {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		next, err := list(opts)
-		if err != nil {
-			return err
-		}
-		if next == "" {
-			return nil
-		}
-		opts.Continue = next
-	}
 }
 
 func nodeFacts(n *corev1.Node) NodeFacts {

@@ -13,7 +13,10 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
+	"github.com/kubeopera/kubeopera/internal/kubeconfig"
+	"github.com/kubeopera/kubeopera/internal/readlimit"
 	"github.com/kubeopera/kubeopera/test/framework"
+	"github.com/kubeopera/kubeopera/test/framework/hostile"
 )
 
 // TestRead reads the inventory of a real kube-apiserver. There is no kubelet: the test writes the
@@ -28,7 +31,7 @@ func TestRead(t *testing.T) {
 	listPageSize = 2
 
 	t.Run("empty cluster", func(t *testing.T) {
-		got, err := Read(ctx, cs)
+		got, err := Read(ctx, cs, readlimit.Limits{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -80,7 +83,7 @@ func TestRead(t *testing.T) {
 	createPod(t, cs, pod{ns: "apps", name: "impostor", phase: corev1.PodRunning,
 		labels: map[string]string{"tier": "control-plane", "component": "etcd"}})
 
-	got, err := Read(ctx, cs)
+	got, err := Read(ctx, cs, readlimit.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +122,7 @@ func TestRead(t *testing.T) {
 	}
 
 	t.Run("nodes only", func(t *testing.T) {
-		got, err := ReadNodes(ctx, cs)
+		got, err := ReadNodes(ctx, cs, readlimit.Limits{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -136,10 +139,32 @@ func TestRead(t *testing.T) {
 		}
 	})
 
+	// Pages of 2: the 3 nodes take 2 pages, the 9 pods (4 in apps, the impostor, 4 control-plane
+	// pods) 5.
+	t.Run("caps", func(t *testing.T) {
+		for _, tc := range []struct {
+			limits readlimit.Limits
+			want   string
+		}{
+			{readlimit.Limits{MaxListItems: 2}, "failed to list nodes: the cluster's node list exceeded 2 items"},
+			{readlimit.Limits{MaxListPages: 1}, "failed to list nodes: the cluster's node list exceeded 1 pages"},
+			{readlimit.Limits{MaxListPages: 5, MaxListItems: 8}, "failed to list pods: the cluster's pod list exceeded 8 items"},
+			{readlimit.Limits{MaxListPages: 3, MaxListItems: 100}, "failed to list pods: the cluster's pod list exceeded 3 pages"},
+		} {
+			_, err := Read(ctx, cs, tc.limits)
+			if _, ok := readlimit.As(err); !ok || err.Error() != tc.want {
+				t.Errorf("Read() with %+v: got %v, want %q", tc.limits, err, tc.want)
+			}
+		}
+		if _, err := Read(ctx, cs, readlimit.Limits{MaxListPages: 5, MaxListItems: 9}); err != nil {
+			t.Errorf("Read() with caps the cluster fits exactly: %v", err)
+		}
+	})
+
 	t.Run("canceled", func(t *testing.T) {
 		ctx, cancel := context.WithCancel(t.Context())
 		cancel()
-		if _, err := Read(ctx, cs); err == nil || !strings.Contains(err.Error(), "failed to list nodes") {
+		if _, err := Read(ctx, cs, readlimit.Limits{}); err == nil || !strings.Contains(err.Error(), "failed to list nodes") {
 			t.Errorf("Read() with a canceled context: got %v, want a failed list", err)
 		}
 	})
@@ -320,5 +345,23 @@ func createPod(t *testing.T, cs kubernetes.Interface, p pod) {
 	}
 	if _, err := cs.CoreV1().Pods(p.ns).UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestReadStopsAtAnEndlessList: a hostile API server answers every node list page with a new
+// continue token; Read follows MaxListPages of them and stops with the limit named.
+func TestReadStopsAtAnEndlessList(t *testing.T) {
+	srv := hostile.Start(t, hostile.Options{Attack: hostile.EndlessContinue})
+	cfg, err := kubeconfig.ParseUntrusted(srv.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Read(t.Context(), kubernetes.NewForConfigOrDie(cfg), readlimit.Limits{MaxListPages: 50})
+	le, ok := readlimit.As(err)
+	if !ok || le.Error() != "the cluster's node list exceeded 50 pages" {
+		t.Fatalf("Read() = %v, want the page cap", err)
+	}
+	if n := srv.NodeLists(); n != 50 {
+		t.Errorf("the server was asked for %d pages, want 50", n)
 	}
 }

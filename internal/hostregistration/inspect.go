@@ -11,6 +11,7 @@ import (
 
 	fleetv1alpha1 "github.com/kubeopera/kubeopera/apis/fleet/v1alpha1"
 	"github.com/kubeopera/kubeopera/internal/health"
+	"github.com/kubeopera/kubeopera/internal/readlimit"
 )
 
 // Facts are what Inspect reads from a cluster.
@@ -53,7 +54,7 @@ func Inspect(ctx context.Context, cs kubernetes.Interface) (Facts, error) {
 	f := Facts{ClusterUID: string(ns.UID), KubernetesVersion: v.GitVersion, Provider: health.UnknownProvider}
 	// The API server lists in name order, page after page: the first maxNodes seen are the first
 	// by name, and so is the first node with a recognised providerID.
-	err = health.EachNode(ctx, cs, listPageSize, func(n *corev1.Node) {
+	err = health.EachNode(ctx, cs, listPageSize, readlimit.Limits{}, func(n *corev1.Node) {
 		ready := health.NodeReady(n)
 		f.NodeCount++
 		if ready {

@@ -20,6 +20,7 @@ import (
 	"github.com/kubeopera/kubeopera/internal/fleet"
 	"github.com/kubeopera/kubeopera/internal/health"
 	"github.com/kubeopera/kubeopera/internal/overview"
+	"github.com/kubeopera/kubeopera/internal/readlimit"
 )
 
 // fleetSource is the fleet overview's Source: every HostCluster of every workspace engaged on the
@@ -197,7 +198,7 @@ func (s *registeredSource) clusters(ctx context.Context) ([]overview.Cluster, er
 		case rc.Spec.ClusterUID != backendUID:
 			row.Note = fmt.Sprintf("Not the backend this manager runs against (its kube-system UID is %s): facts as recorded when it was registered.", backendUID)
 		default:
-			inv, err := health.ReadNodes(ctx, s.backend)
+			inv, err := health.ReadNodes(ctx, s.backend, readlimit.Limits{})
 			if err != nil {
 				row.Note = fmt.Sprintf("The backend's nodes could not be read (%v): facts as recorded.", err)
 				break

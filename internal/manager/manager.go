@@ -151,6 +151,10 @@ func Run(ctx context.Context, o Options, cfgs *Configs) error {
 			Scheme:        scheme,
 			Events:        sink,
 			Log:           plog,
+			// Every pass of every controller has a deadline, and one workspace holds a bounded
+			// share of each controller's workers.
+			PassTimeout:         o.ReconcileTimeout,
+			WorkersPerWorkspace: o.MaxWorkersPerWorkspace,
 			OnEngage: func(lc string, b client.Object) {
 				plog.V(1).Info("Workspace bound", "cluster", lc, "binding", b.GetName())
 			},
@@ -225,6 +229,9 @@ func Run(ctx context.Context, o Options, cfgs *Configs) error {
 		RequeueInterval:    o.TenantRequeueInterval,
 		Concurrency:        o.TenantConcurrency,
 		InstallConcurrency: o.TenantInstallConcurrency,
+		// One workspace holds a bounded share of the install slots; every install has a deadline.
+		InstallsPerWorkspace: o.MaxOperationsPerWorkspace,
+		InstallTimeout:       o.OperationTimeout,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("failed to set up the tenant controller: %w", err)
 	}
@@ -343,6 +350,10 @@ func setupHostClusters(mgr mcmanager.Manager, o Options, ws *fleet.Provider, bac
 	if err != nil {
 		return err
 	}
+	readLimits, err := o.ReadLimits()
+	if err != nil {
+		return err
+	}
 	if err := (&hostcluster.Reconciler{
 		Workspaces:          ws,
 		Provisioner:         pc,
@@ -360,6 +371,11 @@ func setupHostClusters(mgr mcmanager.Manager, o Options, ws *fleet.Provider, bac
 		AWSEndpointURL:      o.AWSEndpointURL,
 		MaxPerWorkspace:     o.MaxHostClustersPerWorkspace,
 		Guard:               guard,
+		// What a target answers is capped; one workspace holds a bounded share of the Flux
+		// install slots; every install has a deadline.
+		ReadLimits:           readLimits,
+		InstallsPerWorkspace: o.MaxOperationsPerWorkspace,
+		InstallTimeout:       o.OperationTimeout,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("failed to set up the hostcluster controller: %w", err)
 	}

@@ -21,6 +21,8 @@ import (
 	"github.com/kubeopera/kubeopera/internal/aws/externalid"
 	"github.com/kubeopera/kubeopera/internal/flux"
 	"github.com/kubeopera/kubeopera/internal/otc"
+	"github.com/kubeopera/kubeopera/internal/readlimit"
+	"github.com/kubeopera/kubeopera/internal/reconcile"
 )
 
 // Options configure the manager. Every option has a flag; the seeds' settings also read their
@@ -114,6 +116,25 @@ type Options struct {
 	// the kubernetes Service and EndpointSlice and the nodes' pod CIDRs).
 	BackendServiceCIDRs []string
 	BackendPodCIDRs     []string
+	// TargetMaxResponseSize (a quantity), TargetMaxResponseElements, TargetMaxListPages and
+	// TargetMaxListItems cap what the manager reads from HostClusters' targets
+	// (internal/readlimit): the bytes of one response once decompressed, its JSON array elements,
+	// and the pages and items of one list. Over a cap, the HostCluster fails with reason
+	// ReadLimitExceeded.
+	TargetMaxResponseSize     string
+	TargetMaxResponseElements int64
+	TargetMaxListPages        int
+	TargetMaxListItems        int
+	// ReconcileTimeout is the deadline of every reconcile pass of every controller; 0: none.
+	ReconcileTimeout time.Duration
+	// OperationTimeout bounds every long operation run outside the workers (a Flux or vCluster
+	// install); 0: reconcile.DefaultOperationTimeout.
+	OperationTimeout time.Duration
+	// MaxWorkersPerWorkspace bounds how many of one controller's workers one workspace holds at
+	// once, and MaxOperationsPerWorkspace how many of one controller's operation slots; 0: no
+	// bound but the controller's own.
+	MaxWorkersPerWorkspace    int
+	MaxOperationsPerWorkspace int
 	// AuthAPINamespace, AuthAPIService, AuthAPIPort and AuthAPISecret locate authapi on a target
 	// for the admin bootstrap (its Service, reached through the API server's service proxy, and the
 	// Secret holding INTERNAL_API_KEY).
@@ -222,6 +243,14 @@ func DefaultOptions() Options {
 		HostClusterPollInterval:       10 * time.Second,
 		HostClusterInventoryInterval:  5 * time.Minute,
 		HostClusterConcurrency:        8,
+		TargetMaxResponseSize:         readlimit.FormatQuantity(readlimit.DefaultMaxResponseBytes),
+		TargetMaxResponseElements:     readlimit.DefaultMaxResponseElements,
+		TargetMaxListPages:            readlimit.DefaultMaxListPages,
+		TargetMaxListItems:            readlimit.DefaultMaxListItems,
+		ReconcileTimeout:              5 * time.Minute,
+		OperationTimeout:              reconcile.DefaultOperationTimeout,
+		MaxWorkersPerWorkspace:        2,
+		MaxOperationsPerWorkspace:     2,
 		AuthAPINamespace:              "kubeopera",
 		AuthAPIService:                "authapi",
 		AuthAPIPort:                   "http",
@@ -286,6 +315,14 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&o.TargetAllowCIDRs, "target-allow-cidrs", o.TargetAllowCIDRs, "exceptions: CIDRs or addresses tenants' targets may be at although a deny rule covers them (the most specific rule decides; kcp's and the backend API server's own address and port are never allowed), e.g. 127.0.0.1/32 for local targets in development")
 	fs.StringSliceVar(&o.BackendServiceCIDRs, "backend-service-cidrs", o.BackendServiceCIDRs, "the backend cluster's Service ranges, never dialed on a tenant's behalf (the manager also reads the ServiceCIDRs and the kubernetes Service)")
 	fs.StringSliceVar(&o.BackendPodCIDRs, "backend-pod-cidrs", o.BackendPodCIDRs, "the backend cluster's Pod ranges, never dialed on a tenant's behalf (the manager also reads the nodes' pod CIDRs; set this when the CNI assigns none)")
+	fs.StringVar(&o.TargetMaxResponseSize, "target-max-response-size", o.TargetMaxResponseSize, "most bytes (a quantity, e.g. 32Mi) the manager reads of one response from a HostCluster's target, counted after gzip decoding; more fails the HostCluster (ReadLimitExceeded)")
+	fs.Int64Var(&o.TargetMaxResponseElements, "target-max-response-elements", o.TargetMaxResponseElements, "most JSON array elements (at any depth) in one response from a HostCluster's target; each may decode into a whole object")
+	fs.IntVar(&o.TargetMaxListPages, "target-max-list-pages", o.TargetMaxListPages, "most pages (continue tokens followed) of one list read from a HostCluster's target")
+	fs.IntVar(&o.TargetMaxListItems, "target-max-list-items", o.TargetMaxListItems, "most items of one list (all its pages) read from a HostCluster's target")
+	fs.DurationVar(&o.ReconcileTimeout, "reconcile-timeout", o.ReconcileTimeout, "deadline of every reconcile pass of every controller; 0: none")
+	fs.DurationVar(&o.OperationTimeout, "operation-timeout", o.OperationTimeout, "deadline of every long operation run outside the workers (Flux and vCluster installs)")
+	fs.IntVar(&o.MaxWorkersPerWorkspace, "max-workers-per-workspace", o.MaxWorkersPerWorkspace, "most reconcile workers of one controller that one workspace holds at once (its other requests wait); 0: no bound")
+	fs.IntVar(&o.MaxOperationsPerWorkspace, "max-operations-per-workspace", o.MaxOperationsPerWorkspace, "most operation slots (Flux installs, vCluster installs) of one controller that one workspace holds at once; 0: no bound")
 	fs.StringVar(&o.AuthAPINamespace, "authapi-namespace", o.AuthAPINamespace, "namespace of authapi on HostClusters' targets (admin bootstrap)")
 	fs.StringVar(&o.AuthAPIService, "authapi-service", o.AuthAPIService, "authapi's Service on HostClusters' targets, reached through the API server's service proxy")
 	fs.StringVar(&o.AuthAPIPort, "authapi-port", o.AuthAPIPort, "port name (or number) of authapi's Service")
@@ -345,6 +382,34 @@ func (o Options) MetricsServerOptions() metricsserver.Options {
 		opts.FilterProvider = filters.WithAuthenticationAndAuthorization
 	}
 	return opts
+}
+
+// ReadLimits parses the caps on what is read from HostClusters' targets.
+func (o Options) ReadLimits() (readlimit.Limits, error) {
+	l := readlimit.Limits{MaxResponseElements: o.TargetMaxResponseElements, MaxListPages: o.TargetMaxListPages, MaxListItems: o.TargetMaxListItems}
+	if o.TargetMaxResponseSize != "" {
+		q, err := resource.ParseQuantity(o.TargetMaxResponseSize)
+		if err != nil {
+			return l, fmt.Errorf("--target-max-response-size=%q is not a quantity: %w", o.TargetMaxResponseSize, err)
+		}
+		if q.Sign() <= 0 {
+			return l, fmt.Errorf("--target-max-response-size=%q must be more than zero", o.TargetMaxResponseSize)
+		}
+		l.MaxResponseBytes = q.Value()
+	}
+	for _, f := range []struct {
+		name  string
+		value int64
+	}{
+		{"--target-max-response-elements", o.TargetMaxResponseElements},
+		{"--target-max-list-pages", int64(o.TargetMaxListPages)},
+		{"--target-max-list-items", int64(o.TargetMaxListItems)},
+	} {
+		if f.value < 0 {
+			return l, fmt.Errorf("%s=%d must not be negative (0: the default)", f.name, f.value)
+		}
+	}
+	return l, nil
 }
 
 // TenantLimits parses the per-workspace Tenant limits.

@@ -2,14 +2,26 @@ package reconcile
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"sync"
+	"time"
+
+	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
+
+	"github.com/kubeopera/kubeopera/workspaces"
 )
+
+// DefaultOperationTimeout bounds one operation when Operations.Timeout is zero: a Flux or vCluster
+// install (Helm, Wait=false) takes seconds against a healthy API server.
+const DefaultOperationTimeout = 10 * time.Minute
 
 // Operations runs a controller's long operations (a Helm install, a bootstrap) outside its
 // reconcile workers, so a slow operation never holds a worker that other objects' quick passes
-// need. At most one operation runs per key, at most Limit at once; when one ends, Done is told
-// the key's request so the object is reconciled again at once, and the next pass takes the
-// result. A step uses it as:
+// need. At most one operation runs per key, at most Limit at once, at most PerWorkspace of one
+// workspace at once (so one tenant's slow targets never hold every slot), each for at most
+// Timeout; when one ends, Done is told the key's request so the object is reconciled again at
+// once, and the next pass takes the result. A step uses it as:
 //
 //	if res, ok := ops.Take(key); ok { /* use res.Value, res.Err */ }
 //	else if ops.Running(key) { return Waiting(...) }
@@ -22,6 +34,16 @@ import (
 type Operations[R comparable, T any] struct {
 	// Limit bounds the operations running at once (default 4).
 	Limit int
+	// PerWorkspace bounds the operations of one workspace (as Workspace names it) that run at
+	// once; the workspace's others wait for one of its own slots, never for a slot another
+	// workspace needs. 0: only Limit.
+	PerWorkspace int
+	// Workspace names the workspace of an operation's request (RequestWorkspace); required with
+	// PerWorkspace.
+	Workspace func(R) string
+	// Timeout bounds each operation from when it got its slot (DefaultOperationTimeout when
+	// zero): its context ends then, and its result is what it returns.
+	Timeout time.Duration
 	// Done is told the request of each operation that ended (e.g. fleet.Trigger.Enqueue).
 	Done func(R)
 
@@ -31,7 +53,17 @@ type Operations[R comparable, T any] struct {
 	mu      sync.Mutex
 	running map[string]struct{}
 	results map[string]Result[T]
-	wg      sync.WaitGroup
+	// perWorkspace holds the slots of the workspaces with operations running or waiting.
+	perWorkspace map[string]*workspaceSlots
+	wg           sync.WaitGroup
+}
+
+// workspaceSlots are one workspace's PerWorkspace slots; users counts the operations holding or
+// waiting for one, so the entry goes when the last one ends.
+type workspaceSlots struct {
+	name  string
+	sem   chan struct{}
+	users int
 }
 
 // Result is what an operation returned.
@@ -40,14 +72,24 @@ type Result[T any] struct {
 	Err   error
 }
 
+// RequestWorkspace is the logical cluster of a multicluster request: Operations.Workspace for
+// controllers registered with internal/fleet.
+func RequestWorkspace(req mcreconcile.Request) string {
+	return workspaces.LogicalCluster(req.ClusterName)
+}
+
 func (o *Operations[R, T]) init() {
 	o.once.Do(func() {
 		if o.Limit <= 0 {
 			o.Limit = 4
 		}
+		if o.Timeout <= 0 {
+			o.Timeout = DefaultOperationTimeout
+		}
 		o.sem = make(chan struct{}, o.Limit)
 		o.running = map[string]struct{}{}
 		o.results = map[string]Result[T]{}
+		o.perWorkspace = map[string]*workspaceSlots{}
 	})
 }
 
@@ -78,6 +120,7 @@ func (o *Operations[R, T]) Run(key string, req R, fn func(context.Context) (T, e
 	}
 	o.running[key] = struct{}{}
 	ctx := o.ctx
+	ws := o.join(req)
 	o.mu.Unlock()
 	if ctx == nil {
 		ctx = context.Background()
@@ -86,17 +129,20 @@ func (o *Operations[R, T]) Run(key string, req R, fn func(context.Context) (T, e
 	go func() {
 		defer o.wg.Done()
 		var res Result[T]
-		select {
-		case o.sem <- struct{}{}:
+		if res.Err = o.acquire(ctx, ws); res.Err == nil {
 			if res.Err = ctx.Err(); res.Err == nil {
-				// Not cancelled by shutdown: Start waits for it.
-				res.Value, res.Err = fn(context.WithoutCancel(ctx))
+				// Not cancelled by shutdown (Start waits for it), but bounded by Timeout.
+				opCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), o.Timeout)
+				res.Value, res.Err = fn(opCtx)
+				if res.Err != nil && errors.Is(opCtx.Err(), context.DeadlineExceeded) {
+					res.Err = fmt.Errorf("the operation ran past its deadline of %s: %w", o.Timeout, res.Err)
+				}
+				cancel()
 			}
-			<-o.sem
-		case <-ctx.Done():
-			res.Err = ctx.Err()
+			o.release(ws)
 		}
 		o.mu.Lock()
+		o.leave(ws)
 		delete(o.running, key)
 		o.results[key] = res
 		o.mu.Unlock()
@@ -105,6 +151,61 @@ func (o *Operations[R, T]) Run(key string, req R, fn func(context.Context) (T, e
 		}
 	}()
 	return true
+}
+
+// join returns the slots of req's workspace, counting one more user; nil without PerWorkspace.
+// o.mu is held.
+func (o *Operations[R, T]) join(req R) *workspaceSlots {
+	if o.PerWorkspace <= 0 || o.Workspace == nil {
+		return nil
+	}
+	name := o.Workspace(req)
+	ws := o.perWorkspace[name]
+	if ws == nil {
+		ws = &workspaceSlots{name: name, sem: make(chan struct{}, o.PerWorkspace)}
+		o.perWorkspace[name] = ws
+	}
+	ws.users++
+	return ws
+}
+
+// leave counts one user of ws less and forgets it after the last. o.mu is held.
+func (o *Operations[R, T]) leave(ws *workspaceSlots) {
+	if ws == nil {
+		return
+	}
+	if ws.users--; ws.users == 0 {
+		delete(o.perWorkspace, ws.name)
+	}
+}
+
+// acquire takes a slot of the workspace (first: a workspace's operations waiting for their own
+// slots never queue for the shared ones) and then a shared slot; it fails when ctx ends first.
+func (o *Operations[R, T]) acquire(ctx context.Context, ws *workspaceSlots) error {
+	if ws != nil {
+		select {
+		case ws.sem <- struct{}{}:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	select {
+	case o.sem <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		if ws != nil {
+			<-ws.sem
+		}
+		return ctx.Err()
+	}
+}
+
+// release gives back the slots acquire took.
+func (o *Operations[R, T]) release(ws *workspaceSlots) {
+	<-o.sem
+	if ws != nil {
+		<-ws.sem
+	}
 }
 
 // Running reports whether an operation for key is running.

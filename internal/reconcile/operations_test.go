@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -86,5 +88,131 @@ func TestOperations(t *testing.T) {
 	}
 	if res, _ := ops.Take("k3"); res.Err == nil {
 		t.Error("the failed operation's error was lost")
+	}
+}
+
+// One workspace holds at most PerWorkspace slots: its next operations wait for one of its own
+// slots while another workspace's operation takes a free shared slot at once.
+func TestOperationsPerWorkspace(t *testing.T) {
+	type req struct{ ws, name string }
+	for _, tc := range []struct {
+		name                string
+		limit, perWorkspace int
+		// started are the operations started, in order; wantRunning those running once the
+		// first ones hold their slots.
+		started     []req
+		wantRunning []string
+	}{
+		{
+			name: "a third of workspace A waits, B runs", limit: 4, perWorkspace: 2,
+			started:     []req{{"a", "a1"}, {"a", "a2"}, {"a", "a3"}, {"b", "b1"}},
+			wantRunning: []string{"a1", "a2", "b1"},
+		},
+		{
+			name: "the shared limit still holds", limit: 3, perWorkspace: 2,
+			started:     []req{{"a", "a1"}, {"a", "a2"}, {"b", "b1"}, {"b", "b2"}, {"c", "c1"}},
+			wantRunning: []string{"a1", "a2", "b1"},
+		},
+		{
+			name: "no per-workspace bound", limit: 3, perWorkspace: 0,
+			started:     []req{{"a", "a1"}, {"a", "a2"}, {"a", "a3"}, {"b", "b1"}},
+			wantRunning: []string{"a1", "a2", "a3"},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			done := make(chan req, len(tc.started))
+			ops := &reconcile.Operations[req, string]{
+				Limit: tc.limit, PerWorkspace: tc.perWorkspace,
+				Workspace: func(r req) string { return r.ws },
+				Done:      func(r req) { done <- r },
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			go func() { _ = ops.Start(ctx) }()
+			release := map[string]chan struct{}{}
+			var mu sync.Mutex
+			running := map[string]bool{}
+			for _, r := range tc.started {
+				release[r.name] = make(chan struct{})
+				ops.Run(r.ws+"/"+r.name, r, func(context.Context) (string, error) {
+					mu.Lock()
+					running[r.name] = true
+					mu.Unlock()
+					<-release[r.name]
+					return r.name, nil
+				})
+				// In order: each takes its slot (or starts waiting) before the next is started.
+				time.Sleep(20 * time.Millisecond)
+			}
+			deadline := time.Now().Add(5 * time.Second)
+			for {
+				mu.Lock()
+				n := len(running)
+				mu.Unlock()
+				if n >= len(tc.wantRunning) || time.Now().After(deadline) {
+					break
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			time.Sleep(100 * time.Millisecond) // nothing else may start
+			mu.Lock()
+			var got []string
+			for name := range running {
+				got = append(got, name)
+			}
+			mu.Unlock()
+			slices.Sort(got)
+			if !slices.Equal(got, tc.wantRunning) {
+				t.Fatalf("running %v, want %v", got, tc.wantRunning)
+			}
+			// Releasing everything runs the rest to their end.
+			for _, ch := range release {
+				close(ch)
+			}
+			for range tc.started {
+				select {
+				case <-done:
+				case <-time.After(5 * time.Second):
+					t.Fatal("not every operation ended")
+				}
+			}
+			for _, r := range tc.started {
+				if res, ok := ops.Take(r.ws + "/" + r.name); !ok || res.Value != r.name || res.Err != nil {
+					t.Errorf("Take(%s) = %+v, %v", r.name, res, ok)
+				}
+			}
+		})
+	}
+}
+
+// An operation's context ends at Timeout; its error says so, and its slot is free again.
+func TestOperationsTimeout(t *testing.T) {
+	done := make(chan string, 2)
+	ops := &reconcile.Operations[string, int]{Limit: 1, Timeout: 200 * time.Millisecond, Done: func(r string) { done <- r }}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = ops.Start(ctx) }()
+	start := time.Now()
+	ops.Run("hang", "hang", func(ctx context.Context) (int, error) {
+		<-ctx.Done()
+		return 0, fmt.Errorf("install interrupted: %w", ctx.Err())
+	})
+	ops.Run("next", "next", func(context.Context) (int, error) { return 1, nil })
+	for range 2 {
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			t.Fatal("the hanging operation was not ended by its deadline")
+		}
+	}
+	if took := time.Since(start); took < 200*time.Millisecond {
+		t.Errorf("ended after %s, before its deadline", took)
+	}
+	res, _ := ops.Take("hang")
+	if !errors.Is(res.Err, context.DeadlineExceeded) || !strings.Contains(res.Err.Error(), "ran past its deadline of 200ms") {
+		t.Errorf("error %v does not say the operation ran past its deadline", res.Err)
+	}
+	if res, _ := ops.Take("next"); res.Value != 1 {
+		t.Errorf("the next operation did not run after the slot was freed: %+v", res)
 	}
 }

@@ -22,6 +22,10 @@ import (
 // from the current object.
 const ConflictRequeue = time.Second
 
+// StatusGrace is how long the status patch of a pass that ran past its deadline (the fleet's
+// controller wrapper gives every pass one) may take: the status still says how the pass ended.
+const StatusGrace = 10 * time.Second
+
 // Step is one ordered step of a reconcile pass. It shares the pass' scope S with the other steps.
 type Step[S any] struct {
 	// Name says what the step does, for logs and for transient-error messages ("install the
@@ -75,7 +79,13 @@ func (p Pass[S]) Run(ctx context.Context) (res ctrl.Result, retErr error) {
 		if after := phaseOf(obj); after != phaseBefore {
 			log.Info("Phase changed", "from", phaseBefore, "to", after, "reason", reasonOf(retErr))
 		}
-		switch err := patcher.Patch(ctx, obj, retErr); {
+		patchCtx := ctx
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			var cancel context.CancelFunc
+			patchCtx, cancel = context.WithTimeout(context.WithoutCancel(ctx), StatusGrace)
+			defer cancel()
+		}
+		switch err := patcher.Patch(patchCtx, obj, retErr); {
 		case err == nil, apierrors.IsNotFound(err):
 		case apierrors.IsConflict(err):
 			// This pass worked from a stale copy; do it again from the current one.
@@ -153,10 +163,34 @@ func (p Pass[S]) Run(ctx context.Context) (res ctrl.Result, retErr error) {
 func (p Pass[S]) runSteps(ctx context.Context, steps []Step[S]) error {
 	for _, st := range steps {
 		if err := st.Run(ctx, p.Scope); err != nil {
-			return &stepFailure{name: st.Name, condition: st.Condition, err: err}
+			return &stepFailure{name: st.Name, condition: st.Condition, err: stallIfTerminal(err)}
 		}
 	}
 	return nil
+}
+
+// stallingError is an external client's error that says by itself that retrying cannot help, and
+// with which reason: e.g. *readlimit.Error (ReadLimitExceeded), whose doc says why.
+type stallingError interface {
+	error
+	StalledReason() string
+}
+
+// stallIfTerminal makes a step error with a stallingError in its chain the Stalled outcome with
+// that error's reason and message (not the wrapping text around it), so no step has to check for
+// it; Waiting and Stalled outcomes are left as they are.
+func stallIfTerminal(err error) error {
+	if _, ok := AsStalled(err); ok {
+		return err
+	}
+	if _, ok := AsWaiting(err); ok {
+		return err
+	}
+	var se stallingError
+	if errors.As(err, &se) {
+		return Stalled(se.StalledReason(), se.Error())
+	}
+	return err
 }
 
 // stepFailure carries a step's name and condition with its outcome.

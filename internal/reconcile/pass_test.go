@@ -23,6 +23,7 @@ import (
 
 	commonv1alpha1 "github.com/kubeopera/kubeopera/apis/common/v1alpha1"
 	kov1alpha1 "github.com/kubeopera/kubeopera/apis/kubeopera/v1alpha1"
+	"github.com/kubeopera/kubeopera/internal/readlimit"
 	"github.com/kubeopera/kubeopera/internal/reconcile"
 	"github.com/kubeopera/kubeopera/test/framework"
 )
@@ -133,6 +134,12 @@ func TestOutcomes(t *testing.T) {
 			wantReady: "False/InstallFailed", wantReconciling: "absent", wantStal: "True/InstallFailed", wantStep: "False/InstallFailed",
 			wantErr: func(err error) bool { return errors.Is(err, ctrlreconcile.TerminalError(nil)) }, wantObserved: true,
 			wantMessage: "chart not found",
+		},
+		"a read limit error stalls, however it is wrapped": {
+			outcome: fmt.Errorf("failed to list nodes: %w", &readlimit.Error{Subject: "node list", Limit: "3 pages"}), wantPhase: "Failed",
+			wantReady: "False/ReadLimitExceeded", wantReconciling: "absent", wantStal: "True/ReadLimitExceeded", wantStep: "False/ReadLimitExceeded",
+			wantErr: func(err error) bool { return errors.Is(err, ctrlreconcile.TerminalError(nil)) }, wantObserved: true,
+			wantMessage: "the cluster's node list exceeded 3 pages",
 		},
 		"transient error reaches the conditions": {
 			outcome: transient, wantPhase: "Pending",
@@ -301,5 +308,32 @@ func TestDeleteRunsStepsThenDropsFinalizer(t *testing.T) {
 	err = c.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: "gone"}, &kov1alpha1.Tenant{})
 	if err == nil {
 		t.Fatal("the object is still there after its delete steps finished")
+	}
+}
+
+// TestPassPastItsDeadlineWritesItsStatus: a step still running at the pass' deadline (the fleet's
+// controller wrapper sets one) ends the pass, and the status still says why.
+func TestPassPastItsDeadlineWritesItsStatus(t *testing.T) {
+	c := newClient(t)
+	newTenant(t, c, "deadline", nil)
+	obj := get(t, c, "deadline")
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	_, err := reconcile.Pass[*kov1alpha1.Tenant]{
+		Client: c, Object: obj, Scope: obj, Finalizer: finalizer,
+		Normal: []reconcile.Step[*kov1alpha1.Tenant]{{Name: "list the nodes", Condition: "Listed", Run: func(ctx context.Context, _ *kov1alpha1.Tenant) error {
+			<-ctx.Done() // a target that never answers
+			return fmt.Errorf("failed to list nodes: %w", ctx.Err())
+		}}},
+	}.Run(ctx)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("error = %v, want the deadline", err)
+	}
+	after := get(t, c, "deadline")
+	if got := condition(after, "Listed"); got != "False/TransientError" {
+		t.Errorf("Listed = %s, want False/TransientError", got)
+	}
+	if !strings.Contains(after.Status.Message, "context deadline exceeded") {
+		t.Errorf("message %q does not say the pass ran out of time", after.Status.Message)
 	}
 }

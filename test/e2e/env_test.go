@@ -98,6 +98,8 @@ type env struct {
 	starts  int
 	// withoutScaffolder starts the manager without GITOPS_SCAFFOLDER_BASE_URL (a restart test).
 	withoutScaffolder bool
+	// extraArgs are added to the manager's flags (a restart test).
+	extraArgs []string
 	// metricsAddr and probeAddr are where the running manager serves /metrics and /healthz, /readyz;
 	// overviewAddr its fleet overview (secure: HTTPS, every request authenticated and authorized).
 	metricsAddr, probeAddr, overviewAddr string
@@ -260,6 +262,7 @@ func (e *env) startManager() error {
 		"--target-allow-cidrs", "127.0.0.1/32",
 		"--target-deny-cidrs", forbiddenByAdmin+"/32",
 	)
+	cmd.Args = append(cmd.Args, e.extraArgs...)
 	cmd.Env = append(os.Environ(), "INTERNAL_SERVICE_TOKEN=e2e-token", "ENVIRONMENT=e2e", "CLUSTER_PROVISIONER_API_KEY="+provisionerAPIKey)
 	if !e.withoutScaffolder {
 		cmd.Env = append(cmd.Env, "GITOPS_SCAFFOLDER_BASE_URL="+e.gitops.Scaffolder.URL, "GITOPS_SCAFFOLDER_API_KEY="+scaffolderAPIKey)
