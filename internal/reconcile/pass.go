@@ -252,6 +252,11 @@ func (p Pass[S]) finish(ctx context.Context, err error, ready func(), reasonOver
 	if f != nil {
 		step = f.name
 	}
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) && errors.Is(err, context.DeadlineExceeded) {
+		// The pass itself ran out of time (the fleet's controller wrapper gives it a deadline),
+		// not one request.
+		err = Public("the reconcile pass ran past its deadline", err)
+	}
 	msg := TransientMessage(step, err)
 	if condition != "" {
 		MarkFalse(obj, condition, commonv1alpha1.TransientErrorReason, msg)

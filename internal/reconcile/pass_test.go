@@ -333,7 +333,7 @@ func TestPassPastItsDeadlineWritesItsStatus(t *testing.T) {
 	if got := condition(after, "Listed"); got != "False/TransientError" {
 		t.Errorf("Listed = %s, want False/TransientError", got)
 	}
-	if !strings.Contains(after.Status.Message, "context deadline exceeded") {
+	if !strings.Contains(after.Status.Message, "Failed to list the nodes: the reconcile pass ran past its deadline") {
 		t.Errorf("message %q does not say the pass ran out of time", after.Status.Message)
 	}
 }
