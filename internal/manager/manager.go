@@ -335,6 +335,7 @@ func setupHostClusters(mgr mcmanager.Manager, o Options, ws *fleet.Provider, bac
 		PollInterval:        o.HostClusterPollInterval,
 		InventoryInterval:   o.HostClusterInventoryInterval,
 		Concurrency:         o.HostClusterConcurrency,
+		MaxRunsPerHour:      o.MaxProvisioningRunsPerHour,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("failed to set up the hostcluster controller: %w", err)
 	}

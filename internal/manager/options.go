@@ -85,6 +85,9 @@ type Options struct {
 	HostClusterInventoryInterval time.Duration
 	// HostClusterConcurrency is how many HostClusters are reconciled at once.
 	HostClusterConcurrency int
+	// MaxProvisioningRunsPerHour caps the provisioning runs (apply and destroy) one workspace
+	// starts in any hour, however many HostClusters it creates and deletes; 0 means no limit.
+	MaxProvisioningRunsPerHour int
 	// AuthAPINamespace, AuthAPIService, AuthAPIPort and AuthAPISecret locate authapi on a target
 	// for the admin bootstrap (its Service, reached through the API server's service proxy, and the
 	// Secret holding INTERNAL_API_KEY).
@@ -187,6 +190,7 @@ func DefaultOptions() Options {
 		HostClusterPollInterval:       10 * time.Second,
 		HostClusterInventoryInterval:  5 * time.Minute,
 		HostClusterConcurrency:        8,
+		MaxProvisioningRunsPerHour:    hostcluster.DefaultMaxRunsPerHour,
 		AuthAPINamespace:              "kubeopera",
 		AuthAPIService:                "authapi",
 		AuthAPIPort:                   "http",
@@ -242,6 +246,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.HostClusterPollInterval, "hostcluster-poll-interval", o.HostClusterPollInterval, "how often a HostCluster waiting on Flux, the scaffolder or its apps Kustomization is looked at again")
 	fs.DurationVar(&o.HostClusterInventoryInterval, "hostcluster-inventory-interval", o.HostClusterInventoryInterval, "how often a Ready HostCluster's inventory and health score are refreshed (jittered)")
 	fs.IntVar(&o.HostClusterConcurrency, "hostcluster-concurrency", o.HostClusterConcurrency, "how many HostClusters are reconciled at once, across all workspaces")
+	fs.IntVar(&o.MaxProvisioningRunsPerHour, "max-provisioning-runs-per-workspace-per-hour", o.MaxProvisioningRunsPerHour, "how many provisioning runs (apply and destroy) one workspace may start in any hour, however many HostClusters it creates and deletes; over it a HostCluster fails with QuotaExceeded; 0: no limit")
 	fs.StringVar(&o.AuthAPINamespace, "authapi-namespace", o.AuthAPINamespace, "namespace of authapi on HostClusters' targets (admin bootstrap)")
 	fs.StringVar(&o.AuthAPIService, "authapi-service", o.AuthAPIService, "authapi's Service on HostClusters' targets, reached through the API server's service proxy")
 	fs.StringVar(&o.AuthAPIPort, "authapi-port", o.AuthAPIPort, "port name (or number) of authapi's Service")

@@ -16,8 +16,9 @@ import (
 // Action=<Operation>&Version=2011-06-15&..., XML answers, errors as
 // <ErrorResponse><Error><Type/><Code/><Message/></Error><RequestId/></ErrorResponse>.
 //
-//   - GetCallerIdentity (API_GetCallerIdentity.html): the caller's Account, Arn and UserId (a
-//     user, or arn:aws:sts::<account>:assumed-role/<role>/<session> for a session).
+//   - GetCallerIdentity (API_GetCallerIdentity.html): the caller's Account (the account of the
+//     user or of the assumed role, as its ARN names it), Arn and UserId (a user, or
+//     arn:aws:sts::<account>:assumed-role/<role>/<session> for a session).
 //   - AssumeRole (API_AssumeRole.html): temporary credentials (ASIA... key, secret, session
 //     token, Expiration) for a role added with AddRole, when the caller's ExternalId matches the
 //     role's trust policy; otherwise 403 AccessDenied ("User: <caller> is not authorized to
@@ -107,7 +108,7 @@ func (s *STS) serve(w http.ResponseWriter, r *http.Request, body []byte, p *prin
 			XMLName              xml.Name `xml:"GetCallerIdentityResult"`
 			Arn, UserId, Account string   //nolint:revive // AWS's element names
 		}
-		s.answer(w, "GetCallerIdentity", result{Arn: p.arn, UserId: p.userID, Account: AccountID})
+		s.answer(w, "GetCallerIdentity", result{Arn: p.arn, UserId: p.userID, Account: p.account()})
 	case "AssumeRole":
 		s.assumeRole(w, form, p)
 	default:
