@@ -54,8 +54,8 @@ type TenantSpec struct {
 
 // TenantQuota is the vCluster control-plane pod's requests and limits. Both must be greater than
 // zero: a negative quota would offset the workspace's sums against its limits.
-// +kubebuilder:validation:XValidation:rule="quantity(string(self.cpu)).sign() == 1",message="spec.quota.cpu must be greater than zero"
-// +kubebuilder:validation:XValidation:rule="quantity(string(self.memory)).sign() == 1",message="spec.quota.memory must be greater than zero"
+// +kubebuilder:validation:XValidation:rule="quantity(string(self.cpu)).isGreaterThan(quantity('0'))",message="spec.quota.cpu must be greater than zero"
+// +kubebuilder:validation:XValidation:rule="quantity(string(self.memory)).isGreaterThan(quantity('0'))",message="spec.quota.memory must be greater than zero"
 type TenantQuota struct {
 	// cpu is the control-plane CPU request and limit, e.g. "2" or "500m".
 	// +required
