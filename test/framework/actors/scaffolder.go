@@ -133,6 +133,9 @@ type Scaffolder struct {
 	FailSlugs map[string]string
 	// Hold, when set, keeps every job running until it is closed (or receives).
 	Hold <-chan struct{}
+	// HoldSlugs keeps the jobs of these slugs running until the scaffolder stops (then they end
+	// failed), as a real job that waits long for the target's sealed-secrets controller does.
+	HoldSlugs map[string]bool
 	// Addr is the address to listen on; default 127.0.0.1:0 (a free port).
 	Addr string
 
@@ -325,9 +328,13 @@ func (s *Scaffolder) update(id string, fn func(*ScaffoldJob)) {
 func (s *Scaffolder) run(id string, req ScaffoldRequest) {
 	defer s.wg.Done()
 	s.update(id, func(j *ScaffoldJob) { j.Status, j.Message = ScaffoldRunning, "generating the GitOps tree" })
-	if s.Hold != nil {
+	hold := s.Hold
+	if s.HoldSlugs[req.Slug] {
+		hold = make(chan struct{}) // never closed: held until the scaffolder stops
+	}
+	if hold != nil {
 		select {
-		case <-s.Hold:
+		case <-hold:
 		case <-s.stop:
 			s.update(id, func(j *ScaffoldJob) { j.Status, j.Message, j.Error = ScaffoldFailed, "", "the scaffolder stopped" })
 			return
