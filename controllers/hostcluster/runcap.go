@@ -71,6 +71,36 @@ func (r *Reconciler) checkRunQuota(ctx context.Context, s *scope, op api.Operati
 	return r.underCap(entries, reservationKey(s, op))
 }
 
+// recent are the entries of the hour before now (and any a clock ahead of this one wrote), oldest
+// first.
+func recent(entries []ledgerEntry, now time.Time) []ledgerEntry {
+	since := now.Add(-runWindow)
+	var out []ledgerEntry
+	for _, e := range entries {
+		if e.At.After(since) {
+			out = append(out, e)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].At.Before(out[j].At) })
+	return out
+}
+
+// fits reports whether the run of key fits limit runs in the window: the window's entries
+// (recent) other than key's are fewer than limit. It returns how many there are and, when the run
+// does not fit, when it will: the window's oldest entry that must drop out first, plus an hour.
+func fits(window []ledgerEntry, key string, limit int) (count int, next time.Time, ok bool) {
+	var counted []ledgerEntry
+	for _, e := range window {
+		if e.Key != key {
+			counted = append(counted, e)
+		}
+	}
+	if len(counted) < limit {
+		return len(counted), time.Time{}, true
+	}
+	return len(counted), counted[len(counted)-limit].At.Add(runWindow), false
+}
+
 // reserveRun records the run the HostCluster is about to start in its workspace's ledger, or
 // fails it with QuotaExceeded when the cap is reached. A conflicting update (another pass of the
 // same workspace reserved meanwhile) is a transient error: the pass is retried and counts again.
@@ -114,26 +144,20 @@ func (r *Reconciler) reserveRun(ctx context.Context, s *scope, op api.Operation)
 	return nil
 }
 
-// underCap says whether one more run fits: the entries of the last hour other than key are fewer
-// than the cap; else the QuotaExceeded outcome naming the limit and when the next run fits.
-func (r *Reconciler) underCap(entries []ledgerEntry, key string) error {
-	var counted []ledgerEntry
-	for _, e := range entries {
-		if e.Key != key {
-			counted = append(counted, e)
-		}
-	}
-	if len(counted) < r.MaxRunsPerHour {
+// underCap is nil when the run of key fits the cap (fits), else the QuotaExceeded outcome naming
+// the limit and when the next run fits. window are the ledger's entries of the last hour.
+func (r *Reconciler) underCap(window []ledgerEntry, key string) error {
+	count, next, ok := fits(window, key, r.MaxRunsPerHour)
+	if ok {
 		return nil
 	}
-	next := counted[len(counted)-r.MaxRunsPerHour].At.Add(runWindow)
 	return reconcile.Stalledf(kov1alpha1.QuotaExceededReason,
 		"this workspace started %d provisioning runs in the last hour, the limit the platform admin set (%s=%d); nothing was started or copied. Set %s to a new value after %s to try again",
-		len(counted), maxRunsFlag, r.MaxRunsPerHour, kov1alpha1.RetryAnnotation, next.UTC().Format(time.RFC3339))
+		count, maxRunsFlag, r.MaxRunsPerHour, kov1alpha1.RetryAnnotation, next.UTC().Format(time.RFC3339))
 }
 
 // readLedger reads the workspace's ledger (nil when there is none yet) and its entries of the
-// last hour, oldest first. A ledger that does not parse is an error: the cap is never lifted by
+// last hour, oldest first (recent; older ones are dropped when the ledger is next written). A ledger that does not parse is an error: the cap is never lifted by
 // a broken record.
 func (r *Reconciler) readLedger(ctx context.Context, s *scope) (*corev1.ConfigMap, []ledgerEntry, error) {
 	cm := &corev1.ConfigMap{}
@@ -150,13 +174,5 @@ func (r *Reconciler) readLedger(ctx context.Context, s *scope) (*corev1.ConfigMa
 			return nil, nil, fmt.Errorf("the provisioning run ledger %s/%s does not parse: %w", s.storeNamespace, runLedgerName, err)
 		}
 	}
-	since := r.now().Add(-runWindow)
-	var recent []ledgerEntry
-	for _, e := range all {
-		if e.At.After(since) {
-			recent = append(recent, e)
-		}
-	}
-	sort.SliceStable(recent, func(i, j int) bool { return recent[i].At.Before(recent[j].At) })
-	return cm, recent, nil
+	return cm, recent(all, r.now()), nil
 }
