@@ -157,8 +157,8 @@ func (r *Reconciler) underCap(window []ledgerEntry, key string) error {
 }
 
 // readLedger reads the workspace's ledger (nil when there is none yet) and its entries of the
-// last hour, oldest first (recent; older ones are dropped when the ledger is next written). A ledger that does not parse is an error: the cap is never lifted by
-// a broken record.
+// last hour, oldest first (recent; older ones are dropped when the ledger is next written). A
+// ledger that does not parse is an error: the cap is never lifted by a broken record.
 func (r *Reconciler) readLedger(ctx context.Context, s *scope) (*corev1.ConfigMap, []ledgerEntry, error) {
 	cm := &corev1.ConfigMap{}
 	err := r.Backend.Reader.Get(ctx, client.ObjectKey{Namespace: s.storeNamespace, Name: runLedgerName}, cm)

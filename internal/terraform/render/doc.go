@@ -8,12 +8,12 @@
 //
 //   - vanilla_kubeadm: provider aws; modules vpc, security and compute with
 //     enable_self_bootstrap_control_plane = true; the SSM parameters join_token, ca_cert_hash,
-//     k8s_certificate_key and admin_kubeconfig under /kubeopera/<fp>/<clusterID>/, seeded PENDING and
-//     left to the nodes (lifecycle ignore_changes on value). With more than one control-plane node
-//     also an internet-facing Network Load Balancer on 6443 (aws_lb.k8s_api, its target group,
-//     listener and one attachment per control-plane node), whose DNS name is compute's
-//     control_plane_endpoint_override. Outputs admin_kubeconfig_parameter (what the runner polls),
-//     control_plane_endpoint, vpc_id.
+//     k8s_certificate_key and admin_kubeconfig under /kubeopera/<fp>/<clusterID>/, seeded
+//     PENDING and left to the nodes (lifecycle ignore_changes on value). With more than one
+//     control-plane node also an internet-facing Network Load Balancer on 6443 (aws_lb.k8s_api,
+//     its target group, listener and one attachment per control-plane node), whose DNS name is
+//     compute's control_plane_endpoint_override. Outputs admin_kubeconfig_parameter (what the
+//     runner polls), control_plane_endpoint, vpc_id.
 //   - eks: modules vpc and eks. Outputs cluster_name, cluster_endpoint, cluster_ca_certificate,
 //     vpc_id.
 //
