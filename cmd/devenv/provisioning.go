@@ -29,6 +29,7 @@ import (
 	"github.com/kubeopera/kubeopera/syncer"
 	"github.com/kubeopera/kubeopera/test/framework/actors"
 	"github.com/kubeopera/kubeopera/test/framework/provisionenv"
+	"github.com/kubeopera/kubeopera/workspaces"
 )
 
 // What make run keeps for provisioning, under <state>/provisioning: the provisioner's API key
@@ -187,33 +188,48 @@ The key is new at every make run: apply it again after a restart.
 }
 
 // simulateControlPlane plays node 0 of a vanilla_kubeadm cluster once kubeadm init is done: it
-// publishes its admin.conf to SSM parameter /kubeopera/<clusterID>/admin_kubeconfig, base64,
+// publishes its admin.conf to SSM parameter /kubeopera/<fp>/<clusterID>/admin_kubeconfig (fp: the
+// fingerprint of the HostCluster's workspace, root:orgs:demo unless named), base64,
 // as a SecureString (seed 001; awsfake.SSM.PublishAdminKubeconfig), with a PutParameter signed
 // by user devenv-admin through the local AWS endpoint. The admin.conf is the local target
 // cluster's kubeconfig: make run has no machines, so the "provisioned" cluster is that target.
 func simulateControlPlane(args []string) error {
 	if len(args) < 1 {
-		return fmt.Errorf("usage: devenv simulate-control-plane <clusterID> [region, default %s] (--help says more)", devRegion)
+		return fmt.Errorf("usage: devenv simulate-control-plane <clusterID> [region, default %s] [workspace path, default %s] (--help says more)", devRegion, demoWorkspace)
 	}
 	if args[0] == "-h" || args[0] == "--help" {
-		fmt.Printf(`usage: devenv simulate-control-plane <clusterID> [region, default %s]
+		fmt.Printf(`usage: devenv simulate-control-plane <clusterID> [region, default %s] [workspace path, default %s]
 
 Plays node 0 of a vanilla_kubeadm cluster after kubeadm init: writes the local target cluster's
 admin kubeconfig (%s/target/target.kubeconfig), base64, as SecureString SSM parameter
-/kubeopera/<clusterID>/admin_kubeconfig of the local AWS endpoint of the running make run, with a
-signed PutParameter (Overwrite). The run's terraform-runner, which polls that parameter every %s,
-then fetches it and the HostCluster goes on like a connected cluster.
+/kubeopera/<workspace fingerprint>/<clusterID>/admin_kubeconfig of the local AWS endpoint of the
+running make run, with a signed PutParameter (Overwrite); the fingerprint is the HostCluster's
+workspace's. The run's terraform-runner, which polls that parameter every %s, then fetches it and
+the HostCluster goes on like a connected cluster.
 
 On AWS, Terraform creates the parameter seeded PENDING before the node boots and the node
 overwrites it. make run's stand-in module creates no AWS resources, so this command creates the
 parameter if it does not exist yet, and overwrites it if it does: run it before or after applying
 the HostCluster (the runner keeps polling a parameter that does not exist yet).
-`, devRegion, stateDir(), devSSMPollInterval)
+`, devRegion, demoWorkspace, stateDir(), devSSMPollInterval)
 		return nil
 	}
-	clusterID, region := args[0], devRegion
+	clusterID, region, ws := args[0], devRegion, demoWorkspace
 	if len(args) > 1 {
 		region = args[1]
+	}
+	if len(args) > 2 {
+		ws = args[2]
+	}
+	kcpCfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(stateDir(), "kcp.kubeconfig"))
+	if err != nil {
+		return err
+	}
+	lookup, cancelLookup := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancelLookup()
+	lc, err := workspaces.LogicalClusterOf(lookup, kcpCfg, ws)
+	if err != nil {
+		return fmt.Errorf("failed to look up workspace %s (is `make run` running?): %w", ws, err)
 	}
 	st, err := loadProvisioningState()
 	if err != nil {
@@ -232,7 +248,7 @@ the HostCluster (the runner keeps polling a parameter that does not exist yet).
 		Credentials:  credentials.NewStaticCredentialsProvider(st.Admin.AccessKeyID, st.Admin.SecretAccessKey, ""),
 		BaseEndpoint: aws.String(st.AWSEndpoint),
 	})
-	name := provisionenv.AdminKubeconfigParameter(clusterID)
+	name := provisionenv.AdminKubeconfigParameter(workspaces.Fingerprint(lc), clusterID)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	out, err := c.PutParameter(ctx, &ssm.PutParameterInput{

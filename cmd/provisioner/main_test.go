@@ -105,7 +105,8 @@ func TestRunWiring(t *testing.T) {
 	})
 
 	body := `{"clusterID":"prod-1","region":"eu-north-1","topology":"eks","nodeCount":2,"instanceType":"t3.medium",` +
-		`"kubernetesVersion":"1.31","terraformEnvironment":"prod-1","credentialSecretRef":{"namespace":"` + ns + `","name":"cred"}}`
+		`"kubernetesVersion":"1.31","terraformEnvironment":"prod-1","credentialSecretRef":{"namespace":"` + ns + `","name":"cred"},` +
+		`"workspace":"1bg4baqdjkcw9lz4","workspaceFingerprint":"d37f1981a6be","ownerUID":"6f1c2b8e-3d4a-4c5b-9e7f-0a1b2c3d4e5f"}`
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr+"/api/v1/provisions", strings.NewReader(body))
 	req.Header.Set("X-Api-Key", "k")
 	resp, err := http.DefaultClient.Do(req)
@@ -122,7 +123,7 @@ func TestRunWiring(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(cm.Data["backend.tf"], api.StateBucketPrefix+"prod-1") || cm.Data["main.tf"] == "" {
+	if !strings.Contains(cm.Data["backend.tf"], api.StateBucketName("d37f1981a6be", "prod-1")) || cm.Data["main.tf"] == "" {
 		t.Errorf("the rendered module: %v", keys(cm.Data))
 	}
 	job, err := cs.BatchV1().Jobs(ns).Get(ctx, api.JobName(p.ID), metav1.GetOptions{})

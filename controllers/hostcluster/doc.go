@@ -14,7 +14,11 @@
 // AccessValidated (also the kubeconfig delivery and the inventory and health score),
 // FluxReady, GitOpsTreeGenerated, KubeOperaInstalled, AdminBootstrapped. Long work runs outside
 // the reconcile workers (the Flux Helm install, in reconcile.Operations) or elsewhere (the
-// scaffolder's job, tracked by the annotation kubeopera.io/scaffold-job-id), and is polled.
+// scaffolder's job, tracked by the annotation kubeopera.io/scaffold-job-id), and is polled. The
+// job-ID annotations are the tenant's to write: a provisioning run or scaffold job is followed
+// only while the provisioner or scaffolder says it was started for this HostCluster (its
+// workspace and UID, checked on every poll), else the HostCluster fails with RunNotOwned. The
+// provisioning runs a workspace starts per hour are capped by a ledger in kcp-<fp> (runcap.go).
 //
 // A kubeconfig is untrusted input (internal/kubeconfig.ParseUntrusted): exec and auth-provider
 // plugins, local file references and proxies are refused, so no tenant can make the manager run

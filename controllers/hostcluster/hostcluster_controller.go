@@ -48,6 +48,9 @@ const (
 	DefaultProvisionerIdentity = "kubeopera-provisioning/kubeopera-provisioner"
 	// DefaultTargetTimeout bounds each request to a target cluster.
 	DefaultTargetTimeout = 15 * time.Second
+	// DefaultMaxRunsPerHour is the manager's default cap on the provisioning runs one workspace
+	// starts per hour: a few clusters built and torn down, and retries.
+	DefaultMaxRunsPerHour = 10
 )
 
 // Reconciler drives HostClusters through their state machine.
@@ -92,6 +95,11 @@ type Reconciler struct {
 	// Provisioner is the cluster provisioner's client; nil when CLUSTER_PROVISIONER_BASE_URL is
 	// unset, which fails provision_vanilla and provision_eks at once, saying so.
 	Provisioner *pclient.Client
+	// MaxRunsPerHour caps the provisioning runs (apply and destroy) one workspace starts in any
+	// hour, counted in a ledger in its backend namespace (runcap.go); over it a HostCluster fails
+	// with QuotaExceeded and nothing is created. 0: no limit (the manager's flag defaults to
+	// DefaultMaxRunsPerHour).
+	MaxRunsPerHour int
 	// ProvisionerIdentity is the provisioner's ServiceAccount on the backend,
 	// <namespace>/<name>: it is let read the credential copies (DefaultProvisionerIdentity).
 	ProvisionerIdentity string

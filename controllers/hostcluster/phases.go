@@ -478,6 +478,8 @@ func (r *Reconciler) generateTree(ctx context.Context, s *scope) error {
 			Region:                    hc.Spec.Region,
 			KubeconfigSecretName:      kubeconfigSecretName(hc.Spec.ClusterID),
 			KubeconfigSecretNamespace: s.storeNamespace,
+			Workspace:                 s.logicalCluster,
+			OwnerUID:                  string(hc.UID),
 		}
 		if hc.Spec.GitCredentialsSecretRef != "" {
 			req.GitCredentialsSecretRef = gitCredentialsSecretName(hc.Spec.ClusterID)
@@ -511,6 +513,13 @@ func (r *Reconciler) generateTree(ctx context.Context, s *scope) error {
 			return reconcile.Stalledf(kov1alpha1.ScaffoldFailedReason, "gitops-scaffolder job %s: %v", id, err)
 		}
 		return err
+	}
+	// The annotation is the tenant's to write: a job started for another object, or another
+	// workspace, is never followed (nor is one that does not say whose it is).
+	if !job.BelongsTo(s.logicalCluster, string(hc.UID)) {
+		return reconcile.Stalledf(kov1alpha1.RunNotOwnedReason,
+			"annotation %s names gitops-scaffolder job %s, which was not started for this HostCluster: the platform does not follow it; set annotation %s to a new value to drop it and start a job of its own",
+			kov1alpha1.ScaffoldJobIDAnnotation, id, kov1alpha1.RetryAnnotation)
 	}
 	switch {
 	case job.Failed():

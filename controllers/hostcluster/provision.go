@@ -79,6 +79,9 @@ func (r *Reconciler) provision(ctx context.Context, s *scope) error {
 	if err != nil {
 		return r.runError(s, id, err)
 	}
+	if err := s.ownRun(p, kov1alpha1.ProvisionJobIDAnnotation); err != nil {
+		return err
+	}
 	s.record(p)
 	switch p.Status {
 	case api.StatusFailed:
@@ -150,9 +153,27 @@ func (r *Reconciler) runID(ctx context.Context, s *scope, key string) (string, e
 	return fresh.Annotations[key], nil
 }
 
-// startRun copies the credential and asks the provisioner for a run of op.
+// ownRun refuses a run the HostCluster's annotation key names that was not started for this
+// object of this workspace (api.Provision.BelongsTo): the annotations are the tenant's to write,
+// so an ID there proves nothing. Such a run is never followed, recorded or asked for its
+// kubeconfig, and the message says nothing about whose it is.
+func (s *scope) ownRun(p api.Provision, key string) error {
+	if p.BelongsTo(s.logicalCluster, string(s.hc.UID)) {
+		return nil
+	}
+	return reconcile.Stalledf(kov1alpha1.RunNotOwnedReason,
+		"annotation %s names provisioning run %s, which was not started for this HostCluster: the platform does not follow it; set annotation %s to a new value to drop it and start a run of its own",
+		key, p.ID, kov1alpha1.RetryAnnotation)
+}
+
+// startRun copies the credential and asks the provisioner for a run of op, within the
+// workspace's runs per hour (reserveRun).
 func (r *Reconciler) startRun(ctx context.Context, s *scope, op api.Operation) (api.Provision, error) {
 	hc := s.hc
+	// Over the cap nothing is made, not even the credential copy.
+	if err := r.checkRunQuota(ctx, s, op); err != nil {
+		return api.Provision{}, err
+	}
 	granted, err := r.copyCredential(ctx, s)
 	if err != nil {
 		return api.Provision{}, err
@@ -173,11 +194,17 @@ func (r *Reconciler) startRun(ctx context.Context, s *scope, op api.Operation) (
 		TerraformEnvironment: terraformEnvironment(hc),
 		CredentialSecretRef:  api.SecretRef{Namespace: s.storeNamespace, Name: cloudCredentialSecretName(hc.Spec.ClusterID)},
 		Operation:            op,
+		Workspace:            s.logicalCluster,
+		WorkspaceFingerprint: workspaces.Fingerprint(s.logicalCluster),
+		OwnerUID:             string(hc.UID),
 	}
 	if err := req.Validate(); err != nil {
 		// The schema admits only what the provisioner accepts; region is the one field it does
 		// not constrain for connected clusters.
 		return api.Provision{}, reconcile.Stalledf(kov1alpha1.InvalidSpecReason, "spec: %v", err)
+	}
+	if err := r.reserveRun(ctx, s, op); err != nil {
+		return api.Provision{}, err
 	}
 	p, err := r.Provisioner.Create(ctx, req)
 	if err != nil {
@@ -372,7 +399,8 @@ func (r *Reconciler) destroy(ctx context.Context, s *scope) error {
 		return nil
 	}
 	if pr.DeletionPolicy != kov1alpha1.DeletionPolicyDestroy {
-		msg := fmt.Sprintf("Disconnected; the provisioned infrastructure (Terraform state in bucket %s%s) is left running: spec.provisioning.deletionPolicy is Retain", api.StateBucketPrefix, terraformEnvironment(hc))
+		msg := fmt.Sprintf("Disconnected; the provisioned infrastructure (Terraform state in bucket %s) is left running: spec.provisioning.deletionPolicy is Retain",
+			api.StateBucketName(workspaces.Fingerprint(s.logicalCluster), terraformEnvironment(hc)))
 		reconcile.Event(s.recorder, hc, corev1.EventTypeNormal, kov1alpha1.DeletingReason, msg)
 		return nil
 	}
@@ -404,6 +432,9 @@ func (r *Reconciler) destroy(ctx context.Context, s *scope) error {
 	p, err := r.Provisioner.Get(ctx, id)
 	if err != nil {
 		return r.runError(s, id, err)
+	}
+	if err := s.ownRun(p, kov1alpha1.DestroyJobIDAnnotation); err != nil {
+		return err
 	}
 	s.record(p)
 	switch p.Status {

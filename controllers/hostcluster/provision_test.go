@@ -19,6 +19,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/ptr"
@@ -56,8 +57,10 @@ type provisionSuite struct {
 	aws    *awsfake.Endpoint
 	runner *actors.TerraformJob
 	admin  kubernetes.Interface
-	// adminConf is the admin kubeconfig of the cluster a vanilla run "builds".
+	// adminConf is the admin kubeconfig of the cluster a vanilla run "builds", and target that
+	// cluster's admin config.
 	adminConf []byte
+	target    *rest.Config
 	user      awsfake.Credentials
 	// url is the provisioner's API.
 	url string
@@ -82,10 +85,12 @@ func terraformAvailable(t *testing.T) string {
 	return path
 }
 
-func setupProvisioning(t *testing.T) *provisionSuite {
+// setupProvisioning starts the suite with a tenant workspace per name and the reconciler's cap
+// on runs per workspace and hour (0: none).
+func setupProvisioning(t *testing.T, maxRunsPerHour int, workspaceNames ...string) *provisionSuite {
 	t.Helper()
 	terraformAvailable(t)
-	h := fleettest.Start(t, "acme", "bravo")
+	h := fleettest.Start(t, workspaceNames...)
 	ctx := t.Context()
 
 	// The cluster a run builds: a real API server; its admin.conf is what node 0 publishes to
@@ -116,7 +121,8 @@ func setupProvisioning(t *testing.T) *provisionSuite {
 	// The cluster an EKS run builds: a real API server whose bearer tokens are checked by the EKS
 	// control plane's AWS IAM authenticator (played by actors.EKSAuthenticator against awsfake's
 	// STS), so the HostCluster reaches it only with a valid EKS token for eksClusterName.
-	eksAuth := &actors.EKSAuthenticator{ClusterID: eksClusterName, Endpoint: pe.AWS.URL,
+	// The cluster's name in AWS is the workspace's (api.ClusterName): the EKS runs are acme's.
+	eksAuth := &actors.EKSAuthenticator{ClusterID: api.ClusterName(workspaces.Fingerprint(h.LC["acme"]), eksClusterName), Endpoint: pe.AWS.URL,
 		Users: map[string]actors.EKSUser{eksAdminRole: {Username: "kubeopera-admin", Groups: []string{"system:masters"}}}}
 	eksAuth.Start(t)
 	eks := framework.StartCluster(t, framework.ClusterOptions{APIServerArgs: eksAuth.APIServerArgs()})
@@ -125,11 +131,12 @@ func setupProvisioning(t *testing.T) *provisionSuite {
 	}
 	// The manager mints EKS tokens in process against the suite's AWS (--aws-endpoint-url).
 	if err := (&hostcluster.Reconciler{Workspaces: h.Fleet, Backend: h.BackendStore(), Flux: installer, Provisioner: pc,
-		PollInterval: 300 * time.Millisecond, AccessGiveUp: 20 * time.Second, Guard: h.Guard, AWSEndpointURL: pe.AWS.URL}).SetupWithManager(h.Manager); err != nil {
+		PollInterval: 300 * time.Millisecond, AccessGiveUp: 20 * time.Second, Guard: h.Guard, AWSEndpointURL: pe.AWS.URL,
+		MaxRunsPerHour: maxRunsPerHour}).SetupWithManager(h.Manager); err != nil {
 		t.Fatal(err)
 	}
 	h.Run(t)
-	return &provisionSuite{h: h, pe: pe, aws: pe.AWS, runner: pe.Runner, admin: kubernetes.NewForConfigOrDie(h.BackendAdmin), adminConf: adminConf,
+	return &provisionSuite{h: h, pe: pe, aws: pe.AWS, runner: pe.Runner, admin: kubernetes.NewForConfigOrDie(h.BackendAdmin), adminConf: adminConf, target: target.Config,
 		user: pe.AWS.AddUser("kubeopera-provisioner"), url: pe.URL, eks: eks, eksAuth: eksAuth}
 }
 
@@ -205,6 +212,12 @@ func describeHC(hc *kov1alpha1.HostCluster) string {
 	return fmt.Sprintf("phase %q message %q conditions %v runs %+v", hc.Status.Phase, hc.Status.Message, conds, hc.Status.ProvisionRuns)
 }
 
+// hasBucket reports whether the S3 bucket exists.
+func hasBucket(aws *awsfake.Endpoint, name string) bool {
+	_, ok := aws.S3.Bucket(name)
+	return ok
+}
+
 // runJobs lists the runs of a cluster, by the provisioner's labels.
 func (s *provisionSuite) runJobs(t *testing.T, clusterID string) []batchv1.Job {
 	t.Helper()
@@ -216,13 +229,13 @@ func (s *provisionSuite) runJobs(t *testing.T, clusterID string) []batchv1.Job {
 }
 
 func TestProvisioning(t *testing.T) {
-	s := setupProvisioning(t)
+	s := setupProvisioning(t, 0, "acme", "bravo")
 	ctx := t.Context()
 
 	t.Run("vanilla_kubeadm: one run, its progress, the node's kubeconfig, then on like a connected cluster", func(t *testing.T) {
 		s.credential(t, "aws", map[string]string{api.CredentialAccessKey: s.user.AccessKeyID, api.CredentialSecretKey: s.user.SecretAccessKey})
 		// Terraform creates the parameter seeded PENDING; node 0 overwrites it after kubeadm init.
-		param := provisionenv.AdminKubeconfigParameter("vanilla-1")
+		param := provisionenv.AdminKubeconfigParameter(fp(s.h.LC["acme"]), "vanilla-1")
 		s.aws.SSM.Put(param, "SecureString", "PENDING")
 		s.aws.SSM.PublishAdminKubeconfig(param, s.adminConf, 2*time.Second)
 		s.hostCluster(t, "vanilla-1", kov1alpha1.HostClusterModeProvisionVanilla, kov1alpha1.TopologyVanillaKubeadm, "aws")
@@ -278,8 +291,8 @@ func TestProvisioning(t *testing.T) {
 		if !signed {
 			t.Error("no S3 call was signed with the tenant's access key")
 		}
-		if _, ok := s.aws.S3.Bucket(api.StateBucketPrefix + "vanilla-1"); !ok {
-			t.Error("the state bucket kubeopera-terraform-state-vanilla-1 was not created")
+		if bucket := api.StateBucketName(fp(s.h.LC["acme"]), "vanilla-1"); !hasBucket(s.aws, bucket) {
+			t.Errorf("the state bucket %s was not created", bucket)
 		}
 	})
 
@@ -330,7 +343,7 @@ func TestProvisioning(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			param := provisionenv.AdminKubeconfigParameter(name)
+			param := provisionenv.AdminKubeconfigParameter(fp(s.h.LC["acme"]), name)
 			s.aws.SSM.Put(param, "SecureString", "PENDING")
 			s.aws.SSM.PublishAdminKubeconfig(param, raw, time.Second)
 			s.hostCluster(t, name, kov1alpha1.HostClusterModeProvisionVanilla, kov1alpha1.TopologyVanillaKubeadm, "aws")
@@ -455,7 +468,7 @@ func TestProvisioning(t *testing.T) {
 		s.hostClusterIn(t, "bravo", "b-own", kov1alpha1.HostClusterModeProvisionVanilla, kov1alpha1.TopologyVanillaKubeadm, "aws-role-b")
 		extB := s.externalIDOf(t, "bravo", "b-own")
 		roleB := s.aws.STS.AddRoleTrusting("tenant-b", awsfake.Trust{Principals: []string{platformARN}, ExternalID: extB})
-		paramB := provisionenv.AdminKubeconfigParameter("b-own")
+		paramB := provisionenv.AdminKubeconfigParameter(fp(s.h.LC["bravo"]), "b-own")
 		s.aws.SSM.Put(paramB, "SecureString", "PENDING")
 		s.aws.SSM.PublishAdminKubeconfig(paramB, s.adminConf, 2*time.Second)
 		s.credentialIn(t, "bravo", "aws-role-b", map[string]string{api.CredentialRoleARN: roleB})

@@ -376,6 +376,7 @@ func setupHostClusters(mgr mcmanager.Manager, o Options, ws *fleet.Provider, bac
 		ReadLimits:           readLimits,
 		InstallsPerWorkspace: o.MaxOperationsPerWorkspace,
 		InstallTimeout:       o.OperationTimeout,
+		MaxRunsPerHour:       o.MaxProvisioningRunsPerHour,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("failed to set up the hostcluster controller: %w", err)
 	}

@@ -135,6 +135,9 @@ type Options struct {
 	// bound but the controller's own.
 	MaxWorkersPerWorkspace    int
 	MaxOperationsPerWorkspace int
+	// MaxProvisioningRunsPerHour caps the provisioning runs (apply and destroy) one workspace
+	// starts in any hour, however many HostClusters it creates and deletes; 0 means no limit.
+	MaxProvisioningRunsPerHour int
 	// AuthAPINamespace, AuthAPIService, AuthAPIPort and AuthAPISecret locate authapi on a target
 	// for the admin bootstrap (its Service, reached through the API server's service proxy, and the
 	// Secret holding INTERNAL_API_KEY).
@@ -251,6 +254,7 @@ func DefaultOptions() Options {
 		OperationTimeout:              reconcile.DefaultOperationTimeout,
 		MaxWorkersPerWorkspace:        2,
 		MaxOperationsPerWorkspace:     2,
+		MaxProvisioningRunsPerHour:    hostcluster.DefaultMaxRunsPerHour,
 		AuthAPINamespace:              "kubeopera",
 		AuthAPIService:                "authapi",
 		AuthAPIPort:                   "http",
@@ -323,6 +327,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.OperationTimeout, "operation-timeout", o.OperationTimeout, "deadline of every long operation run outside the workers (Flux and vCluster installs)")
 	fs.IntVar(&o.MaxWorkersPerWorkspace, "max-workers-per-workspace", o.MaxWorkersPerWorkspace, "most reconcile workers of one controller that one workspace holds at once (its other requests wait); 0: no bound")
 	fs.IntVar(&o.MaxOperationsPerWorkspace, "max-operations-per-workspace", o.MaxOperationsPerWorkspace, "most operation slots (Flux installs, vCluster installs) of one controller that one workspace holds at once; 0: no bound")
+	fs.IntVar(&o.MaxProvisioningRunsPerHour, "max-provisioning-runs-per-workspace-per-hour", o.MaxProvisioningRunsPerHour, "how many provisioning runs (apply and destroy) one workspace may start in any hour, however many HostClusters it creates and deletes; over it a HostCluster fails with QuotaExceeded; 0: no limit")
 	fs.StringVar(&o.AuthAPINamespace, "authapi-namespace", o.AuthAPINamespace, "namespace of authapi on HostClusters' targets (admin bootstrap)")
 	fs.StringVar(&o.AuthAPIService, "authapi-service", o.AuthAPIService, "authapi's Service on HostClusters' targets, reached through the API server's service proxy")
 	fs.StringVar(&o.AuthAPIPort, "authapi-port", o.AuthAPIPort, "port name (or number) of authapi's Service")

@@ -1,7 +1,10 @@
 // Package scaffolder is the client of gitops-scaffolder, the service that generates and pushes a
 // host cluster's GitOps tree (seed 000, "GitOps Tree Generation"): POST /api/v1/scaffolds starts a
 // job, GET /api/v1/scaffolds/{id} polls it. Both carry the shared secret in the X-Api-Key header
-// (GITOPS_SCAFFOLDER_API_KEY, the service's own API_KEY).
+// (GITOPS_SCAFFOLDER_API_KEY, the service's own API_KEY). Beyond the seed's fields, a request
+// carries the workspace and UID of the HostCluster it is for, which the service records and
+// answers with every job (optional fields: a service or client that predates them still works
+// with the other, but a job that does not say whose it is is never followed).
 //
 // Errors are *Error values that say whether retrying can help (IsTransient): no answer, 5xx, 408
 // and 429 are transient; every other 4xx is terminal and carries the service's own message. The
@@ -73,6 +76,13 @@ type Request struct {
 	GitCredentialsSecretRef string `json:"gitCredentialsSecretRef,omitempty"`
 	// RegistryPullSecretRef is spec.registryPullSecretRef, when set.
 	RegistryPullSecretRef string `json:"registryPullSecretRef,omitempty"`
+	// Workspace is the kcp logical cluster of the HostCluster the job is for and OwnerUID that
+	// HostCluster's metadata.uid: the service records them on the job and answers them with it,
+	// so the controller follows only jobs it started for the object (Job.BelongsTo). Optional in
+	// the service's API (a service that predates them ignores them); this client always sends
+	// them.
+	Workspace string `json:"workspace,omitempty"`
+	OwnerUID  string `json:"ownerUID,omitempty"`
 }
 
 // Validate reports the first required field that is empty or malformed, before anything is sent.
@@ -86,6 +96,10 @@ func (r Request) Validate() error {
 		return errors.New("kubeconfigSecretName is required")
 	case r.KubeconfigSecretNamespace == "":
 		return errors.New("kubeconfigSecretNamespace is required")
+	case r.Workspace == "":
+		return errors.New("workspace is required")
+	case r.OwnerUID == "":
+		return errors.New("ownerUID is required")
 	}
 	if err := validateSlug(r.Slug); err != nil {
 		return fmt.Errorf("slug: %w", err)
@@ -103,6 +117,16 @@ type Job struct {
 	Message string `json:"message,omitempty"`
 	// Error is the real underlying error of a failed job.
 	Error string `json:"error,omitempty"`
+	// Workspace and OwnerUID are the request's: whose job it is. A service that predates them
+	// answers neither, and its jobs belong to nobody.
+	Workspace string `json:"workspace,omitempty"`
+	OwnerUID  string `json:"ownerUID,omitempty"`
+}
+
+// BelongsTo reports whether the job was started for the object ownerUID of workspace: the
+// controller follows a job only then (the job-ID annotation is the tenant's to write).
+func (j Job) BelongsTo(workspace, ownerUID string) bool {
+	return workspace != "" && ownerUID != "" && j.Workspace == workspace && j.OwnerUID == ownerUID
 }
 
 // Succeeded reports whether the tree is pushed.

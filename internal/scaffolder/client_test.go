@@ -18,6 +18,7 @@ func validRequest() Request {
 		Slug: "my-cluster", Domain: "my-cluster.acme.com", Region: "eu-north-1",
 		KubeconfigSecretName: "hostcluster-7e9d-kubeconfig", KubeconfigSecretNamespace: "kcp-d37f1981a6be",
 		GitCredentialsSecretRef: "gitops-iac-credentials",
+		Workspace:               "1bg4baqdjkcw9lz4", OwnerUID: "6f1c2b8e-3d4a-4c5b-9e7f-0a1b2c3d4e5f",
 	}
 }
 
@@ -49,7 +50,7 @@ func TestCreateAndGet(t *testing.T) {
 			w.WriteHeader(http.StatusAccepted)
 			_, _ = io.WriteString(w, `{"id":"job-1","status":"queued"}`)
 		case http.MethodGet:
-			_, _ = io.WriteString(w, `{"id":"job/1","status":"failed","error":"git push: rejected"}`)
+			_, _ = io.WriteString(w, `{"id":"job/1","status":"failed","error":"git push: rejected","workspace":"1bg4baqdjkcw9lz4","ownerUID":"6f1c2b8e-3d4a-4c5b-9e7f-0a1b2c3d4e5f"}`)
 		}
 	}))
 	defer srv.Close()
@@ -72,6 +73,7 @@ func TestCreateAndGet(t *testing.T) {
 		"slug": "my-cluster", "domain": "my-cluster.acme.com", "region": "eu-north-1",
 		"kubeconfigSecretName": "hostcluster-7e9d-kubeconfig", "kubeconfigSecretNamespace": "kcp-d37f1981a6be",
 		"gitCredentialsSecretRef": "gitops-iac-credentials",
+		"workspace":               "1bg4baqdjkcw9lz4", "ownerUID": "6f1c2b8e-3d4a-4c5b-9e7f-0a1b2c3d4e5f",
 	}
 	if len(got.body) != len(want) {
 		t.Errorf("body = %v, want %v (registryPullSecretRef omitted when empty)", got.body, want)
@@ -92,6 +94,30 @@ func TestCreateAndGet(t *testing.T) {
 	if !job.Failed() || job.Succeeded() || job.Error != "git push: rejected" {
 		t.Errorf("job = %+v", job)
 	}
+	if !job.BelongsTo("1bg4baqdjkcw9lz4", "6f1c2b8e-3d4a-4c5b-9e7f-0a1b2c3d4e5f") {
+		t.Errorf("job %+v does not belong to the object it names", job)
+	}
+}
+
+func TestJobBelongsTo(t *testing.T) {
+	const ws, uid = "1bg4baqdjkcw9lz4", "6f1c2b8e-3d4a-4c5b-9e7f-0a1b2c3d4e5f"
+	for name, tc := range map[string]struct {
+		job  Job
+		want bool
+	}{
+		"its own":                       {Job{ID: "j", Workspace: ws, OwnerUID: uid}, true},
+		"another workspace's":           {Job{ID: "j", Workspace: "2cd5ebrekldx0ma5", OwnerUID: uid}, false},
+		"another object's":              {Job{ID: "j", Workspace: ws, OwnerUID: "0a1b2c3d-0000-4000-8000-000000000000"}, false},
+		"a job that says nobody's":      {Job{ID: "j"}, false},
+		"a job with the workspace only": {Job{ID: "j", Workspace: ws}, false},
+	} {
+		if got := tc.job.BelongsTo(ws, uid); got != tc.want {
+			t.Errorf("%s: BelongsTo = %t, want %t", name, got, tc.want)
+		}
+	}
+	if (Job{}).BelongsTo("", "") {
+		t.Error("a job without owner belongs to an empty owner")
+	}
 }
 
 func TestCreateRefusesAnInvalidRequest(t *testing.T) {
@@ -104,6 +130,8 @@ func TestCreateRefusesAnInvalidRequest(t *testing.T) {
 		"domain":                    func(r *Request) { r.Domain = "" },
 		"kubeconfigSecretName":      func(r *Request) { r.KubeconfigSecretName = "" },
 		"kubeconfigSecretNamespace": func(r *Request) { r.KubeconfigSecretNamespace = "" },
+		"workspace":                 func(r *Request) { r.Workspace = "" },
+		"ownerUID":                  func(r *Request) { r.OwnerUID = "" },
 		"slug: ":                    func(r *Request) { r.Slug = "My_Cluster" },
 	} {
 		r := validRequest()

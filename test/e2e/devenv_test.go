@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -312,7 +313,8 @@ func walkProvisioning(t *testing.T, bin, state string, env []string, run *runnin
 	}
 	// The run starts and waits for node 0; then bin/devenv simulate-control-plane plays it.
 	waitHostClusterPhaseIn(t, demo, hc.Namespace, hc.Name, kov1alpha1.HostClusterPhaseProvisioning, 2*time.Minute)
-	if b := devenvCmd("simulate-control-plane", hc.Spec.ClusterID); !strings.Contains(string(b), "/kubeopera/"+hc.Spec.ClusterID+"/admin_kubeconfig") {
+	// The parameter is under the demo workspace's fingerprint (api.SSMPrefix).
+	if b := devenvCmd("simulate-control-plane", hc.Spec.ClusterID); !regexp.MustCompile(`/kubeopera/[0-9a-f]{12}/` + regexp.QuoteMeta(hc.Spec.ClusterID) + `/admin_kubeconfig`).Match(b) {
 		t.Errorf("simulate-control-plane did not name the parameter it wrote:\n%s", b)
 	}
 	ready := waitHostClusterPhaseIn(t, demo, hc.Namespace, hc.Name, kov1alpha1.HostClusterPhaseReady, 5*time.Minute)

@@ -188,7 +188,7 @@ func startEnv() (e *env, err error) {
 	// connect is started by the first test that needs it: hostTarget).
 	g, stopGitOps, err := hostenv.StartGitOps(hostenv.GitOpsOptions{
 		Dir: filepath.Join(e.dir, "gitops"), APIKey: scaffolderAPIKey, Backend: e.backend.Config,
-		FailSlugs: map[string]string{brokenTreeSlug: brokenTreeError},
+		FailSlugs: map[string]string{brokenTreeSlug: brokenTreeError}, HoldSlugs: map[string]bool{heldTreeSlug: true},
 	})
 	if err != nil {
 		return e, err

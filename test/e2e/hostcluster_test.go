@@ -36,6 +36,8 @@ const (
 	// brokenTreeSlug is a slug whose scaffold job fails, with brokenTreeError.
 	brokenTreeSlug  = "broken-tree"
 	brokenTreeError = "generate-gitops-env: sealing failed: sealed-secrets controller not Available after 10m0s"
+	// heldTreeSlug is a slug whose scaffold job runs until the suite ends.
+	heldTreeSlug = "held-tree"
 	// clusterPath is the tree every HostCluster that goes to Ready uses: Flux on the one target
 	// syncs one repository path (GitRepository and Kustomization flux-system), which HostClusters
 	// of any workspace naming the same repository and path share.
@@ -583,5 +585,71 @@ func TestDeletedWorkspaceDisconnectsItsHostClusters(t *testing.T) {
 	}
 	if err := tc.Get(ctx, client.ObjectKey{Namespace: flux.Namespace, Name: "flux-system"}, &sourcev1.GitRepository{}); err != nil {
 		t.Errorf("the GitRepository on the target went with the workspace: %v", err)
+	}
+}
+
+// TestHostClusterFollowsOnlyItsOwnScaffoldJob: the scaffold-job-id annotation is the tenant's to
+// write. A HostCluster whose annotation names another workspace's succeeded job, or another
+// HostCluster's of the same workspace, never takes that job for its own: it fails with
+// RunNotOwned, its tree is never taken as generated, and the job and its owner are untouched.
+func TestHostClusterFollowsOnlyItsOwnScaffoldJob(t *testing.T) {
+	t.Parallel()
+	e := sharedEnv(t)
+	ctx := context.Background()
+	target := e.hostTarget(t)
+	owner, _, _ := e.tenantWorkspace(t, "hc-jobowner")
+	thief, _, _ := e.tenantWorkspace(t, "hc-jobthief")
+
+	e.connect(t, owner, e.seedHostCluster(t, "mine", "jobowner1", clusterPath, false), target.Kubeconfig)
+	mine := waitHostClusterPhase(t, owner, "mine", kov1alpha1.HostClusterPhaseReady, 5*time.Minute)
+	jobA := mine.Annotations[kov1alpha1.ScaffoldJobIDAnnotation]
+	if j, ok := e.gitops.Scaffolder.Job(jobA); !ok || j.Status != "succeeded" {
+		t.Fatalf("owner's scaffold job %q: %+v", jobA, j)
+	}
+
+	for _, tc := range []struct {
+		what string
+		c    client.Client
+		name string
+	}{
+		{"another workspace's job", thief, "thief"},
+		{"another HostCluster's job of the same workspace", owner, "sibling"},
+	} {
+		// Its own job runs long (the held slug); meanwhile the tenant points the annotation at
+		// the owner's succeeded job.
+		e.connect(t, tc.c, e.seedHostCluster(t, tc.name, tc.name+"1", "fluxcd/clusters/"+heldTreeSlug, false), target.Kubeconfig)
+		var own string
+		framework.Eventually(t, 4*time.Minute, tc.name+" waiting for its own scaffold job", func() (bool, string) {
+			hc := getHostCluster(t, tc.c, tc.name)
+			own = hc.Annotations[kov1alpha1.ScaffoldJobIDAnnotation]
+			return hc.Status.Phase == kov1alpha1.HostClusterPhaseGeneratingGitOpsTree && own != "" && own != jobA, describeHC(hc)
+		})
+		hc := getHostCluster(t, tc.c, tc.name)
+		patch := client.MergeFrom(hc.DeepCopy())
+		hc.Annotations[kov1alpha1.ScaffoldJobIDAnnotation] = jobA
+		if err := tc.c.Patch(ctx, hc, patch); err != nil {
+			t.Fatal(err)
+		}
+		hc = waitHostClusterPhase(t, tc.c, tc.name, kov1alpha1.HostClusterPhaseFailed, 2*time.Minute)
+		cond := reconcile.GetCondition(hc, kov1alpha1.GitOpsTreeGeneratedCondition)
+		if cond == nil || cond.Status == metav1.ConditionTrue || cond.Reason != kov1alpha1.RunNotOwnedReason ||
+			!strings.Contains(cond.Message, jobA) || !strings.Contains(cond.Message, "was not started for this HostCluster") {
+			t.Errorf("%s: GitOpsTreeGenerated = %+v, want False/RunNotOwned naming job %s", tc.what, cond, jobA)
+		}
+		framework.Consistently(t, 3*time.Second, tc.name+" stays Failed, its tree never taken as generated", func() (bool, string) {
+			hc := getHostCluster(t, tc.c, tc.name)
+			return hc.Status.Phase == kov1alpha1.HostClusterPhaseFailed && !reconcile.IsTrue(hc, kov1alpha1.GitOpsTreeGeneratedCondition) &&
+				!reconcile.IsTrue(hc, kov1alpha1.KubeOperaInstalledCondition), describeHC(hc)
+		})
+		if j, _ := e.gitops.Scaffolder.Job(own); j.Status != "running" {
+			t.Errorf("%s: its own job %s is %q, want still running (held)", tc.what, own, j.Status)
+		}
+	}
+	// The owner's job and HostCluster are as they were.
+	if j, _ := e.gitops.Scaffolder.Job(jobA); j.Status != "succeeded" || j.Request.KubeconfigSecretName != "hostcluster-jobowner1-kubeconfig" {
+		t.Errorf("the owner's job changed: %+v", j)
+	}
+	if hc := getHostCluster(t, owner, "mine"); hc.Status.Phase != kov1alpha1.HostClusterPhaseReady || hc.Annotations[kov1alpha1.ScaffoldJobIDAnnotation] != jobA {
+		t.Errorf("the owner's HostCluster changed: %s", describeHC(hc))
 	}
 }

@@ -142,6 +142,12 @@ spec:
 	return user
 }
 
+// hasBucket reports whether the S3 bucket exists.
+func hasBucket(aws *awsfake.Endpoint, name string) bool {
+	_, ok := aws.S3.Bucket(name)
+	return ok
+}
+
 // provisionRuns lists the provisioner's Jobs for a cluster, as an admin does with
 // `kubectl -n kubeopera-provisioning get jobs -l provisioner.kubeopera.io/cluster-id=<id>`.
 func (e *env) provisionRuns(t *testing.T, clusterID string) []batchv1.Job {
@@ -267,7 +273,7 @@ func TestProvisionVanillaClusterThenOnLikeAConnectedOne(t *testing.T) {
 	seen := e.watchHostCluster(t, "root:orgs:"+name, "built")
 
 	// Terraform creates the parameter seeded PENDING; node 0 overwrites it after kubeadm init.
-	param := provisionenv.AdminKubeconfigParameter("prov-vanilla")
+	param := provisionenv.AdminKubeconfigParameter(workspaces.Fingerprint(lc), "prov-vanilla")
 	pe.AWS.SSM.Put(param, "SecureString", "PENDING")
 	pe.AWS.SSM.PublishAdminKubeconfig(param, target.Kubeconfig, 5*time.Second)
 	user := e.requestCluster(t, c, pe, "built", "prov-vanilla")
@@ -314,8 +320,8 @@ func TestProvisionVanillaClusterThenOnLikeAConnectedOne(t *testing.T) {
 	if strings.Contains(e.managerLogs(), user.SecretAccessKey) || strings.Contains(fmt.Sprintf("%+v", hc.Status), user.SecretAccessKey) {
 		t.Error("the tenant's AWS secret key shows in the manager's log or the HostCluster's status")
 	}
-	if _, ok := pe.AWS.S3.Bucket(api.StateBucketPrefix + "prov-vanilla"); !ok {
-		t.Error("the state bucket kubeopera-terraform-state-prov-vanilla was not created")
+	if bucket := api.StateBucketName(workspaces.Fingerprint(lc), "prov-vanilla"); !hasBucket(pe.AWS, bucket) {
+		t.Errorf("the state bucket %s was not created", bucket)
 	}
 }
 
@@ -326,9 +332,9 @@ func TestProvisionResumesTheSameRunAfterAManagerRestart(t *testing.T) {
 	t.Cleanup(func() { e.ensureManagerRunning(t) })
 	target := e.hostTarget(t)
 	pe := e.provisioning(t)
-	c, _, _ := e.tenantWorkspace(t, "prov-restart")
+	c, lc, _ := e.tenantWorkspace(t, "prov-restart")
 
-	param := provisionenv.AdminKubeconfigParameter("prov-restart")
+	param := provisionenv.AdminKubeconfigParameter(workspaces.Fingerprint(lc), "prov-restart")
 	pe.AWS.SSM.Put(param, "SecureString", "PENDING")
 	e.requestCluster(t, c, pe, "restarted", "prov-restart")
 	id := waitRunWaitingForKubeconfig(t, c, "restarted")
@@ -357,8 +363,8 @@ func TestProvisionerAPIAsAnAdminSeesIt(t *testing.T) {
 	e := sharedEnv(t)
 	target := e.hostTarget(t)
 	pe := e.provisioning(t)
-	c, _, _ := e.tenantWorkspace(t, "prov-api")
-	param := provisionenv.AdminKubeconfigParameter("prov-api")
+	c, lc, _ := e.tenantWorkspace(t, "prov-api")
+	param := provisionenv.AdminKubeconfigParameter(workspaces.Fingerprint(lc), "prov-api")
 	pe.AWS.SSM.Put(param, "SecureString", "PENDING")
 	e.requestCluster(t, c, pe, "api", "prov-api")
 	id := waitRunWaitingForKubeconfig(t, c, "api")

@@ -106,6 +106,12 @@ const (
 	ProvisioningFailedReason = "ProvisioningFailed"
 	// ProvisionRunLostReason: the provisioner does not know the run the HostCluster tracks.
 	ProvisionRunLostReason = "ProvisionRunLost"
+	// RunNotOwnedReason: a job-ID annotation (kubeopera.io/provision-job-id, destroy-job-id or
+	// scaffold-job-id) names a provisioning run or gitops-scaffolder job that was not started for
+	// this HostCluster (another object's, or another workspace's). It is never followed and its
+	// kubeconfig never fetched; setting kubeopera.io/retry drops the annotation and starts one of
+	// its own.
+	RunNotOwnedReason = "RunNotOwned"
 	// InvalidCredentialReason: the referenced cloud credential Secret does not hold a usable
 	// credential.
 	InvalidCredentialReason = "InvalidCredential"

@@ -65,8 +65,9 @@ const (
 	CredentialExternalID   = "external_id"
 )
 
-// StateBucketPrefix + terraformEnvironment is the run's S3 state bucket (one per environment,
-// never shared).
+// StateBucketPrefix starts every state bucket's name: StateBucketName makes
+// kubeopera-terraform-state-<terraformEnvironment>-<workspace fingerprint> of it (one per
+// environment of a workspace, never shared).
 const StateBucketPrefix = "kubeopera-terraform-state-"
 
 // SecretRef names a Secret on the provisioner's cluster.
@@ -88,6 +89,14 @@ type CreateRequest struct {
 	CredentialSecretRef  SecretRef `json:"credentialSecretRef"`
 	// Operation is apply when empty.
 	Operation Operation `json:"operation,omitempty"`
+	// Workspace is the kcp logical cluster of the object the run is for, and
+	// WorkspaceFingerprint its fingerprint (workspaces.Fingerprint): every cloud-side name of the
+	// run is derived from the fingerprint (NamesOf). OwnerUID is that object's metadata.uid. The
+	// run records all three and every Provision answer carries them, so the caller can tell a run
+	// it started for an object from any other run. Required.
+	Workspace            string `json:"workspace"`
+	WorkspaceFingerprint string `json:"workspaceFingerprint"`
+	OwnerUID             string `json:"ownerUID"`
 }
 
 // Provision is a run, as every response carries it.
@@ -95,11 +104,22 @@ type Provision struct {
 	ID        string    `json:"id"`
 	ClusterID string    `json:"clusterID,omitempty"`
 	Operation Operation `json:"operation,omitempty"`
-	Status    Status    `json:"status"`
+	// Workspace, WorkspaceFingerprint and OwnerUID are the request's: whose run this is.
+	Workspace            string `json:"workspace,omitempty"`
+	WorkspaceFingerprint string `json:"workspaceFingerprint,omitempty"`
+	OwnerUID             string `json:"ownerUID,omitempty"`
+	Status               Status `json:"status"`
 	// Message says what the run is doing, or Terraform's error text when it failed.
 	Message    string     `json:"message"`
 	StartedAt  *time.Time `json:"startedAt,omitempty"`
 	FinishedAt *time.Time `json:"finishedAt,omitempty"`
+}
+
+// BelongsTo reports whether the run was started for the object ownerUID of workspace: a caller
+// follows a run, and fetches its kubeconfig, only then. A run that does not say whose it is
+// belongs to nobody.
+func (p Provision) BelongsTo(workspace, ownerUID string) bool {
+	return workspace != "" && ownerUID != "" && p.Workspace == workspace && p.OwnerUID == ownerUID
 }
 
 // KubeconfigResponse is GET /provisions/{id}/kubeconfig's answer.
@@ -136,16 +156,22 @@ var (
 	terraformEnvRe              = regexp.MustCompile(TerraformEnvironmentPattern)
 	dnsLabelRe                  = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)
 	dnsSubdomainRe              = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
+	// logicalClusterRe is the shape of a kcp logical cluster name (github.com/kcp-dev/logicalcluster
+	// v3, name.go: lowercase letters, digits and hyphens, 2 to 63 characters); system: clusters
+	// hold no tenant's objects.
+	logicalClusterRe = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,61}[a-z0-9]$`)
+	// uidRe is the shape of a Kubernetes object UID (an RFC 4122 UUID as the API server makes it).
+	uidRe = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
 )
 
 // ReservedBucketSuffixes may not end an S3 bucket name (AWS, "General purpose bucket naming
 // rules").
 var ReservedBucketSuffixes = []string{"-s3alias", "--ol-s3", "--x-s3", "--table-s3"}
 
-// ValidateTerraformEnvironment checks that StateBucketPrefix+env is a valid S3 bucket name.
+// ValidateTerraformEnvironment checks that env makes a valid S3 bucket name in StateBucketName.
 func ValidateTerraformEnvironment(env string) error {
 	if !terraformEnvRe.MatchString(env) {
-		return &FieldError{Field: "terraformEnvironment", Message: fmt.Sprintf("must match %s (with %q in front it names the S3 state bucket)", TerraformEnvironmentPattern, StateBucketPrefix)}
+		return &FieldError{Field: "terraformEnvironment", Message: fmt.Sprintf("must match %s (it names the S3 state bucket %s<terraformEnvironment>-<workspace fingerprint>)", TerraformEnvironmentPattern, StateBucketPrefix)}
 	}
 	for _, s := range ReservedBucketSuffixes {
 		if strings.HasSuffix(env, s) {
@@ -181,6 +207,12 @@ func (r *CreateRequest) Validate() error {
 		return &FieldError{"credentialSecretRef.name", "must be a Secret name"}
 	case r.Operation != "" && r.Operation != OperationApply && r.Operation != OperationDestroy:
 		return &FieldError{"operation", "must be apply or destroy"}
+	case !logicalClusterRe.MatchString(r.Workspace):
+		return &FieldError{"workspace", "must be the kcp logical cluster name of the caller's workspace"}
+	case !fingerprintRe.MatchString(r.WorkspaceFingerprint):
+		return &FieldError{"workspaceFingerprint", "must be the workspace's fingerprint (12 lowercase hex characters)"}
+	case !uidRe.MatchString(r.OwnerUID):
+		return &FieldError{"ownerUID", "must be the UID of the object the run is for"}
 	}
 	return ValidateTerraformEnvironment(r.TerraformEnvironment)
 }
@@ -202,6 +234,11 @@ const (
 	LabelRun       = "provisioner.kubeopera.io/run"
 	LabelCluster   = "provisioner.kubeopera.io/cluster-id"
 	LabelOperation = "provisioner.kubeopera.io/operation"
+	// LabelWorkspaceFingerprint and LabelOwnerUID record whose run it is (the request's
+	// workspaceFingerprint and ownerUID), AnnotationWorkspace the workspace's logical cluster.
+	LabelWorkspaceFingerprint = "provisioner.kubeopera.io/workspace-fingerprint"
+	LabelOwnerUID             = "provisioner.kubeopera.io/owner-uid"
+	AnnotationWorkspace       = "provisioner.kubeopera.io/workspace"
 	// The runner reports progress on its outputs Secret (the one object it may write):
 	// AnnotationPhase is planning, applying, waiting-for-kubeconfig, succeeded or failed, and
 	// AnnotationMessage the sentence that goes with it (Terraform's error text on failure).
@@ -228,14 +265,15 @@ func ServiceAccountName(id string) string { return "provision-" + id + "-runner"
 
 // The runner's environment, set on the Job's container.
 const (
-	EnvRunID          = "PROVISION_ID"
-	EnvOperation      = "PROVISION_OPERATION"
-	EnvTopology       = "PROVISION_TOPOLOGY"
-	EnvRegion         = "AWS_REGION"
-	EnvStateBucket    = "PROVISION_STATE_BUCKET"
-	EnvModuleDir      = "PROVISION_MODULE_DIR"      // the rendered root module (the ConfigMap's files)
-	EnvModulesDir     = "PROVISION_MODULES_DIR"     // the project's Terraform modules (terraform/modules), shipped in the runner's image
-	EnvCredentialsDir = "PROVISION_CREDENTIALS_DIR" // the credential Secret's keys as files
-	EnvOutputsSecret  = "PROVISION_OUTPUTS_SECRET"
-	EnvNamespace      = "POD_NAMESPACE"
+	EnvRunID                = "PROVISION_ID"
+	EnvOperation            = "PROVISION_OPERATION"
+	EnvTopology             = "PROVISION_TOPOLOGY"
+	EnvRegion               = "AWS_REGION"
+	EnvStateBucket          = "PROVISION_STATE_BUCKET"
+	EnvModuleDir            = "PROVISION_MODULE_DIR"      // the rendered root module (the ConfigMap's files)
+	EnvModulesDir           = "PROVISION_MODULES_DIR"     // the project's Terraform modules (terraform/modules), shipped in the runner's image
+	EnvCredentialsDir       = "PROVISION_CREDENTIALS_DIR" // the credential Secret's keys as files
+	EnvOutputsSecret        = "PROVISION_OUTPUTS_SECRET"
+	EnvNamespace            = "POD_NAMESPACE"
+	EnvWorkspaceFingerprint = "PROVISION_WORKSPACE_FINGERPRINT" // the runner uses no state bucket but that workspace's (IsStateBucketOf)
 )

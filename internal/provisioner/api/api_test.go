@@ -15,7 +15,8 @@ import (
 func valid() CreateRequest {
 	return CreateRequest{ClusterID: "c-7e9d3a1b", Region: "eu-north-1", Topology: TopologyVanillaKubeadm, ControlPlaneCount: ptr.To[int32](3),
 		NodeCount: 2, InstanceType: "t3.medium", KubernetesVersion: "1.31.0", TerraformEnvironment: "cluster-7e9d3a1b",
-		CredentialSecretRef: SecretRef{Namespace: "kcp-d37f1981a6be", Name: "hostcluster-c-7e9d3a1b-cloud-credential"}}
+		CredentialSecretRef: SecretRef{Namespace: "kcp-d37f1981a6be", Name: "hostcluster-c-7e9d3a1b-cloud-credential"},
+		Workspace:           "1bg4baqdjkcw9lz4", WorkspaceFingerprint: "d37f1981a6be", OwnerUID: "6f1c2b8e-3d4a-4c5b-9e7f-0a1b2c3d4e5f"}
 }
 
 func TestValidate(t *testing.T) {
@@ -35,6 +36,9 @@ func TestValidate(t *testing.T) {
 		"credentialSecretRef.namespace": func(r *CreateRequest) { r.CredentialSecretRef.Namespace = "" },
 		"credentialSecretRef.name":      func(r *CreateRequest) { r.CredentialSecretRef.Name = "../x" },
 		"operation":                     func(r *CreateRequest) { r.Operation = "plan" },
+		"workspace":                     func(r *CreateRequest) { r.Workspace = "" },
+		"workspaceFingerprint":          func(r *CreateRequest) { r.WorkspaceFingerprint = "D37F1981A6BE" },
+		"ownerUID":                      func(r *CreateRequest) { r.OwnerUID = "default/hc" },
 	} {
 		r := valid()
 		mutate(&r)
@@ -64,8 +68,8 @@ func TestTerraformEnvironmentMakesABucketName(t *testing.T) {
 		if (err == nil) != ok {
 			t.Errorf("%q: %v, want ok=%t", env, err, ok)
 		}
-		if err == nil && len(StateBucketPrefix+env) > 63 {
-			t.Errorf("%q makes a bucket name longer than 63", env)
+		if b := StateBucketName("d37f1981a6be", env); err == nil && !ValidBucketName(b) {
+			t.Errorf("%q makes bucket name %q, which S3 refuses", env, b)
 		}
 	}
 }

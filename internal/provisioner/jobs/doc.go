@@ -14,8 +14,11 @@
 //	                                           and publishes the kubeconfig there
 //
 // then un-suspends the Job, so no pod starts before everything it mounts exists. Every object
-// carries the run's labels (api.LabelRun, LabelCluster, LabelOperation) and an ownerReference to
-// the Job: deleting the Job (Sweep does, with Background propagation) garbage-collects the run.
+// carries the run's labels (api.LabelRun, LabelCluster, LabelOperation, and whose run it is:
+// LabelWorkspaceFingerprint, LabelOwnerUID; the Job also AnnotationWorkspace) and an
+// ownerReference to the Job: deleting the Job (Sweep does, with Background propagation)
+// garbage-collects the run. Every answer about a run carries whose it is, so a caller never
+// mistakes another object's run for its own (api.Provision.BelongsTo).
 //
 // Get maps the Job's conditions and the outputs Secret's annotations to an api.Provision; Logs
 // streams the Job's pod's log; Kubeconfig reads the outputs Secret once the run has succeeded.

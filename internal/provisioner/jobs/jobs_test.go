@@ -145,8 +145,16 @@ func request(ref api.SecretRef) api.CreateRequest {
 		ClusterID: "prod-1", Region: "eu-north-1", Topology: api.TopologyVanillaKubeadm,
 		ControlPlaneCount: ptr.To[int32](3), NodeCount: 2, InstanceType: "t3.medium",
 		KubernetesVersion: "1.31", TerraformEnvironment: "prod-1", CredentialSecretRef: ref,
+		Workspace: testWorkspace, WorkspaceFingerprint: testFingerprint, OwnerUID: testOwnerUID,
 	}
 }
+
+// The workspace and the object a test's runs are for.
+const (
+	testWorkspace   = "1bg4baqdjkcw9lz4"
+	testFingerprint = "d37f1981a6be"
+	testOwnerUID    = "6f1c2b8e-3d4a-4c5b-9e7f-0a1b2c3d4e5f"
+)
 
 // start creates a run with a fresh access-key credential.
 func (e *env) start(mutate ...func(*api.CreateRequest)) api.Provision {
@@ -194,11 +202,16 @@ func TestCreateMakesTheRunsObjects(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !jobs.ValidID(p.ID) || p.Status != api.StatusQueued || p.ClusterID != "prod-1-" || p.Operation != api.OperationApply {
+	if !jobs.ValidID(p.ID) || p.Status != api.StatusQueued || p.ClusterID != "prod-1-" || p.Operation != api.OperationApply ||
+		!p.BelongsTo(testWorkspace, testOwnerUID) || p.WorkspaceFingerprint != testFingerprint {
 		t.Fatalf("Create returned %+v", p)
 	}
 	id := p.ID
-	wantLabels := map[string]string{api.LabelRun: id, api.LabelCluster: "prod-1", api.LabelOperation: "apply", "app.kubernetes.io/managed-by": "kubeopera-provisioner"}
+	if got := e.get(id); !got.BelongsTo(testWorkspace, testOwnerUID) || got.BelongsTo(testWorkspace, "0a1b2c3d-0000-4000-8000-000000000000") || got.WorkspaceFingerprint != testFingerprint {
+		t.Errorf("Get returned %+v: not the run of workspace %s, object %s only", got, testWorkspace, testOwnerUID)
+	}
+	wantLabels := map[string]string{api.LabelRun: id, api.LabelCluster: "prod-1", api.LabelOperation: "apply", "app.kubernetes.io/managed-by": "kubeopera-provisioner",
+		api.LabelWorkspaceFingerprint: testFingerprint, api.LabelOwnerUID: testOwnerUID}
 
 	job := must[*batchv1.Job](t)(e.admin.BatchV1().Jobs(e.ns).Get(e.ctx, api.JobName(id), metav1.GetOptions{}))
 	for k, v := range wantLabels {
@@ -206,8 +219,8 @@ func TestCreateMakesTheRunsObjects(t *testing.T) {
 			t.Errorf("Job label %s = %q, want %q", k, job.Labels[k], v)
 		}
 	}
-	if job.Annotations[jobs.AnnotationClusterID] != "prod-1-" {
-		t.Errorf("Job annotations %v lack the verbatim clusterID", job.Annotations)
+	if job.Annotations[jobs.AnnotationClusterID] != "prod-1-" || job.Annotations[api.AnnotationWorkspace] != testWorkspace {
+		t.Errorf("Job annotations %v lack the verbatim clusterID or the workspace", job.Annotations)
 	}
 	spec := job.Spec
 	if ptr.Deref(spec.Suspend, true) || ptr.Deref(spec.BackoffLimit, -1) != 0 || ptr.Deref(spec.ActiveDeadlineSeconds, 0) != 7200 || spec.TTLSecondsAfterFinished != nil {
@@ -245,7 +258,7 @@ func TestCreateMakesTheRunsObjects(t *testing.T) {
 	}
 	wantEnv := map[string]string{
 		api.EnvRunID: id, api.EnvOperation: "apply", api.EnvTopology: "vanilla_kubeadm", api.EnvRegion: "eu-north-1",
-		api.EnvStateBucket: "kubeopera-terraform-state-prod-1", api.EnvModuleDir: jobs.ModuleMountPath,
+		api.EnvStateBucket: "kubeopera-terraform-state-prod-1-" + testFingerprint, api.EnvWorkspaceFingerprint: testFingerprint, api.EnvModuleDir: jobs.ModuleMountPath,
 		api.EnvModulesDir: "/modules", api.EnvCredentialsDir: jobs.CredentialsMountPath,
 		api.EnvOutputsSecret: api.OutputsSecretName(id), api.EnvNamespace: "fieldRef:metadata.namespace",
 		"HOME": jobs.HomeDir, "TMPDIR": jobs.TmpDir, "TF_IN_AUTOMATION": "1", "TF_INPUT": "0",

@@ -68,13 +68,17 @@ func (r run) operation() api.Operation {
 	return r.req.Operation
 }
 
-// labels are on every object of the run.
+// labels are on every object of the run: which run, cluster and operation, and whose run it is
+// (the workspace's fingerprint and the owner's UID; both are valid label values as Validate
+// admits them).
 func (r run) labels() map[string]string {
 	return map[string]string{
-		api.LabelRun:       r.id,
-		api.LabelCluster:   clusterLabelValue(r.req.ClusterID),
-		api.LabelOperation: string(r.operation()),
-		labelManagedBy:     managedBy,
+		api.LabelRun:                  r.id,
+		api.LabelCluster:              clusterLabelValue(r.req.ClusterID),
+		api.LabelOperation:            string(r.operation()),
+		api.LabelWorkspaceFingerprint: r.req.WorkspaceFingerprint,
+		api.LabelOwnerUID:             r.req.OwnerUID,
+		labelManagedBy:                managedBy,
 	}
 }
 
@@ -106,7 +110,7 @@ func (r run) meta(name string, owner *batchv1.Job) metav1.ObjectMeta {
 // runs as exists.
 func (r run) job(image string, deadline time.Duration) *batchv1.Job {
 	meta := r.meta(api.JobName(r.id), nil)
-	meta.Annotations = map[string]string{AnnotationClusterID: r.req.ClusterID}
+	meta.Annotations = map[string]string{AnnotationClusterID: r.req.ClusterID, api.AnnotationWorkspace: r.req.Workspace}
 	podSC := &corev1.PodSecurityContext{
 		RunAsNonRoot:   ptr.To(true),
 		RunAsUser:      ptr.To(runnerUID),
@@ -126,7 +130,8 @@ func (r run) job(image string, deadline time.Duration) *batchv1.Job {
 		{Name: api.EnvOperation, Value: string(r.operation())},
 		{Name: api.EnvTopology, Value: r.req.Topology},
 		{Name: api.EnvRegion, Value: r.req.Region},
-		{Name: api.EnvStateBucket, Value: api.StateBucketPrefix + r.req.TerraformEnvironment},
+		{Name: api.EnvStateBucket, Value: api.StateBucketName(r.req.WorkspaceFingerprint, r.req.TerraformEnvironment)},
+		{Name: api.EnvWorkspaceFingerprint, Value: r.req.WorkspaceFingerprint},
 		{Name: api.EnvModuleDir, Value: ModuleMountPath},
 		{Name: api.EnvModulesDir, Value: ModulesDir},
 		{Name: api.EnvCredentialsDir, Value: CredentialsMountPath},

@@ -73,10 +73,13 @@ func suspended(job *batchv1.Job) bool { return job.Spec.Suspend != nil && *job.S
 // not empty, says why the Job's pod does not run or why it ended (from the pod's status).
 func provisionFrom(job *batchv1.Job, outputs *corev1.Secret, podProblem string, now time.Time) api.Provision {
 	p := api.Provision{
-		ID:        job.Labels[api.LabelRun],
-		ClusterID: job.Annotations[AnnotationClusterID],
-		Operation: api.Operation(job.Labels[api.LabelOperation]),
-		StartedAt: timeOf(job.Status.StartTime),
+		ID:                   job.Labels[api.LabelRun],
+		ClusterID:            job.Annotations[AnnotationClusterID],
+		Operation:            api.Operation(job.Labels[api.LabelOperation]),
+		Workspace:            job.Annotations[api.AnnotationWorkspace],
+		WorkspaceFingerprint: job.Labels[api.LabelWorkspaceFingerprint],
+		OwnerUID:             job.Labels[api.LabelOwnerUID],
+		StartedAt:            timeOf(job.Status.StartTime),
 	}
 	var phase, message string
 	if outputs != nil {

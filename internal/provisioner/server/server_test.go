@@ -121,6 +121,7 @@ func validBody(mutate func(map[string]any)) string {
 		"clusterID": "prod-1", "region": "eu-north-1", "topology": "vanilla_kubeadm", "controlPlaneCount": 3,
 		"nodeCount": 2, "instanceType": "t3.medium", "kubernetesVersion": "1.31", "terraformEnvironment": "prod-1",
 		"credentialSecretRef": map[string]any{"namespace": "provisioning", "name": "cred"},
+		"workspace":           "1bg4baqdjkcw9lz4", "workspaceFingerprint": "d37f1981a6be", "ownerUID": "6f1c2b8e-3d4a-4c5b-9e7f-0a1b2c3d4e5f",
 	}
 	if mutate != nil {
 		mutate(m)
@@ -189,6 +190,9 @@ func TestAPI(t *testing.T) {
 			"credentialSecretRef.namespace": {set("credentialSecretRef", map[string]any{"namespace": "", "name": "cred"}), "credentialSecretRef.namespace"},
 			"credentialSecretRef.name":      {set("credentialSecretRef", map[string]any{"namespace": "provisioning", "name": "Bad Name"}), "credentialSecretRef.name"},
 			"operation":                     {set("operation", "plan"), "operation"},
+			"no workspace":                  {func(m map[string]any) { delete(m, "workspace") }, "workspace"},
+			"workspaceFingerprint":          {set("workspaceFingerprint", "../../etc"), "workspaceFingerprint"},
+			"no ownerUID":                   {func(m map[string]any) { delete(m, "ownerUID") }, "ownerUID"},
 			"missing credential Secret":     {set("credentialSecretRef", map[string]any{"namespace": "provisioning", "name": "absent"}), "credentialSecretRef"},
 			"unknown field":                 {set("vpcID", "vpc-1"), "vpcID"},
 			"wrong type":                    {set("nodeCount", "two"), "nodeCount"},

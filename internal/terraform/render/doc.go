@@ -8,18 +8,22 @@
 //
 //   - vanilla_kubeadm: provider aws; modules vpc, security and compute with
 //     enable_self_bootstrap_control_plane = true; the SSM parameters join_token, ca_cert_hash,
-//     k8s_certificate_key and admin_kubeconfig under /kubeopera/<clusterID>/, seeded PENDING and
-//     left to the nodes (lifecycle ignore_changes on value). With more than one control-plane node
-//     also an internet-facing Network Load Balancer on 6443 (aws_lb.k8s_api, its target group,
-//     listener and one attachment per control-plane node), whose DNS name is compute's
-//     control_plane_endpoint_override. Outputs admin_kubeconfig_parameter (what the runner polls),
-//     control_plane_endpoint, vpc_id.
+//     k8s_certificate_key and admin_kubeconfig under /kubeopera/<fp>/<clusterID>/, seeded
+//     PENDING and left to the nodes (lifecycle ignore_changes on value). With more than one
+//     control-plane node also an internet-facing Network Load Balancer on 6443 (aws_lb.k8s_api,
+//     its target group, listener and one attachment per control-plane node), whose DNS name is
+//     compute's control_plane_endpoint_override. Outputs admin_kubeconfig_parameter (what the
+//     runner polls), control_plane_endpoint, vpc_id.
 //   - eks: modules vpc and eks. Outputs cluster_name, cluster_endpoint, cluster_ca_certificate,
 //     vpc_id.
 //
-// backend.tf keeps the state in S3 bucket kubeopera-terraform-state-<terraformEnvironment>, key
-// <clusterID>/terraform.tfstate, with S3-native locking (use_lockfile, Terraform >= 1.10; GA in
-// 1.11) and encryption. Everything is tagged kubeopera.io/cluster-id (provider default_tags and the
+// backend.tf keeps the state in S3 bucket kubeopera-terraform-state-<terraformEnvironment>-<fp>,
+// key <fp>/<clusterID>/terraform.tfstate, with S3-native locking (use_lockfile, Terraform >= 1.10;
+// GA in 1.11) and encryption. <fp> is the workspace fingerprint the request carries: every
+// cloud-side name (the bucket and key, the SSM path, the VPC's, security groups', instances',
+// IAM roles', load balancer's and EKS cluster's names) is api.NamesOf's, so two workspaces that
+// chose the same clusterID and terraformEnvironment share nothing in AWS. Everything is tagged
+// kubeopera.io/cluster-id and kubeopera.io/workspace-fingerprint (provider default_tags and the
 // modules' tags).
 //
 // The files are built with hclwrite only: request values enter as cty string and number values,

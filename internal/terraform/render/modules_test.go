@@ -19,6 +19,8 @@ import (
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/convert"
+
+	"github.com/kubeopera/kubeopera/internal/provisioner/api"
 )
 
 // modulesDir is the repository's terraform/modules, which the runner ships as modules/.
@@ -377,7 +379,7 @@ func renderedScripts(t *testing.T) map[string]string {
 	dir := filepath.Join(modulesDir, "compute", "templates")
 	nodeSetup := renderTemplate(t, filepath.Join(dir, "node_setup.sh.tftpl"), map[string]cty.Value{
 		"region":             cty.StringVal("eu-north-1"),
-		"ssm_prefix":         cty.StringVal(SSMParameterPrefix("demo-cluster-1")),
+		"ssm_prefix":         cty.StringVal(api.SSMPrefix("d37f1981a6be", "demo-cluster-1")),
 		"kubernetes_minor":   cty.StringVal("1.31"),
 		"kubernetes_release": cty.StringVal("1.31.4"),
 	})

@@ -1,8 +1,6 @@
 package render
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"strings"
 
@@ -39,7 +37,7 @@ const (
 	OutputVPCID = "vpc_id"
 )
 
-// SSM parameters of a vanilla_kubeadm cluster, under SSMParameterPrefix. The rendered module
+// SSM parameters of a vanilla_kubeadm cluster, under api.SSMPrefix. The rendered module
 // creates the first four seeded with PendingValue; the compute module creates k8s_api_endpoint
 // (host:port nodes join) and control_plane_joined/<index> (the join relay).
 const (
@@ -53,8 +51,12 @@ const (
 	PendingValue = "PENDING"
 )
 
-// TagClusterID is on every resource, valued with the request's clusterID.
-const TagClusterID = "kubeopera.io/cluster-id"
+// TagClusterID and TagWorkspaceFingerprint are on every resource, valued with the request's
+// clusterID and workspaceFingerprint.
+const (
+	TagClusterID            = "kubeopera.io/cluster-id"
+	TagWorkspaceFingerprint = "kubeopera.io/workspace-fingerprint"
+)
 
 // Versions the rendered module requires.
 const (
@@ -66,9 +68,6 @@ const (
 // ModulesDir is where the runner puts terraform/modules, relative to the rendered files.
 const ModulesDir = "modules"
 
-// SSMParameterPrefix is the SSM path of a vanilla_kubeadm cluster's bootstrap parameters.
-func SSMParameterPrefix(clusterID string) string { return "/kubeopera/" + clusterID }
-
 // Module renders the root module of one run: file name -> content. The request is validated first;
 // a *api.FieldError comes back wrapped.
 func Module(req api.CreateRequest) (map[string]string, error) {
@@ -77,14 +76,14 @@ func Module(req api.CreateRequest) (map[string]string, error) {
 	}
 	return render(spec{
 		clusterID:         req.ClusterID,
+		fingerprint:       req.WorkspaceFingerprint,
 		region:            req.Region,
 		topology:          req.Topology,
 		instanceType:      req.InstanceType,
 		kubernetesVersion: strings.TrimPrefix(req.KubernetesVersion, "v"),
 		controlPlaneNodes: int64(req.ControlPlaneNodes()),
 		nodeCount:         int64(req.NodeCount),
-		stateBucket:       api.StateBucketPrefix + req.TerraformEnvironment,
-		stateKey:          req.ClusterID + "/terraform.tfstate",
+		names:             api.NamesOf(&req),
 	})
 }
 
@@ -92,14 +91,16 @@ func Module(req api.CreateRequest) (map[string]string, error) {
 // to be free of HCL syntax; every value is written as a literal.
 type spec struct {
 	clusterID         string
+	fingerprint       string
 	region            string
 	topology          string
 	instanceType      string
 	kubernetesVersion string
 	controlPlaneNodes int64
 	nodeCount         int64
-	stateBucket       string
-	stateKey          string
+	// names are every cloud-side name (api.NamesOf): derived from the workspace fingerprint and
+	// the tenant's names.
+	names api.Names
 }
 
 func render(s spec) (map[string]string, error) {
@@ -147,8 +148,8 @@ func newFile() *hclwrite.File {
 func backendFile(s spec) *hclwrite.File {
 	f := newFile()
 	backend := f.Body().AppendNewBlock("terraform", nil).Body().AppendNewBlock("backend", []string{"s3"}).Body()
-	backend.SetAttributeValue("bucket", cty.StringVal(s.stateBucket))
-	backend.SetAttributeValue("key", cty.StringVal(s.stateKey))
+	backend.SetAttributeValue("bucket", cty.StringVal(s.names.StateBucket))
+	backend.SetAttributeValue("key", cty.StringVal(s.names.StateKey))
 	backend.SetAttributeValue("region", cty.StringVal(s.region))
 	backend.SetAttributeValue("use_lockfile", cty.True)
 	backend.SetAttributeValue("encrypt", cty.True)
@@ -168,7 +169,7 @@ func versionsFile() *hclwrite.File {
 }
 
 func (s spec) tags() cty.Value {
-	return cty.MapVal(map[string]cty.Value{TagClusterID: cty.StringVal(s.clusterID)})
+	return cty.MapVal(map[string]cty.Value{TagClusterID: cty.StringVal(s.clusterID), TagWorkspaceFingerprint: cty.StringVal(s.fingerprint)})
 }
 
 // ssmParameter is one bootstrap parameter the rendered module creates.
@@ -185,17 +186,17 @@ var bootstrapParameters = []ssmParameter{
 }
 
 func renderVanilla(b, outputs *hclwrite.Body, s spec) {
-	prefix := SSMParameterPrefix(s.clusterID)
+	prefix := s.names.SSMPrefix
 	lb := s.controlPlaneNodes > 1
 
 	vpc := moduleBlock(b, "vpc")
-	vpc.SetAttributeValue("name", cty.StringVal(s.clusterID))
-	vpc.SetAttributeValue("cluster_name", cty.StringVal(s.clusterID))
+	vpc.SetAttributeValue("name", cty.StringVal(s.names.ClusterName))
+	vpc.SetAttributeValue("cluster_name", cty.StringVal(s.names.ClusterName))
 	vpc.SetAttributeValue("tags", s.tags())
 
 	sec := moduleBlock(b, "security")
-	sec.SetAttributeValue("name", cty.StringVal(s.clusterID))
-	sec.SetAttributeValue("cluster_name", cty.StringVal(s.clusterID))
+	sec.SetAttributeValue("name", cty.StringVal(s.names.SecurityGroupPrefix))
+	sec.SetAttributeValue("cluster_name", cty.StringVal(s.names.ClusterName))
 	sec.SetAttributeTraversal("vpc_id", ref("module", "vpc", "vpc_id"))
 	sec.SetAttributeTraversal("nat_public_cidrs", ref("module", "vpc", "nat_public_cidrs"))
 	sec.SetAttributeValue("tags", s.tags())
@@ -217,7 +218,7 @@ func renderVanilla(b, outputs *hclwrite.Body, s spec) {
 	}
 
 	if lb {
-		name := loadBalancerName(s.clusterID)
+		name := s.names.LoadBalancer
 		nlb := resourceBlock(b, "aws_lb", "k8s_api")
 		nlb.SetAttributeValue("name", cty.StringVal(name))
 		nlb.SetAttributeValue("internal", cty.False)
@@ -258,8 +259,9 @@ func renderVanilla(b, outputs *hclwrite.Body, s spec) {
 	}
 
 	compute := moduleBlock(b, "compute")
-	compute.SetAttributeValue("name", cty.StringVal(s.clusterID))
-	compute.SetAttributeValue("cluster_name", cty.StringVal(s.clusterID))
+	compute.SetAttributeValue("name", cty.StringVal(s.names.ClusterName))
+	compute.SetAttributeValue("cluster_name", cty.StringVal(s.names.ClusterName))
+	compute.SetAttributeValue("iam_name_prefix", cty.StringVal(s.names.IAMPrefix))
 	compute.SetAttributeValue("region", cty.StringVal(s.region))
 	compute.SetAttributeTraversal("private_subnet_ids", ref("module", "vpc", "private_subnet_ids"))
 	compute.SetAttributeTraversal("public_subnet_ids", ref("module", "vpc", "public_subnet_ids"))
@@ -299,12 +301,13 @@ func renderVanilla(b, outputs *hclwrite.Body, s spec) {
 
 func renderEKS(b, outputs *hclwrite.Body, s spec) {
 	vpc := moduleBlock(b, "vpc")
-	vpc.SetAttributeValue("name", cty.StringVal(s.clusterID))
-	vpc.SetAttributeValue("cluster_name", cty.StringVal(s.clusterID))
+	vpc.SetAttributeValue("name", cty.StringVal(s.names.ClusterName))
+	vpc.SetAttributeValue("cluster_name", cty.StringVal(s.names.ClusterName))
 	vpc.SetAttributeValue("tags", s.tags())
 
 	eks := moduleBlock(b, "eks")
-	eks.SetAttributeValue("cluster_name", cty.StringVal(s.clusterID))
+	eks.SetAttributeValue("cluster_name", cty.StringVal(s.names.ClusterName))
+	eks.SetAttributeValue("iam_name_prefix", cty.StringVal(s.names.IAMPrefix))
 	eks.SetAttributeValue("kubernetes_version", cty.StringVal(s.kubernetesVersion))
 	eks.SetAttributeTraversal("subnet_ids", ref("module", "vpc", "private_subnet_ids"))
 	eks.SetAttributeValue("instance_type", cty.StringVal(s.instanceType))
@@ -315,18 +318,6 @@ func renderEKS(b, outputs *hclwrite.Body, s spec) {
 	output(outputs, OutputClusterEndpoint, "URL of the cluster's Kubernetes API.", ref("module", "eks", "cluster_endpoint"))
 	output(outputs, OutputClusterCACertificate, "The cluster's CA certificate, base64-encoded.", ref("module", "eks", "cluster_ca_certificate"))
 	output(outputs, OutputVPCID, "The cluster's VPC.", ref("module", "vpc", "vpc_id"))
-}
-
-// loadBalancerName is a name for the API load balancer and its target group: at most 32
-// characters of letters, digits and hyphens, not starting with "internal-", unique per cluster.
-func loadBalancerName(clusterID string) string {
-	sum := sha256.Sum256([]byte(clusterID))
-	base := strings.ToLower(clusterID)
-	if len(base) > 15 {
-		base = base[:15]
-	}
-	base = strings.TrimRight(base, "-")
-	return "ko-" + base + "-" + hex.EncodeToString(sum[:])[:8] + "-api"
 }
 
 func moduleBlock(b *hclwrite.Body, name string) *hclwrite.Body {

@@ -5,7 +5,6 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -32,6 +31,9 @@ func baseRequest() api.CreateRequest {
 		KubernetesVersion:    "v1.31.4",
 		TerraformEnvironment: "development",
 		CredentialSecretRef:  api.SecretRef{Namespace: "kcp-d37f1981a6be", Name: "aws-credentials"},
+		Workspace:            "1bg4baqdjkcw9lz4",
+		WorkspaceFingerprint: "d37f1981a6be",
+		OwnerUID:             "6f1c2b8e-3d4a-4c5b-9e7f-0a1b2c3d4e5f",
 	}
 }
 
@@ -212,6 +214,9 @@ func TestInjectionRefusedByValidate(t *testing.T) {
 		"credentialSecretRef.namespace": func(r *api.CreateRequest, v string) { r.CredentialSecretRef.Namespace = v },
 		"credentialSecretRef.name":      func(r *api.CreateRequest, v string) { r.CredentialSecretRef.Name = v },
 		"operation":                     func(r *api.CreateRequest, v string) { r.Operation = api.Operation(v) },
+		"workspace":                     func(r *api.CreateRequest, v string) { r.Workspace = v },
+		"workspaceFingerprint":          func(r *api.CreateRequest, v string) { r.WorkspaceFingerprint = v },
+		"ownerUID":                      func(r *api.CreateRequest, v string) { r.OwnerUID = v },
 	}
 	for field, set := range fields {
 		for _, v := range hostile {
@@ -238,8 +243,9 @@ func TestInjectionWrittenAsLiterals(t *testing.T) {
 	for _, topology := range []string{api.TopologyVanillaKubeadm, api.TopologyEKS} {
 		for _, v := range hostile {
 			s := spec{
-				clusterID: v, region: v, topology: topology, instanceType: v, kubernetesVersion: v,
-				controlPlaneNodes: 3, nodeCount: 2, stateBucket: v, stateKey: v,
+				clusterID: v, fingerprint: v, region: v, topology: topology, instanceType: v, kubernetesVersion: v,
+				controlPlaneNodes: 3, nodeCount: 2,
+				names: api.Names{StateBucket: v, StateKey: v, SSMPrefix: v, ClusterName: v, SecurityGroupPrefix: v, IAMPrefix: v, LoadBalancer: v},
 			}
 			files, err := render(s)
 			if err != nil {
@@ -262,11 +268,15 @@ func TestInjectionWrittenAsLiterals(t *testing.T) {
 				want["main.tf:module.compute.kubernetes_version"] = v
 				want["main.tf:module.compute.instance_type"] = v
 				want["main.tf:module.compute.region"] = v
-				want["main.tf:module.compute.ssm_parameter_prefix"] = "/kubeopera/" + v
-				want["main.tf:resource.aws_ssm_parameter.join_token.name"] = "/kubeopera/" + v + "/join_token"
+				want["main.tf:module.compute.ssm_parameter_prefix"] = v
+				want["main.tf:module.compute.iam_name_prefix"] = v
+				want["main.tf:module.security.name"] = v
+				want["main.tf:resource.aws_ssm_parameter.join_token.name"] = v + "/join_token"
+				want["main.tf:resource.aws_lb.k8s_api.name"] = v
 				want["main.tf:resource.aws_lb.k8s_api.tags"] = v
 			} else {
 				want["main.tf:module.eks.cluster_name"] = v
+				want["main.tf:module.eks.iam_name_prefix"] = v
 				want["main.tf:module.eks.kubernetes_version"] = v
 				want["main.tf:module.eks.instance_type"] = v
 			}
@@ -335,20 +345,72 @@ func literalStrings(t *testing.T, files map[string]string) map[string]string {
 	return out
 }
 
-func TestLoadBalancerName(t *testing.T) {
-	valid := regexp.MustCompile(`^[a-z0-9]([a-z0-9-]*[a-z0-9])?$`)
-	seen := map[string]string{}
-	for _, id := range []string{
-		"a", "demo", "internal-cluster", "Upper-Case-ID", "abcdefghijklmn-xyz",
-		strings.Repeat("x", 63), strings.Repeat("x", 62) + "y",
+// TestRenderedNamesAreTheWorkspaces parses the rendered module of two workspaces that chose the
+// same clusterID and terraformEnvironment: every cloud-side name in it is api.NamesOf's, derived
+// from the workspace fingerprint, and no name is shared.
+func TestRenderedNamesAreTheWorkspaces(t *testing.T) {
+	rendered := map[string]map[string]string{}
+	for _, fp := range []string{"d37f1981a6be", "0c5e2a9f4b17"} {
+		req := baseRequest()
+		req.ClusterID, req.TerraformEnvironment, req.ControlPlaneCount = "c-7e9d3a1b", "c-7e9d3a1b", ptr(int32(3))
+		req.WorkspaceFingerprint = fp
+		files, err := Module(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := literalStrings(t, files)
+		n := api.NamesOf(&req)
+		want := map[string]string{
+			"backend.tf:terraform.backend.bucket":                         "kubeopera-terraform-state-c-7e9d3a1b-" + fp,
+			"backend.tf:terraform.backend.key":                            fp + "/c-7e9d3a1b/terraform.tfstate",
+			"main.tf:module.vpc.name":                                     "c-7e9d3a1b-" + fp,
+			"main.tf:module.vpc.cluster_name":                             "c-7e9d3a1b-" + fp,
+			"main.tf:module.security.name":                                "c-7e9d3a1b-" + fp,
+			"main.tf:module.security.cluster_name":                        "c-7e9d3a1b-" + fp,
+			"main.tf:module.compute.name":                                 "c-7e9d3a1b-" + fp,
+			"main.tf:module.compute.cluster_name":                         "c-7e9d3a1b-" + fp,
+			"main.tf:module.compute.iam_name_prefix":                      "c-7e9d3a1b-" + fp,
+			"main.tf:module.compute.ssm_parameter_prefix":                 "/kubeopera/" + fp + "/c-7e9d3a1b",
+			"main.tf:resource.aws_ssm_parameter.admin_kubeconfig.name":    "/kubeopera/" + fp + "/c-7e9d3a1b/admin_kubeconfig",
+			"main.tf:resource.aws_lb.k8s_api.name":                        n.LoadBalancer,
+			"main.tf:resource.aws_lb_target_group.k8s_api.name":           n.LoadBalancer,
+			"main.tf:resource.aws_ssm_parameter.join_token.name":          "/kubeopera/" + fp + "/c-7e9d3a1b/join_token",
+			"main.tf:resource.aws_ssm_parameter.ca_cert_hash.name":        "/kubeopera/" + fp + "/c-7e9d3a1b/ca_cert_hash",
+			"main.tf:resource.aws_ssm_parameter.k8s_certificate_key.name": "/kubeopera/" + fp + "/c-7e9d3a1b/k8s_certificate_key",
+		}
+		for k, w := range want {
+			if got[k] != w {
+				t.Errorf("%s: %s = %q, want %q", fp, k, got[k], w)
+			}
+		}
+		if !strings.Contains(files[FileMain], `"`+TagWorkspaceFingerprint+`" = "`+fp+`"`) {
+			t.Errorf("%s: resources are not tagged %s", fp, TagWorkspaceFingerprint)
+		}
+		rendered[fp] = got
+	}
+	a, b := rendered["d37f1981a6be"], rendered["0c5e2a9f4b17"]
+	for k, v := range a {
+		if strings.HasSuffix(k, ".name") || strings.HasSuffix(k, ".bucket") || strings.HasSuffix(k, ".key") || strings.HasSuffix(k, "_prefix") || strings.HasSuffix(k, "cluster_name") {
+			if b[k] == v {
+				t.Errorf("%s is %q in both workspaces", k, v)
+			}
+		}
+	}
+
+	eks := baseRequest()
+	eks.Topology, eks.ClusterID = api.TopologyEKS, "c-7e9d3a1b"
+	files, err := Module(eks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := literalStrings(t, files)
+	for k, w := range map[string]string{
+		"main.tf:module.eks.cluster_name":    "c-7e9d3a1b-d37f1981a6be",
+		"main.tf:module.eks.iam_name_prefix": "c-7e9d3a1b-d37f1981a6be",
+		"main.tf:module.vpc.cluster_name":    "c-7e9d3a1b-d37f1981a6be",
 	} {
-		n := loadBalancerName(id)
-		if len(n) > 32 || !valid.MatchString(n) || strings.HasPrefix(n, "internal-") {
-			t.Errorf("loadBalancerName(%q) = %q: not a valid load balancer name", id, n)
+		if got[k] != w {
+			t.Errorf("eks: %s = %q, want %q", k, got[k], w)
 		}
-		if other, dup := seen[n]; dup {
-			t.Errorf("loadBalancerName(%q) = loadBalancerName(%q) = %q", id, other, n)
-		}
-		seen[n] = id
 	}
 }

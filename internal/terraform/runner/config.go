@@ -65,8 +65,12 @@ type Config struct {
 	Topology string
 	// Region is the AWS region (api.EnvRegion): the state bucket's and the cluster's.
 	Region string
-	// StateBucket is the S3 state bucket (api.EnvStateBucket).
+	// StateBucket is the S3 state bucket (api.EnvStateBucket), one of WorkspaceFingerprint's
+	// (api.IsStateBucketOf).
 	StateBucket string
+	// WorkspaceFingerprint is the fingerprint of the workspace the run is for
+	// (api.EnvWorkspaceFingerprint).
+	WorkspaceFingerprint string
 	// ModuleDir holds the rendered root module (api.EnvModuleDir), ModulesDir the project's
 	// Terraform modules (api.EnvModulesDir, optional), CredentialsDir the credential's keys as
 	// files (api.EnvCredentialsDir).
@@ -95,16 +99,20 @@ func ConfigFromEnv(lookup func(string) (string, bool)) (*Config, error) {
 		return v
 	}
 	c := &Config{
-		RunID:          required(api.EnvRunID),
-		Operation:      api.Operation(get(api.EnvOperation)),
-		Topology:       get(api.EnvTopology),
-		Region:         required(api.EnvRegion),
-		StateBucket:    required(api.EnvStateBucket),
-		ModuleDir:      required(api.EnvModuleDir),
-		ModulesDir:     get(api.EnvModulesDir),
-		CredentialsDir: required(api.EnvCredentialsDir),
-		Namespace:      required(api.EnvNamespace),
-		OutputsSecret:  required(api.EnvOutputsSecret),
+		RunID:                required(api.EnvRunID),
+		Operation:            api.Operation(get(api.EnvOperation)),
+		Topology:             get(api.EnvTopology),
+		Region:               required(api.EnvRegion),
+		StateBucket:          required(api.EnvStateBucket),
+		WorkspaceFingerprint: required(api.EnvWorkspaceFingerprint),
+		ModuleDir:            required(api.EnvModuleDir),
+		ModulesDir:           get(api.EnvModulesDir),
+		CredentialsDir:       required(api.EnvCredentialsDir),
+		Namespace:            required(api.EnvNamespace),
+		OutputsSecret:        required(api.EnvOutputsSecret),
+	}
+	if c.StateBucket != "" && c.WorkspaceFingerprint != "" && !api.IsStateBucketOf(c.StateBucket, c.WorkspaceFingerprint) {
+		errs = append(errs, fmt.Errorf("%s %q is not a state bucket of workspace %s (%s): the runner uses no other", api.EnvStateBucket, c.StateBucket, c.WorkspaceFingerprint, api.EnvWorkspaceFingerprint))
 	}
 	switch c.Operation {
 	case "":

@@ -16,16 +16,17 @@ func lookup(env map[string]string) func(string) (string, bool) {
 
 func baseEnv() map[string]string {
 	return map[string]string{
-		api.EnvRunID:          "r1",
-		api.EnvTopology:       api.TopologyEKS,
-		api.EnvRegion:         "eu-north-1",
-		api.EnvStateBucket:    "kubeopera-terraform-state-dev",
-		api.EnvModuleDir:      "/module",
-		api.EnvModulesDir:     "/modules",
-		api.EnvCredentialsDir: "/credentials",
-		api.EnvOutputsSecret:  "provision-r1-outputs",
-		api.EnvNamespace:      "kubeopera-provisioning",
-		EnvTerraformBinary:    "/usr/local/bin/terraform",
+		api.EnvRunID:                "r1",
+		api.EnvTopology:             api.TopologyEKS,
+		api.EnvRegion:               "eu-north-1",
+		api.EnvStateBucket:          "kubeopera-terraform-state-dev-d37f1981a6be",
+		api.EnvWorkspaceFingerprint: "d37f1981a6be",
+		api.EnvModuleDir:            "/module",
+		api.EnvModulesDir:           "/modules",
+		api.EnvCredentialsDir:       "/credentials",
+		api.EnvOutputsSecret:        "provision-r1-outputs",
+		api.EnvNamespace:            "kubeopera-provisioning",
+		EnvTerraformBinary:          "/usr/local/bin/terraform",
 	}
 }
 
@@ -36,7 +37,7 @@ func TestConfigFromEnv(t *testing.T) {
 	}
 	want := &Config{
 		RunID: "r1", Operation: api.OperationApply, Topology: api.TopologyEKS, Region: "eu-north-1",
-		StateBucket: "kubeopera-terraform-state-dev", ModuleDir: "/module", ModulesDir: "/modules",
+		StateBucket: "kubeopera-terraform-state-dev-d37f1981a6be", WorkspaceFingerprint: "d37f1981a6be", ModuleDir: "/module", ModulesDir: "/modules",
 		CredentialsDir: "/credentials", Namespace: "kubeopera-provisioning", OutputsSecret: "provision-r1-outputs",
 		TerraformBinary: "/usr/local/bin/terraform",
 		SSMPollInterval: 20 * time.Second, SSMPollTimeout: 20 * time.Minute,
@@ -52,8 +53,16 @@ func TestConfigFromEnv(t *testing.T) {
 		verify func(*Config) string
 	}{
 		"every required variable is named": {
-			unset: []string{api.EnvRunID, api.EnvRegion, api.EnvStateBucket, api.EnvModuleDir, api.EnvCredentialsDir, api.EnvOutputsSecret, api.EnvNamespace},
-			errs:  []string{"PROVISION_ID is required", "AWS_REGION is required", "PROVISION_STATE_BUCKET is required", "PROVISION_MODULE_DIR is required", "PROVISION_CREDENTIALS_DIR is required", "PROVISION_OUTPUTS_SECRET is required", "POD_NAMESPACE is required"},
+			unset: []string{api.EnvRunID, api.EnvRegion, api.EnvStateBucket, api.EnvWorkspaceFingerprint, api.EnvModuleDir, api.EnvCredentialsDir, api.EnvOutputsSecret, api.EnvNamespace},
+			errs:  []string{"PROVISION_ID is required", "AWS_REGION is required", "PROVISION_STATE_BUCKET is required", "PROVISION_WORKSPACE_FINGERPRINT is required", "PROVISION_MODULE_DIR is required", "PROVISION_CREDENTIALS_DIR is required", "PROVISION_OUTPUTS_SECRET is required", "POD_NAMESPACE is required"},
+		},
+		"a state bucket of another workspace": {
+			set:  map[string]string{api.EnvStateBucket: "kubeopera-terraform-state-dev-0c5e2a9f4b17"},
+			errs: []string{`PROVISION_STATE_BUCKET "kubeopera-terraform-state-dev-0c5e2a9f4b17" is not a state bucket of workspace d37f1981a6be`},
+		},
+		"a bucket without the workspace": {
+			set:  map[string]string{api.EnvStateBucket: "kubeopera-terraform-state-dev"},
+			errs: []string{`PROVISION_STATE_BUCKET "kubeopera-terraform-state-dev" is not a state bucket of workspace d37f1981a6be`},
 		},
 		"unknown operation": {set: map[string]string{api.EnvOperation: "upgrade"}, errs: []string{`PROVISION_OPERATION must be apply or destroy, not "upgrade"`}},
 		"unknown topology":  {set: map[string]string{api.EnvTopology: "gke"}, errs: []string{`PROVISION_TOPOLOGY must be vanilla_kubeadm or eks, not "gke"`}},

@@ -14,6 +14,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
+	"github.com/aws/aws-sdk-go-v2/service/sts"
 	"github.com/go-logr/logr"
 	"github.com/hashicorp/terraform-exec/tfexec"
 
@@ -90,7 +91,12 @@ func (r *Runner) Run(ctx context.Context) (err error) {
 		return fmt.Errorf("failed to resolve AWS credentials: %w", err)
 	}
 	secrets = append(secrets, creds.SecretAccessKey, creds.SessionToken, creds.AccessKeyID)
-	if err := EnsureStateBucket(ctx, s3.NewFromConfig(awsCfg), c.StateBucket, c.Region); err != nil {
+	// The state bucket must be the account's own: the run's credentials say which account that is.
+	account, err := CallerAccount(ctx, sts.NewFromConfig(awsCfg))
+	if err != nil {
+		return err
+	}
+	if err := EnsureStateBucket(ctx, s3.NewFromConfig(awsCfg), c.StateBucket, c.Region, account); err != nil {
 		return err
 	}
 

@@ -56,7 +56,7 @@ locals {
 
   ssm_parameter_arns = "arn:${data.aws_partition.current.partition}:ssm:${var.region}:${data.aws_caller_identity.current.account_id}:parameter${var.ssm_parameter_prefix}/*"
   cluster_tag        = { "kubernetes.io/cluster/${var.cluster_name}" = "owned" }
-  iam_prefix         = substr(var.name, 0, 24)
+  iam_prefix         = var.iam_name_prefix != "" ? var.iam_name_prefix : substr(var.name, 0, 24)
 
   control_plane_subnet_ids = var.control_plane_public_endpoint ? var.public_subnet_ids : var.private_subnet_ids
 

@@ -11,7 +11,7 @@ locals {
   version_parts    = split(".", trimprefix(var.kubernetes_version, "v"))
   kubernetes_minor = "${local.version_parts[0]}.${local.version_parts[1]}"
   ami_type         = contains(data.aws_ec2_instance_type.this.supported_architectures, "arm64") ? "AL2023_ARM_64_STANDARD" : "AL2023_x86_64_STANDARD"
-  iam_prefix       = substr(var.cluster_name, 0, 24)
+  iam_prefix       = var.iam_name_prefix != "" ? var.iam_name_prefix : substr(var.cluster_name, 0, 24)
   policy_prefix    = "arn:${data.aws_partition.current.partition}:iam::aws:policy"
 }
 

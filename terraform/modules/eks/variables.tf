@@ -51,6 +51,17 @@ variable "node_count" {
   }
 }
 
+variable "iam_name_prefix" {
+  description = "Start of the names of the IAM roles and instance profiles (the AWS provider adds a unique suffix). At most 24 characters, so a role's name_prefix stays within the provider's 38. Empty: the first 24 characters of cluster_name."
+  type        = string
+  default     = ""
+
+  validation {
+    condition     = length(var.iam_name_prefix) <= 24 && can(regex("^[A-Za-z0-9+=,.@_-]*$", var.iam_name_prefix))
+    error_message = "iam_name_prefix must be at most 24 characters of letters, digits and +=,.@_-."
+  }
+}
+
 variable "tags" {
   description = "Tags for every resource."
   type        = map(string)

@@ -63,15 +63,22 @@ type ScaffoldRequest struct {
 	KubeconfigSecretNamespace string `json:"kubeconfigSecretNamespace"`
 	GitCredentialsSecretRef   string `json:"gitCredentialsSecretRef,omitempty"`
 	RegistryPullSecretRef     string `json:"registryPullSecretRef,omitempty"`
+	// Workspace and OwnerUID say whose job it is (the HostCluster's logical cluster and UID):
+	// optional, as the seed's API has neither; recorded and answered with the job.
+	Workspace string `json:"workspace,omitempty"`
+	OwnerUID  string `json:"ownerUID,omitempty"`
 }
 
 // ScaffoldJob is a job as the service reports it, with the request that started it.
 type ScaffoldJob struct {
-	ID      string          `json:"id"`
-	Status  string          `json:"status"`
-	Message string          `json:"message,omitempty"`
-	Error   string          `json:"error,omitempty"`
-	Request ScaffoldRequest `json:"-"`
+	ID      string `json:"id"`
+	Status  string `json:"status"`
+	Message string `json:"message,omitempty"`
+	Error   string `json:"error,omitempty"`
+	// Workspace and OwnerUID are the request's, answered with every job.
+	Workspace string          `json:"workspace,omitempty"`
+	OwnerUID  string          `json:"ownerUID,omitempty"`
+	Request   ScaffoldRequest `json:"-"`
 	// Commit is the commit the job pushed (empty when the tree was already there).
 	Commit string `json:"-"`
 }
@@ -79,10 +86,13 @@ type ScaffoldJob struct {
 // Scaffolder plays gitops-scaffolder, the service the HostCluster controller delegates the GitOps
 // tree to (seed 000, "GitOps Tree Generation"): an HTTP server (127.0.0.1 by default) that takes
 // POST /api/v1/scaffolds {slug, domain, region, kubeconfigSecretName, kubeconfigSecretNamespace,
-// gitCredentialsSecretRef?, registryPullSecretRef?} and GET /api/v1/scaffolds/{id}, both behind
-// the shared secret in X-Api-Key (401 without it). A POST is validated (400 naming the field),
-// answered 202 {id, status: "queued"}, and the job then runs on its own, as the real service runs
-// a Kubernetes Job (scaffold-runner): it clones RepoURL, writes the tree at
+// gitCredentialsSecretRef?, registryPullSecretRef?, workspace?, ownerUID?} and GET
+// /api/v1/scaffolds/{id}, both behind the shared secret in X-Api-Key (401 without it). workspace
+// and ownerUID (whose job it is) are this platform's addition to the seed's API: optional, so a
+// client that predates them still works, and recorded and answered with the job (an empty
+// workspace and ownerUID when the request had none). A POST is validated (400 naming the field),
+// answered 202 {id, status: "queued", workspace, ownerUID}, and the job then runs on its own, as
+// the real service runs a Kubernetes Job (scaffold-runner): it clones RepoURL, writes the tree at
 // <PathPrefix>/<slug>, commits and pushes with the git CLI, and ends succeeded (or failed, with
 // the real error).
 //
@@ -123,6 +133,9 @@ type Scaffolder struct {
 	FailSlugs map[string]string
 	// Hold, when set, keeps every job running until it is closed (or receives).
 	Hold <-chan struct{}
+	// HoldSlugs keeps the jobs of these slugs running until the scaffolder stops (then they end
+	// failed), as a real job that waits long for the target's sealed-secrets controller does.
+	HoldSlugs map[string]bool
 	// Addr is the address to listen on; default 127.0.0.1:0 (a free port).
 	Addr string
 
@@ -261,7 +274,7 @@ func (s *Scaffolder) create(w http.ResponseWriter, r *http.Request) {
 		respondJSON(w, http.StatusInternalServerError, map[string]string{"error": err.Error()})
 		return
 	}
-	job := &ScaffoldJob{ID: "scaffold-" + id, Status: ScaffoldQueued, Message: "queued", Request: req}
+	job := &ScaffoldJob{ID: "scaffold-" + id, Status: ScaffoldQueued, Message: "queued", Workspace: req.Workspace, OwnerUID: req.OwnerUID, Request: req}
 	s.mu.Lock()
 	s.jobs[job.ID] = job
 	s.posts++
@@ -297,6 +310,10 @@ func validateScaffold(r ScaffoldRequest) string {
 		return "kubeconfigSecretName is required"
 	case r.KubeconfigSecretNamespace == "":
 		return "kubeconfigSecretNamespace is required"
+	case r.Workspace != "" && len(validation.IsDNS1123Label(r.Workspace)) > 0:
+		return "workspace must be a kcp logical cluster name: " + strings.Join(validation.IsDNS1123Label(r.Workspace), "; ")
+	case r.OwnerUID != "" && len(validation.IsValidLabelValue(r.OwnerUID)) > 0:
+		return "ownerUID must be an object UID: " + strings.Join(validation.IsValidLabelValue(r.OwnerUID), "; ")
 	}
 	return ""
 }
@@ -311,9 +328,13 @@ func (s *Scaffolder) update(id string, fn func(*ScaffoldJob)) {
 func (s *Scaffolder) run(id string, req ScaffoldRequest) {
 	defer s.wg.Done()
 	s.update(id, func(j *ScaffoldJob) { j.Status, j.Message = ScaffoldRunning, "generating the GitOps tree" })
-	if s.Hold != nil {
+	hold := s.Hold
+	if s.HoldSlugs[req.Slug] {
+		hold = make(chan struct{}) // never closed: held until the scaffolder stops
+	}
+	if hold != nil {
 		select {
-		case <-s.Hold:
+		case <-hold:
 		case <-s.stop:
 			s.update(id, func(j *ScaffoldJob) { j.Status, j.Message, j.Error = ScaffoldFailed, "", "the scaffolder stopped" })
 			return

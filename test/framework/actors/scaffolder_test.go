@@ -2,6 +2,7 @@ package actors_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"net/url"
@@ -88,6 +89,7 @@ func scaffoldRequest(slug string) scaffolder.Request {
 	return scaffolder.Request{
 		Slug: slug, Domain: slug + ".acme.com", Region: "eu-north-1",
 		KubeconfigSecretName: "hostcluster-7e9d-kubeconfig", KubeconfigSecretNamespace: "kcp-d37f1981a6be",
+		Workspace: "1bg4baqdjkcw9lz4", OwnerUID: "6f1c2b8e-3d4a-4c5b-9e7f-0a1b2c3d4e5f",
 	}
 }
 
@@ -106,8 +108,8 @@ func TestScaffolderPushesTheTree(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if job.Status != scaffolder.StatusQueued || job.ID == "" {
-		t.Errorf("created job = %+v, want queued with an id", job)
+	if job.Status != scaffolder.StatusQueued || job.ID == "" || !job.BelongsTo("1bg4baqdjkcw9lz4", "6f1c2b8e-3d4a-4c5b-9e7f-0a1b2c3d4e5f") {
+		t.Errorf("created job = %+v, want queued with an id, of the object that asked", job)
 	}
 	// Held: the job runs and does not end.
 	waitScaffoldJob(t, c, job.ID, func(j scaffolder.Job) bool { return j.Status == scaffolder.StatusRunning })
@@ -119,6 +121,9 @@ func TestScaffolderPushesTheTree(t *testing.T) {
 	job = waitScaffoldJob(t, c, job.ID, scaffolder.Job.Done)
 	if !job.Succeeded() {
 		t.Fatalf("job = %+v, want succeeded", job)
+	}
+	if !job.BelongsTo("1bg4baqdjkcw9lz4", "6f1c2b8e-3d4a-4c5b-9e7f-0a1b2c3d4e5f") {
+		t.Errorf("polled job = %+v: the owner the request named is not answered", job)
 	}
 	if s.Posts() != 1 {
 		t.Errorf("posts = %d, want 1", s.Posts())
@@ -207,9 +212,11 @@ func TestScaffolderRefusesAndFails(t *testing.T) {
 
 	// The service validates what the client would let through, naming the field.
 	for body, field := range map[string]string{
-		`{"slug":"a","domain":"","kubeconfigSecretName":"k","kubeconfigSecretNamespace":"n"}`:      "domain",
-		`{"slug":"A_b","domain":"x.y","kubeconfigSecretName":"k","kubeconfigSecretNamespace":"n"}`: "slug",
-		`{"slug":"a","domain":"x.y","kubeconfigSecretName":"k"}`:                                   "kubeconfigSecretNamespace",
+		`{"slug":"a","domain":"","kubeconfigSecretName":"k","kubeconfigSecretNamespace":"n"}`:                                "domain",
+		`{"slug":"A_b","domain":"x.y","kubeconfigSecretName":"k","kubeconfigSecretNamespace":"n"}`:                           "slug",
+		`{"slug":"a","domain":"x.y","kubeconfigSecretName":"k"}`:                                                             "kubeconfigSecretNamespace",
+		`{"slug":"a","domain":"x.y","kubeconfigSecretName":"k","kubeconfigSecretNamespace":"n","workspace":"Not:A_Cluster"}`: "workspace",
+		`{"slug":"a","domain":"x.y","kubeconfigSecretName":"k","kubeconfigSecretNamespace":"n","ownerUID":"a b"}`:            "ownerUID",
 		`not json`: "JSON",
 	} {
 		req, _ := http.NewRequest(http.MethodPost, s.URL+actors.ScaffoldsPath, strings.NewReader(body))
@@ -242,6 +249,27 @@ func TestScaffolderRefusesAndFails(t *testing.T) {
 	}
 	if s.Posts() != 1 {
 		t.Errorf("posts = %d, want 1 (refused requests create no job)", s.Posts())
+	}
+}
+
+// A client that predates the owner fields still gets its job, which then says nobody's.
+func TestScaffolderTakesARequestWithoutAnOwner(t *testing.T) {
+	s, _ := startScaffolder(t, nil)
+	body := `{"slug":"legacy","domain":"legacy.acme.com","region":"eu-north-1","kubeconfigSecretName":"k","kubeconfigSecretNamespace":"n"}`
+	req, _ := http.NewRequest(http.MethodPost, s.URL+actors.ScaffoldsPath, strings.NewReader(body))
+	req.Header.Set(actors.ScaffolderKeyHeader, scaffolderKey)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var job scaffolder.Job
+	err = json.NewDecoder(resp.Body).Decode(&job)
+	_ = resp.Body.Close()
+	if err != nil || resp.StatusCode != http.StatusAccepted || job.ID == "" || job.Workspace != "" || job.OwnerUID != "" {
+		t.Fatalf("POST without owner: %d %+v %v, want 202 with a job of nobody", resp.StatusCode, job, err)
+	}
+	if job.BelongsTo("1bg4baqdjkcw9lz4", "6f1c2b8e-3d4a-4c5b-9e7f-0a1b2c3d4e5f") {
+		t.Error("a job without owner belongs to an object")
 	}
 }
 

@@ -39,8 +39,11 @@ import (
 
 const (
 	tfRegion      = "eu-north-1"
-	tfStateBucket = api.StateBucketPrefix + "actors-test"
+	tfFingerprint = "d37f1981a6be"
 )
+
+// tfStateBucket is the runs' state bucket: the workspace tfFingerprint's.
+var tfStateBucket = api.StateBucketName(tfFingerprint, "actors-test")
 
 // Paths in the runner's container, as internal/provisioner/jobs mounts them (objects.go).
 const (
@@ -191,6 +194,7 @@ func (e *terraformEnv) start(t *testing.T, r run) {
 				{Name: api.EnvTopology, Value: r.topology},
 				{Name: api.EnvRegion, Value: tfRegion},
 				{Name: api.EnvStateBucket, Value: tfStateBucket},
+				{Name: api.EnvWorkspaceFingerprint, Value: tfFingerprint},
 				{Name: api.EnvModuleDir, Value: moduleMount},
 				{Name: api.EnvModulesDir, Value: imageModulesDir},
 				{Name: api.EnvCredentialsDir, Value: credentialsMount},

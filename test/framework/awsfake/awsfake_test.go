@@ -28,6 +28,15 @@ func config(e *Endpoint, c Credentials, region string) aws.Config {
 	}
 }
 
+// httpCode is the HTTP status of err's response, 0 without one.
+func httpCode(err error) int {
+	var re interface{ HTTPStatusCode() int }
+	if errors.As(err, &re) {
+		return re.HTTPStatusCode()
+	}
+	return 0
+}
+
 // code is err's AWS error code.
 func code(err error) string {
 	var ae smithy.APIError
@@ -149,6 +158,87 @@ func TestS3(t *testing.T) {
 	reqs := e.Requests("s3")
 	if len(reqs) == 0 || reqs[0].Operation != "HeadBucket" || reqs[0].AccessKeyID != user.AccessKeyID || reqs[0].Region != "eu-north-1" || reqs[0].Status != 404 {
 		t.Fatalf("first request %+v", reqs[0])
+	}
+}
+
+// Bucket names are global and a bucket is its creator's: another account's key cannot create,
+// read or write it, unless the owner's policy lets that account in, and then the bucket owner
+// condition still refuses every call that expects another owner.
+func TestS3BucketOwnership(t *testing.T) {
+	e := Start(t)
+	ctx := t.Context()
+	const squatterAccount = "999999999999"
+	owner := s3.NewFromConfig(config(e, e.AddUserInAccount(squatterAccount, "squatter"), "eu-north-1"))
+	victim := s3.NewFromConfig(config(e, e.AddUser("victim"), "eu-north-1"))
+	create := &s3.CreateBucketInput{Bucket: aws.String("taken"), CreateBucketConfiguration: &s3types.CreateBucketConfiguration{LocationConstraint: "eu-north-1"}}
+	if _, err := owner.CreateBucket(ctx, create); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := e.S3.Bucket("taken"); b.Owner != squatterAccount {
+		t.Fatalf("bucket %+v, want owner %s", b, squatterAccount)
+	}
+	var exists *s3types.BucketAlreadyExists
+	if _, err := victim.CreateBucket(ctx, create); !errors.As(err, &exists) {
+		t.Fatalf("CreateBucket of another account's bucket: %v, want BucketAlreadyExists", err)
+	}
+	east := s3.NewFromConfig(config(e, e.AddUser("victim-east"), "us-east-1"))
+	if _, err := s3.NewFromConfig(config(e, e.AddUserInAccount(squatterAccount, "squatter-east"), "us-east-1")).CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String("taken-east")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := east.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String("taken-east")}); !errors.As(err, &exists) {
+		t.Fatalf("CreateBucket of another account's bucket in us-east-1: %v, want BucketAlreadyExists (the legacy 200 is for the owner only)", err)
+	}
+
+	put := func(c *s3.Client, expected *string) error {
+		_, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("taken"), Key: aws.String("state"), Body: strings.NewReader("x"), ExpectedBucketOwner: expected})
+		return err
+	}
+	head := func(c *s3.Client, expected *string) error {
+		_, err := c.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: aws.String("taken"), ExpectedBucketOwner: expected})
+		return err
+	}
+	// Without the owner's policy, another account is refused.
+	if err := put(victim, nil); code(err) != "AccessDenied" {
+		t.Fatalf("PutObject into another account's bucket: %v, want AccessDenied", err)
+	}
+	if err := head(victim, nil); httpCode(err) != 403 {
+		t.Fatalf("HeadBucket of another account's bucket: %v, want 403", err)
+	}
+	// With it, the call goes through, unless it carries the bucket owner condition.
+	if err := e.S3.GrantAccount("taken", AccountID); err != nil {
+		t.Fatal(err)
+	}
+	if err := head(victim, nil); err != nil {
+		t.Fatalf("HeadBucket with the owner's policy: %v", err)
+	}
+	if err := head(victim, aws.String(AccountID)); httpCode(err) != 403 {
+		t.Fatalf("HeadBucket expecting the caller's own account: %v, want 403", err)
+	}
+	if err := put(victim, aws.String(AccountID)); code(err) != "AccessDenied" {
+		t.Fatalf("PutObject expecting the caller's own account: %v, want AccessDenied", err)
+	}
+	if _, err := victim.PutBucketVersioning(ctx, &s3.PutBucketVersioningInput{Bucket: aws.String("taken"), ExpectedBucketOwner: aws.String(AccountID),
+		VersioningConfiguration: &s3types.VersioningConfiguration{Status: s3types.BucketVersioningStatusEnabled}}); code(err) != "AccessDenied" {
+		t.Fatalf("PutBucketVersioning expecting the caller's own account: %v, want AccessDenied", err)
+	}
+	if keys, _ := e.S3.Keys("taken"); len(keys) != 0 {
+		t.Fatalf("objects written despite the owner condition: %v", keys)
+	}
+	// The right expectation is answered; so is the owner's own call.
+	if err := head(victim, aws.String(squatterAccount)); err != nil {
+		t.Fatalf("HeadBucket expecting the real owner: %v", err)
+	}
+	if err := put(owner, aws.String(squatterAccount)); err != nil {
+		t.Fatalf("the owner's PutObject: %v", err)
+	}
+	// A missing bucket is still NotFound under the condition.
+	if _, err := victim.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: aws.String("missing"), ExpectedBucketOwner: aws.String(AccountID)}); code(err) != "NotFound" {
+		t.Fatalf("HeadBucket of a missing bucket: %v", err)
+	}
+	// STS names each caller's own account.
+	id, err := sts.NewFromConfig(config(e, e.AddUserInAccount(squatterAccount, "who"), "eu-north-1")).GetCallerIdentity(ctx, &sts.GetCallerIdentityInput{})
+	if err != nil || aws.ToString(id.Account) != squatterAccount || aws.ToString(id.Arn) != "arn:aws:iam::"+squatterAccount+":user/who" {
+		t.Fatalf("GetCallerIdentity of another account's user: %+v %v", id, err)
 	}
 }
 

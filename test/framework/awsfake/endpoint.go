@@ -13,7 +13,9 @@ import (
 	"time"
 )
 
-// AccountID is the one AWS account the endpoint plays: every user and role belongs to it.
+// AccountID is the AWS account AddUser's users and AddRole's roles belong to. AddUserInAccount
+// adds users of other accounts (S3 keeps their buckets apart; SSM keeps one parameter store for
+// all, as no test here needs two accounts' parameters).
 const AccountID = "123456789012"
 
 // Credentials are an access key the endpoint issued.
@@ -31,6 +33,17 @@ type principal struct {
 	// arn is the principal's ARN: arn:aws:iam::<account>:user/<name>, or
 	// arn:aws:sts::<account>:assumed-role/<role>/<session> for a session.
 	arn, userID string
+}
+
+// account is the principal's AWS account: the fifth field of its ARN
+// (arn:partition:service:region:account-id:resource, "Identify AWS resources with Amazon
+// Resource Names (ARNs)", IAM User Guide).
+func (p *principal) account() string {
+	parts := strings.SplitN(p.arn, ":", 6)
+	if len(parts) < 6 {
+		return ""
+	}
+	return parts[4]
 }
 
 // Request is one request the endpoint answered.
@@ -100,14 +113,19 @@ func (e *Endpoint) Env() map[string]string {
 	return map[string]string{"AWS_ENDPOINT_URL": e.URL}
 }
 
-// AddUser creates IAM user name with an access key (long-term, AKIA...) and returns the key.
-func (e *Endpoint) AddUser(name string) Credentials {
+// AddUser creates IAM user name of account AccountID with an access key (long-term, AKIA...)
+// and returns the key.
+func (e *Endpoint) AddUser(name string) Credentials { return e.AddUserInAccount(AccountID, name) }
+
+// AddUserInAccount creates IAM user name of account (12 digits) with an access key and returns
+// the key.
+func (e *Endpoint) AddUserInAccount(account, name string) Credentials {
 	c := Credentials{AccessKeyID: "AKIA" + randomString(16, upperAlnum), SecretAccessKey: randomString(40, secretChars)}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.principals[c.AccessKeyID] = &principal{
 		creds:  c,
-		arn:    fmt.Sprintf("arn:aws:iam::%s:user/%s", AccountID, name),
+		arn:    fmt.Sprintf("arn:aws:iam::%s:user/%s", account, name),
 		userID: "AIDA" + randomString(17, upperAlnum),
 	}
 	return c

@@ -24,8 +24,17 @@ import (
 //     outside us-east-1 (else 400 IllegalLocationConstraintException) and must be absent in
 //     us-east-1 (else 400 InvalidLocationConstraint); creating a bucket the account already owns
 //     is 409 BucketAlreadyOwnedByYou, except in us-east-1 where S3 answers 200 for legacy
-//     compatibility. Every key of the endpoint belongs to one account, so there is no
-//     BucketAlreadyExists.
+//     compatibility; a bucket name another account owns is 409 BucketAlreadyExists in every
+//     region (bucket names are global: "General purpose bucket naming rules").
+//   - Ownership: a bucket belongs to the account of the key that created it. A request about a
+//     bucket (every operation but CreateBucket and ListBuckets) carrying
+//     x-amz-expected-bucket-owner with another account is refused 403 AccessDenied ("Verifying
+//     bucket ownership with bucket owner condition", bucket-owner-condition.html: "If the
+//     account ID that you provide does not match the actual owner of the bucket, the request
+//     fails with the HTTP status code 403 Forbidden (access denied)"). A caller of another account
+//     is refused 403 AccessDenied too, unless the owner let its account in (GrantAccount, which
+//     plays the owner writing a bucket policy that allows that account every action: cross-
+//     account access needs the resource's policy, "Policy evaluation logic", IAM User Guide).
 //   - HeadBucket (API_HeadBucket.html): 200 with x-amz-bucket-region, or 404 without a body.
 //   - GetBucketLocation (API_GetBucketLocation.html): the region, empty for us-east-1.
 //   - PutBucketEncryption / GetBucketEncryption (API_PutBucketEncryption.html,
@@ -50,6 +59,10 @@ type S3 struct {
 type Bucket struct {
 	// Region is where the bucket was created.
 	Region string
+	// Owner is the account that created it.
+	Owner string
+	// SharedWith are the other accounts the owner's bucket policy lets do anything (GrantAccount).
+	SharedWith []string
 	// Encryption is the default encryption.
 	Encryption Encryption
 	// PublicAccessBlock is the bucket's public access block.
@@ -83,7 +96,25 @@ func (s *S3) Bucket(name string) (Bucket, bool) {
 	if !ok {
 		return Bucket{}, false
 	}
-	return *b, true
+	c := *b
+	c.SharedWith = slices.Clone(b.SharedWith)
+	return c, true
+}
+
+// GrantAccount plays the owner of bucket writing a bucket policy that allows account every
+// action on the bucket and its objects (PutBucketPolicy itself is not implemented), as someone
+// who took a bucket name another account will use might, to receive what it writes.
+func (s *S3) GrantAccount(bucket, account string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b, ok := s.buckets[bucket]
+	if !ok {
+		return fmt.Errorf("no bucket %s", bucket)
+	}
+	if !slices.Contains(b.SharedWith, account) {
+		b.SharedWith = append(b.SharedWith, account)
+	}
+	return nil
 }
 
 // Versioning is bucket's versioning status: Enabled, Suspended or "" (never enabled).
@@ -201,7 +232,7 @@ func (s *S3) authError(w http.ResponseWriter, r *http.Request, err *authError) {
 	}
 }
 
-func (s *S3) serve(w http.ResponseWriter, r *http.Request, body []byte, _ *principal, region string) {
+func (s *S3) serve(w http.ResponseWriter, r *http.Request, body []byte, p *principal, region string) {
 	q := r.URL.Query()
 	for _, sub := range unimplementedSubresources {
 		if _, ok := q[sub]; ok {
@@ -211,9 +242,13 @@ func (s *S3) serve(w http.ResponseWriter, r *http.Request, body []byte, _ *princ
 	}
 	op, _ := s.operation(r, body)
 	bucket, _ := split(r)
+	if op != "CreateBucket" && op != "ListBuckets" && !s.allowed(bucket, p.account(), r.Header.Get("X-Amz-Expected-Bucket-Owner")) {
+		s.fail(w, r, http.StatusForbidden, "AccessDenied", "Access Denied")
+		return
+	}
 	switch op {
 	case "CreateBucket":
-		s.createBucket(w, r, bucket, body, region)
+		s.createBucket(w, r, bucket, body, region, p.account())
 	case "HeadBucket":
 		b, ok := s.Bucket(bucket)
 		if !ok {
@@ -255,8 +290,25 @@ func (s *S3) serve(w http.ResponseWriter, r *http.Request, body []byte, _ *princ
 	}
 }
 
-// createBucket plays CreateBucket (API_CreateBucket.html).
-func (s *S3) createBucket(w http.ResponseWriter, r *http.Request, bucket string, body []byte, region string) {
+// allowed says whether a caller of account may act on bucket, expecting expectedOwner (the
+// x-amz-expected-bucket-owner header, "" when absent): always when the bucket does not exist
+// (the operation answers that), else when the owner matches the expectation and the caller is
+// the owner or was let in (GrantAccount).
+func (s *S3) allowed(bucket, account, expectedOwner string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b, ok := s.buckets[bucket]
+	switch {
+	case !ok:
+		return true
+	case expectedOwner != "" && expectedOwner != b.Owner:
+		return false
+	}
+	return account == b.Owner || slices.Contains(b.SharedWith, account)
+}
+
+// createBucket plays CreateBucket (API_CreateBucket.html) for a caller of account.
+func (s *S3) createBucket(w http.ResponseWriter, r *http.Request, bucket string, body []byte, region, account string) {
 	var conf struct {
 		LocationConstraint string `xml:"LocationConstraint"`
 	}
@@ -284,7 +336,11 @@ func (s *S3) createBucket(w http.ResponseWriter, r *http.Request, bucket string,
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, ok := s.buckets[bucket]; ok {
+	if b, ok := s.buckets[bucket]; ok {
+		if b.Owner != account {
+			s.fail(w, r, http.StatusConflict, "BucketAlreadyExists", "The requested bucket name is not available. The bucket namespace is shared by all users of the system. Please select a different name and try again.")
+			return
+		}
 		if region == "us-east-1" {
 			w.Header().Set("Location", "/"+bucket)
 			w.WriteHeader(http.StatusOK)
@@ -299,6 +355,7 @@ func (s *S3) createBucket(w http.ResponseWriter, r *http.Request, bucket string,
 	}
 	s.buckets[bucket] = &Bucket{
 		Region:            region,
+		Owner:             account,
 		Encryption:        Encryption{SSEAlgorithm: "AES256"},
 		PublicAccessBlock: PublicAccessBlock{true, true, true, true},
 	}

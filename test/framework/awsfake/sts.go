@@ -21,8 +21,9 @@ import (
 // API using HTTP query requests"), XML answers, errors as
 // <ErrorResponse><Error><Type/><Code/><Message/></Error><RequestId/></ErrorResponse>.
 //
-//   - GetCallerIdentity (API_GetCallerIdentity.html): the caller's Account, Arn and UserId (a
-//     user, or arn:aws:sts::<account>:assumed-role/<role>/<session> for a session). Asked with
+//   - GetCallerIdentity (API_GetCallerIdentity.html): the caller's Account (the account of the
+//     user or of the assumed role, as its ARN names it), Arn and UserId (a user, or
+//     arn:aws:sts::<account>:assumed-role/<role>/<session> for a session). Asked with
 //     "Accept: application/json", as the EKS authenticator replays a token's presigned URL
 //     (aws-iam-authenticator pkg/token/token.go, Verify), the same answer comes as JSON:
 //     {"GetCallerIdentityResponse":{"GetCallerIdentityResult":{...},"ResponseMetadata":{...}}}.
@@ -147,7 +148,7 @@ func (s *STS) serve(w http.ResponseWriter, r *http.Request, body []byte, p *prin
 			XMLName              xml.Name `xml:"GetCallerIdentityResult"`
 			Arn, UserId, Account string   //nolint:revive // AWS's element names
 		}
-		res := result{Arn: p.arn, UserId: p.userID, Account: AccountID}
+		res := result{Arn: p.arn, UserId: p.userID, Account: p.account()}
 		if strings.Contains(r.Header.Get("Accept"), "application/json") {
 			b, _ := json.Marshal(map[string]any{"GetCallerIdentityResponse": map[string]any{
 				"GetCallerIdentityResult": map[string]string{"Arn": res.Arn, "UserId": res.UserId, "Account": res.Account},

@@ -143,6 +143,8 @@ type GitOpsOptions struct {
 	Backend *rest.Config
 	// FailSlugs: the jobs of these slugs fail with the error text.
 	FailSlugs map[string]string
+	// HoldSlugs: the jobs of these slugs run until the scaffolder stops.
+	HoldSlugs map[string]bool
 	// GitAddr and ScaffolderAddr are where they listen; empty: 127.0.0.1 on a free port.
 	GitAddr, ScaffolderAddr string
 }
@@ -165,7 +167,7 @@ func StartGitOps(o GitOpsOptions) (g *GitOps, stop func(), err error) {
 		return nil, nil, err
 	}
 	withCreds := strings.Replace(g.RepoURL, "://", "://"+GitUsername+":"+GitPassword+"@", 1)
-	g.Scaffolder = &actors.Scaffolder{APIKey: o.APIKey, RepoURL: withCreds, Backend: o.Backend, FailSlugs: o.FailSlugs, Addr: o.ScaffolderAddr}
+	g.Scaffolder = &actors.Scaffolder{APIKey: o.APIKey, RepoURL: withCreds, Backend: o.Backend, FailSlugs: o.FailSlugs, HoldSlugs: o.HoldSlugs, Addr: o.ScaffolderAddr}
 	if err := g.Scaffolder.Start(); err != nil {
 		_ = g.Git.Close()
 		return nil, nil, err

@@ -8,7 +8,8 @@
 // uses the AWS provider, which cannot be downloaded here, so the provisioner is given
 // OfflineModule instead of internal/terraform/render: terraform_data resources with the real
 // module's S3 backend (state bucket per environment, S3-native locking) and the real outputs'
-// names. The real modules and renderer are checked by internal/terraform/render's tests.
+// names, and the real cloud-side names (api.NamesOf: state bucket and key, SSM path, EKS cluster
+// name). The real modules and renderer are checked by internal/terraform/render's tests.
 package provisionenv
 
 import (
@@ -257,6 +258,7 @@ func renderOffline(req api.CreateRequest, clusterCA []byte, eks *eksClusters) (m
 	if err := req.Validate(); err != nil {
 		return nil, err
 	}
+	names := api.NamesOf(&req)
 	main := fmt.Sprintf(`terraform {
   backend "s3" {
     bucket       = %q
@@ -289,7 +291,7 @@ resource "terraform_data" "cluster" {
     prevent_destroy = %t
   }
 }
-`, api.StateBucketPrefix+req.TerraformEnvironment, req.ClusterID+"/terraform.tfstate", req.Region,
+`, names.StateBucket, names.StateKey, req.Region,
 		!strings.HasPrefix(req.ClusterID, QuotaPrefix), req.ClusterID, QuotaError, strings.HasPrefix(req.ClusterID, ProtectedPrefix))
 	var outputs string
 	if req.Topology == api.TopologyEKS {
@@ -308,18 +310,19 @@ output "cluster_endpoint" {
 output "cluster_ca_certificate" {
   value = %q
 }
-`, req.ClusterID, endpoint, base64.StdEncoding.EncodeToString(ca))
+`, names.ClusterName, endpoint, base64.StdEncoding.EncodeToString(ca))
 	} else {
 		outputs = fmt.Sprintf(`output "`+render.OutputAdminKubeconfigParameter+`" {
   value = %q
 }
-`, AdminKubeconfigParameter(req.ClusterID))
+`, AdminKubeconfigParameter(req.WorkspaceFingerprint, req.ClusterID))
 	}
 	return map[string]string{"main.tf": main, "outputs.tf": outputs}, nil
 }
 
 // AdminKubeconfigParameter is the SSM parameter a vanilla cluster's node 0 publishes its
-// admin.conf to (the real module's name, internal/terraform/render.SSMParameterPrefix).
-func AdminKubeconfigParameter(clusterID string) string {
-	return render.SSMParameterPrefix(clusterID) + "/" + render.ParameterAdminKubeconfig
+// admin.conf to, for the cluster clusterID of the workspace with fingerprint fp (the real
+// module's name: api.SSMPrefix and render.ParameterAdminKubeconfig).
+func AdminKubeconfigParameter(fp, clusterID string) string {
+	return api.SSMPrefix(fp, clusterID) + "/" + render.ParameterAdminKubeconfig
 }

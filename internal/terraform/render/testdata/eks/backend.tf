@@ -2,8 +2,8 @@
 
 terraform {
   backend "s3" {
-    bucket       = "kubeopera-terraform-state-production"
-    key          = "eks-cluster/terraform.tfstate"
+    bucket       = "kubeopera-terraform-state-production-d37f1981a6be"
+    key          = "d37f1981a6be/eks-cluster/terraform.tfstate"
     region       = "us-east-1"
     use_lockfile = true
     encrypt      = true

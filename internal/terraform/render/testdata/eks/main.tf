@@ -5,7 +5,8 @@ provider "aws" {
 
   default_tags {
     tags = {
-      "kubeopera.io/cluster-id" = "eks-cluster"
+      "kubeopera.io/cluster-id"            = "eks-cluster"
+      "kubeopera.io/workspace-fingerprint" = "d37f1981a6be"
     }
   }
 }
@@ -13,22 +14,25 @@ provider "aws" {
 module "vpc" {
   source = "./modules/vpc"
 
-  name         = "eks-cluster"
-  cluster_name = "eks-cluster"
+  name         = "eks-cluster-d37f1981a6be"
+  cluster_name = "eks-cluster-d37f1981a6be"
   tags = {
-    "kubeopera.io/cluster-id" = "eks-cluster"
+    "kubeopera.io/cluster-id"            = "eks-cluster"
+    "kubeopera.io/workspace-fingerprint" = "d37f1981a6be"
   }
 }
 
 module "eks" {
   source = "./modules/eks"
 
-  cluster_name       = "eks-cluster"
+  cluster_name       = "eks-cluster-d37f1981a6be"
+  iam_name_prefix    = "eks-cluster-d37f1981a6be"
   kubernetes_version = "1.31.4"
   subnet_ids         = module.vpc.private_subnet_ids
   instance_type      = "t3.medium"
   node_count         = 2
   tags = {
-    "kubeopera.io/cluster-id" = "eks-cluster"
+    "kubeopera.io/cluster-id"            = "eks-cluster"
+    "kubeopera.io/workspace-fingerprint" = "d37f1981a6be"
   }
 }

@@ -5,7 +5,8 @@ provider "aws" {
 
   default_tags {
     tags = {
-      "kubeopera.io/cluster-id" = "demo-cluster-1"
+      "kubeopera.io/cluster-id"            = "demo-cluster-1"
+      "kubeopera.io/workspace-fingerprint" = "d37f1981a6be"
     }
   }
 }
@@ -13,33 +14,36 @@ provider "aws" {
 module "vpc" {
   source = "./modules/vpc"
 
-  name         = "demo-cluster-1"
-  cluster_name = "demo-cluster-1"
+  name         = "demo-cluster-1-d37f1981a6be"
+  cluster_name = "demo-cluster-1-d37f1981a6be"
   tags = {
-    "kubeopera.io/cluster-id" = "demo-cluster-1"
+    "kubeopera.io/cluster-id"            = "demo-cluster-1"
+    "kubeopera.io/workspace-fingerprint" = "d37f1981a6be"
   }
 }
 
 module "security" {
   source = "./modules/security"
 
-  name             = "demo-cluster-1"
-  cluster_name     = "demo-cluster-1"
+  name             = "demo-cluster-1-d37f1981a6be"
+  cluster_name     = "demo-cluster-1-d37f1981a6be"
   vpc_id           = module.vpc.vpc_id
   nat_public_cidrs = module.vpc.nat_public_cidrs
   tags = {
-    "kubeopera.io/cluster-id" = "demo-cluster-1"
+    "kubeopera.io/cluster-id"            = "demo-cluster-1"
+    "kubeopera.io/workspace-fingerprint" = "d37f1981a6be"
   }
 }
 
 resource "aws_ssm_parameter" "join_token" {
-  name        = "/kubeopera/demo-cluster-1/join_token"
+  name        = "/kubeopera/d37f1981a6be/demo-cluster-1/join_token"
   description = "kubeadm bootstrap token nodes join with; written by control-plane node 0."
   type        = "SecureString"
   tier        = "Standard"
   value       = "PENDING"
   tags = {
-    "kubeopera.io/cluster-id" = "demo-cluster-1"
+    "kubeopera.io/cluster-id"            = "demo-cluster-1"
+    "kubeopera.io/workspace-fingerprint" = "d37f1981a6be"
   }
 
   lifecycle {
@@ -48,13 +52,14 @@ resource "aws_ssm_parameter" "join_token" {
 }
 
 resource "aws_ssm_parameter" "ca_cert_hash" {
-  name        = "/kubeopera/demo-cluster-1/ca_cert_hash"
+  name        = "/kubeopera/d37f1981a6be/demo-cluster-1/ca_cert_hash"
   description = "sha256 hash of the cluster CA's public key (kubeadm --discovery-token-ca-cert-hash); written by control-plane node 0."
   type        = "String"
   tier        = "Standard"
   value       = "PENDING"
   tags = {
-    "kubeopera.io/cluster-id" = "demo-cluster-1"
+    "kubeopera.io/cluster-id"            = "demo-cluster-1"
+    "kubeopera.io/workspace-fingerprint" = "d37f1981a6be"
   }
 
   lifecycle {
@@ -63,13 +68,14 @@ resource "aws_ssm_parameter" "ca_cert_hash" {
 }
 
 resource "aws_ssm_parameter" "k8s_certificate_key" {
-  name        = "/kubeopera/demo-cluster-1/k8s_certificate_key"
+  name        = "/kubeopera/d37f1981a6be/demo-cluster-1/k8s_certificate_key"
   description = "kubeadm --certificate-key decrypting the uploaded control-plane certificates; written by control-plane node 0."
   type        = "SecureString"
   tier        = "Standard"
   value       = "PENDING"
   tags = {
-    "kubeopera.io/cluster-id" = "demo-cluster-1"
+    "kubeopera.io/cluster-id"            = "demo-cluster-1"
+    "kubeopera.io/workspace-fingerprint" = "d37f1981a6be"
   }
 
   lifecycle {
@@ -78,13 +84,14 @@ resource "aws_ssm_parameter" "k8s_certificate_key" {
 }
 
 resource "aws_ssm_parameter" "admin_kubeconfig" {
-  name        = "/kubeopera/demo-cluster-1/admin_kubeconfig"
+  name        = "/kubeopera/d37f1981a6be/demo-cluster-1/admin_kubeconfig"
   description = "Admin kubeconfig, base64-encoded; written by control-plane node 0 once the cluster is up."
   type        = "SecureString"
   tier        = "Advanced"
   value       = "PENDING"
   tags = {
-    "kubeopera.io/cluster-id" = "demo-cluster-1"
+    "kubeopera.io/cluster-id"            = "demo-cluster-1"
+    "kubeopera.io/workspace-fingerprint" = "d37f1981a6be"
   }
 
   lifecycle {
@@ -95,8 +102,9 @@ resource "aws_ssm_parameter" "admin_kubeconfig" {
 module "compute" {
   source = "./modules/compute"
 
-  name                                = "demo-cluster-1"
-  cluster_name                        = "demo-cluster-1"
+  name                                = "demo-cluster-1-d37f1981a6be"
+  cluster_name                        = "demo-cluster-1-d37f1981a6be"
+  iam_name_prefix                     = "demo-cluste-d37f1981a6be"
   region                              = "eu-north-1"
   private_subnet_ids                  = module.vpc.private_subnet_ids
   public_subnet_ids                   = module.vpc.public_subnet_ids
@@ -108,9 +116,10 @@ module "compute" {
   worker_count                        = 2
   enable_self_bootstrap_control_plane = true
   control_plane_public_endpoint       = true
-  ssm_parameter_prefix                = "/kubeopera/demo-cluster-1"
+  ssm_parameter_prefix                = "/kubeopera/d37f1981a6be/demo-cluster-1"
   tags = {
-    "kubeopera.io/cluster-id" = "demo-cluster-1"
+    "kubeopera.io/cluster-id"            = "demo-cluster-1"
+    "kubeopera.io/workspace-fingerprint" = "d37f1981a6be"
   }
 
   depends_on = [aws_ssm_parameter.join_token, aws_ssm_parameter.ca_cert_hash, aws_ssm_parameter.k8s_certificate_key, aws_ssm_parameter.admin_kubeconfig]

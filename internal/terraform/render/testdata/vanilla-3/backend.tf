@@ -2,8 +2,8 @@
 
 terraform {
   backend "s3" {
-    bucket       = "kubeopera-terraform-state-development"
-    key          = "ha-cluster/terraform.tfstate"
+    bucket       = "kubeopera-terraform-state-development-d37f1981a6be"
+    key          = "d37f1981a6be/ha-cluster/terraform.tfstate"
     region       = "eu-north-1"
     use_lockfile = true
     encrypt      = true

@@ -5,7 +5,8 @@ provider "aws" {
 
   default_tags {
     tags = {
-      "kubeopera.io/cluster-id" = "ha-cluster"
+      "kubeopera.io/cluster-id"            = "ha-cluster"
+      "kubeopera.io/workspace-fingerprint" = "d37f1981a6be"
     }
   }
 }
@@ -13,33 +14,36 @@ provider "aws" {
 module "vpc" {
   source = "./modules/vpc"
 
-  name         = "ha-cluster"
-  cluster_name = "ha-cluster"
+  name         = "ha-cluster-d37f1981a6be"
+  cluster_name = "ha-cluster-d37f1981a6be"
   tags = {
-    "kubeopera.io/cluster-id" = "ha-cluster"
+    "kubeopera.io/cluster-id"            = "ha-cluster"
+    "kubeopera.io/workspace-fingerprint" = "d37f1981a6be"
   }
 }
 
 module "security" {
   source = "./modules/security"
 
-  name             = "ha-cluster"
-  cluster_name     = "ha-cluster"
+  name             = "ha-cluster-d37f1981a6be"
+  cluster_name     = "ha-cluster-d37f1981a6be"
   vpc_id           = module.vpc.vpc_id
   nat_public_cidrs = module.vpc.nat_public_cidrs
   tags = {
-    "kubeopera.io/cluster-id" = "ha-cluster"
+    "kubeopera.io/cluster-id"            = "ha-cluster"
+    "kubeopera.io/workspace-fingerprint" = "d37f1981a6be"
   }
 }
 
 resource "aws_ssm_parameter" "join_token" {
-  name        = "/kubeopera/ha-cluster/join_token"
+  name        = "/kubeopera/d37f1981a6be/ha-cluster/join_token"
   description = "kubeadm bootstrap token nodes join with; written by control-plane node 0."
   type        = "SecureString"
   tier        = "Standard"
   value       = "PENDING"
   tags = {
-    "kubeopera.io/cluster-id" = "ha-cluster"
+    "kubeopera.io/cluster-id"            = "ha-cluster"
+    "kubeopera.io/workspace-fingerprint" = "d37f1981a6be"
   }
 
   lifecycle {
@@ -48,13 +52,14 @@ resource "aws_ssm_parameter" "join_token" {
 }
 
 resource "aws_ssm_parameter" "ca_cert_hash" {
-  name        = "/kubeopera/ha-cluster/ca_cert_hash"
+  name        = "/kubeopera/d37f1981a6be/ha-cluster/ca_cert_hash"
   description = "sha256 hash of the cluster CA's public key (kubeadm --discovery-token-ca-cert-hash); written by control-plane node 0."
   type        = "String"
   tier        = "Standard"
   value       = "PENDING"
   tags = {
-    "kubeopera.io/cluster-id" = "ha-cluster"
+    "kubeopera.io/cluster-id"            = "ha-cluster"
+    "kubeopera.io/workspace-fingerprint" = "d37f1981a6be"
   }
 
   lifecycle {
@@ -63,13 +68,14 @@ resource "aws_ssm_parameter" "ca_cert_hash" {
 }
 
 resource "aws_ssm_parameter" "k8s_certificate_key" {
-  name        = "/kubeopera/ha-cluster/k8s_certificate_key"
+  name        = "/kubeopera/d37f1981a6be/ha-cluster/k8s_certificate_key"
   description = "kubeadm --certificate-key decrypting the uploaded control-plane certificates; written by control-plane node 0."
   type        = "SecureString"
   tier        = "Standard"
   value       = "PENDING"
   tags = {
-    "kubeopera.io/cluster-id" = "ha-cluster"
+    "kubeopera.io/cluster-id"            = "ha-cluster"
+    "kubeopera.io/workspace-fingerprint" = "d37f1981a6be"
   }
 
   lifecycle {
@@ -78,13 +84,14 @@ resource "aws_ssm_parameter" "k8s_certificate_key" {
 }
 
 resource "aws_ssm_parameter" "admin_kubeconfig" {
-  name        = "/kubeopera/ha-cluster/admin_kubeconfig"
+  name        = "/kubeopera/d37f1981a6be/ha-cluster/admin_kubeconfig"
   description = "Admin kubeconfig, base64-encoded; written by control-plane node 0 once the cluster is up."
   type        = "SecureString"
   tier        = "Advanced"
   value       = "PENDING"
   tags = {
-    "kubeopera.io/cluster-id" = "ha-cluster"
+    "kubeopera.io/cluster-id"            = "ha-cluster"
+    "kubeopera.io/workspace-fingerprint" = "d37f1981a6be"
   }
 
   lifecycle {
@@ -93,26 +100,28 @@ resource "aws_ssm_parameter" "admin_kubeconfig" {
 }
 
 resource "aws_lb" "k8s_api" {
-  name                             = "ko-ha-cluster-cee173fd-api"
+  name                             = "ko-ha-cluster-78203d59af-api"
   internal                         = false
   load_balancer_type               = "network"
   subnets                          = module.vpc.public_subnet_ids
   security_groups                  = [module.security.api_security_group_id]
   enable_cross_zone_load_balancing = true
   tags = {
-    "kubeopera.io/cluster-id" = "ha-cluster"
+    "kubeopera.io/cluster-id"            = "ha-cluster"
+    "kubeopera.io/workspace-fingerprint" = "d37f1981a6be"
   }
 }
 
 resource "aws_lb_target_group" "k8s_api" {
-  name               = "ko-ha-cluster-cee173fd-api"
+  name               = "ko-ha-cluster-78203d59af-api"
   port               = 6443
   protocol           = "TCP"
   target_type        = "instance"
   vpc_id             = module.vpc.vpc_id
   preserve_client_ip = "false"
   tags = {
-    "kubeopera.io/cluster-id" = "ha-cluster"
+    "kubeopera.io/cluster-id"            = "ha-cluster"
+    "kubeopera.io/workspace-fingerprint" = "d37f1981a6be"
   }
 
   health_check {
@@ -130,7 +139,8 @@ resource "aws_lb_listener" "k8s_api" {
   port              = 6443
   protocol          = "TCP"
   tags = {
-    "kubeopera.io/cluster-id" = "ha-cluster"
+    "kubeopera.io/cluster-id"            = "ha-cluster"
+    "kubeopera.io/workspace-fingerprint" = "d37f1981a6be"
   }
 
   default_action {
@@ -142,8 +152,9 @@ resource "aws_lb_listener" "k8s_api" {
 module "compute" {
   source = "./modules/compute"
 
-  name                                = "ha-cluster"
-  cluster_name                        = "ha-cluster"
+  name                                = "ha-cluster-d37f1981a6be"
+  cluster_name                        = "ha-cluster-d37f1981a6be"
+  iam_name_prefix                     = "ha-cluster-d37f1981a6be"
   region                              = "eu-north-1"
   private_subnet_ids                  = module.vpc.private_subnet_ids
   public_subnet_ids                   = module.vpc.public_subnet_ids
@@ -155,9 +166,10 @@ module "compute" {
   worker_count                        = 3
   enable_self_bootstrap_control_plane = true
   control_plane_endpoint_override     = aws_lb.k8s_api.dns_name
-  ssm_parameter_prefix                = "/kubeopera/ha-cluster"
+  ssm_parameter_prefix                = "/kubeopera/d37f1981a6be/ha-cluster"
   tags = {
-    "kubeopera.io/cluster-id" = "ha-cluster"
+    "kubeopera.io/cluster-id"            = "ha-cluster"
+    "kubeopera.io/workspace-fingerprint" = "d37f1981a6be"
   }
 
   depends_on = [aws_ssm_parameter.join_token, aws_ssm_parameter.ca_cert_hash, aws_ssm_parameter.k8s_certificate_key, aws_ssm_parameter.admin_kubeconfig]
