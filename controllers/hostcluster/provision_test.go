@@ -456,7 +456,7 @@ func TestProvisioning(t *testing.T) {
 			t.Fatal(err)
 		}
 		eks, err := kubeconfig.ParseEKS(delivered.Data["kubeconfig"])
-		if err != nil || eks.RoleARN != eksAdminRole || eks.ExternalID != externalID || eks.ClusterName != eksClusterName {
+		if err != nil || eks.RoleARN != eksAdminRole || eks.ExternalID != externalID || eks.ClusterName != api.ClusterName(fp(s.h.LC["acme"]), eksClusterName) {
 			t.Errorf("delivered EKS kubeconfig: %+v %v, want the role and the workspace's external ID", eks, err)
 		}
 	})
