@@ -569,7 +569,10 @@ func (r *Reconciler) installKubeOpera(ctx context.Context, s *scope) error {
 	if err := flux.EnsureSync(ctx, s.target.client, sync); err != nil {
 		var conflict *flux.ConflictError
 		if errors.As(err, &conflict) {
-			return reconcile.Stalled(kov1alpha1.SyncConflictReason, conflict.Error())
+			// Never whose the sync is: another workspace's fingerprint and cluster ID are not this
+			// tenant's business (the log has them).
+			ctrl.LoggerFrom(ctx).Info("Flux on the target already syncs for another owner", "conflict", conflict.Error())
+			return reconcile.Stalled(kov1alpha1.SyncConflictReason, conflict.PublicMessage())
 		}
 		return fmt.Errorf("failed to point Flux at the tree: %w", err)
 	}

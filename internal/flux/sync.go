@@ -144,6 +144,13 @@ func (e *ConflictError) Error() string {
 		e.Kind, Namespace, e.Name, e.URL, e.Path, owner, e.WantURL, e.WantPath)
 }
 
+// PublicMessage is Error without the other owner's labels (another workspace's fingerprint and
+// cluster ID, when another HostCluster wrote the sync): what the caller may show its tenant.
+func (e *ConflictError) PublicMessage() string {
+	return fmt.Sprintf("%s %s/%s already syncs %s path %s for another owner; not overwriting it with %s path %s",
+		e.Kind, Namespace, e.Name, e.URL, e.Path, e.WantURL, e.WantPath)
+}
+
 // EnsureSync points Flux on the target at s: GitRepository and Kustomization SyncName in
 // Namespace, shaped as `flux bootstrap` writes them (fluxcd/flux2 pkg/manifestgen/sync/sync.go,
 // Generate: the GitRepository with url, ref.branch, secretRef and interval; the Kustomization

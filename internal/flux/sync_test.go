@@ -125,6 +125,12 @@ func TestSync(t *testing.T) {
 		if sync.Owner != nil && (conflict.Owner["kubeopera.io/host-cluster-id"] != "b" || !strings.Contains(err.Error(), "kubeopera.io/host-cluster-id=b")) {
 			t.Errorf("%s: conflict owner %v: %v", name, conflict.Owner, err)
 		}
+		// What a HostCluster's tenant reads: the sync on their cluster, never whose it is (another
+		// workspace's cluster ID and fingerprint).
+		public := conflict.PublicMessage()
+		if !strings.Contains(public, syncA.URL) || !strings.Contains(public, "clusters/a2") || strings.Contains(public, "host-cluster-id") || strings.Contains(public, "=b") {
+			t.Errorf("%s: public message %q", name, public)
+		}
 		t.Logf("%s: %v", name, err)
 	}
 	read()
