@@ -47,11 +47,16 @@ func (r *Reconciler) eksConfig(ctx context.Context, s *scope, raw []byte) (*rest
 		return nil, err
 	}
 	cfg := rest.CopyConfig(eks.Config)
-	cfg.WrapTransport, err = r.eksTokens.wrap(s.opKey("eks"), eksTokenInputs{
+	in := eksTokenInputs{
 		cluster: eks.ClusterName, region: eks.Region, endpoint: r.AWSEndpointURL,
 		creds:   aws.Credentials{AccessKeyID: cred.accessKey, SecretAccessKey: cred.secretKey, SessionToken: cred.sessionToken},
 		roleARN: cred.roleARN, externalID: externalID,
-	})
+	}
+	if cred.accessKey == "" {
+		// credentialCopy let it through: a role and the platform's identity to assume it with.
+		in.platform = r.PlatformAWS
+	}
+	cfg.WrapTransport, err = r.eksTokens.wrap(s.opKey("eks"), in)
 	if err != nil {
 		return nil, reconcile.Stalledf(kov1alpha1.InvalidKubeconfigReason, "the provisioned cluster's kubeconfig: %v", err)
 	}
@@ -79,17 +84,24 @@ func (r *Reconciler) credentialCopy(ctx context.Context, s *scope) (storedCreden
 	}
 	get := func(k string) string { return strings.TrimSpace(string(sec.Data[k])) }
 	c := storedCredential{accessKey: get(api.CredentialAccessKey), secretKey: get(api.CredentialSecretKey), sessionToken: get(api.CredentialSessionToken), roleARN: get(api.CredentialRoleARN)}
-	if c.accessKey == "" || c.secretKey == "" {
+	switch {
+	case c.accessKey != "" && c.secretKey != "":
+	case c.roleARN != "" && r.PlatformAWS != nil:
+		// Role only: the platform's identity assumes it, with the workspace's external ID.
+	default:
 		return storedCredential{}, reconcile.Stalledf(kov1alpha1.InvalidCredentialReason,
-			"the cloud credential has no %s and %s: the platform signs the EKS cluster's tokens with that access key, never with its own identity", api.CredentialAccessKey, api.CredentialSecretKey)
+			"the cloud credential has no %s and %s: the platform signs the EKS cluster's tokens with that access key, or with the session of %s, never with its own identity", api.CredentialAccessKey, api.CredentialSecretKey, api.CredentialRoleARN)
 	}
 	return c, nil
 }
 
-// eksTokenInputs is everything a HostCluster's EKS tokens are minted from.
+// eksTokenInputs is everything a HostCluster's EKS tokens are minted from: the tenant's access
+// key (creds), or, for a role-only credential, the platform's identity (platform), which only
+// ever signs the sts:AssumeRole of roleARN.
 type eksTokenInputs struct {
 	cluster, region, endpoint string
 	creds                     aws.Credentials
+	platform                  aws.CredentialsProvider
 	roleARN, externalID       string
 }
 
@@ -112,13 +124,20 @@ func (t *eksTokens) wrap(key string, in eksTokenInputs) (func(http.RoundTripper)
 	// The inputs' digest, not the inputs: the entry holds no copy of the secret key beyond the
 	// wrapper's own.
 	sum := sha256.Sum256([]byte(strings.Join([]string{in.cluster, in.region, in.endpoint, in.creds.AccessKeyID,
-		in.creds.SecretAccessKey, in.creds.SessionToken, in.roleARN, in.externalID}, "\x00")))
+		in.creds.SecretAccessKey, in.creds.SessionToken, in.roleARN, in.externalID, fmt.Sprint(in.platform != nil)}, "\x00")))
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if e, ok := t.entries[key]; ok && e.sum == sum {
 		return e.wrap, nil
 	}
 	cfg := ekstoken.StaticConfig(in.region, in.endpoint, in.creds)
+	if in.platform != nil {
+		if in.roleARN == "" {
+			// The platform's identity never signs a tenant's cluster token itself.
+			return nil, fmt.Errorf("the platform's AWS identity is used only to assume a role, and the credential names none")
+		}
+		cfg.Credentials = aws.NewCredentialsCache(in.platform)
+	}
 	if in.roleARN != "" {
 		var err error
 		if cfg, err = ekstoken.AssumeRole(cfg, ekstoken.Role{ARN: in.roleARN, ExternalID: in.externalID, SessionName: eksSessionName}); err != nil {

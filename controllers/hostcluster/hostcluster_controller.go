@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -110,6 +111,12 @@ type Reconciler struct {
 	// for (sts:AssumeRole and the presigned sts:GetCallerIdentity an EKS API server replays);
 	// empty: STS's regional endpoint of the cluster's region. Tests point it at their local AWS.
 	AWSEndpointURL string
+	// PlatformAWS is the platform's own AWS identity, used for one thing only: to assume the role
+	// of a tenant's credential that has a role_arn and no access key (sts:AssumeRole with the
+	// workspace's external ID, so the role's trust policy must name both), for a provisioned EKS
+	// cluster's tokens. The tokens are always signed by the assumed role's session, never by this
+	// identity. nil: such a credential is refused for provision_eks (an access key is needed).
+	PlatformAWS aws.CredentialsProvider
 	// Guard checks every address the controller dials on a tenant's behalf: the API server of a
 	// target, named by its kubeconfig (connected, or provisioned in the tenant's cloud), for
 	// every read and write there (access, inventory, Flux's install and sync, the admin

@@ -304,7 +304,7 @@ func (r *Reconciler) copyCredential(ctx context.Context, s *scope) (granted bool
 	if err != nil {
 		return false, err
 	}
-	if err := checkCredential(src.Data, isEKS(hc)); err != nil {
+	if err := checkCredential(src.Data, isEKS(hc) && r.PlatformAWS == nil); err != nil {
 		return false, reconcile.Stalledf(kov1alpha1.InvalidCredentialReason, "Secret %s/%s: %v", hc.Namespace, src.Name, err)
 	}
 	externalID, err := r.workspaceExternalID(ctx, s)
@@ -333,10 +333,11 @@ func (r *Reconciler) copyCredential(ctx context.Context, s *scope) (granted bool
 }
 
 // checkCredential says what is wrong with a credential's keys, never their values. Key
-// external_id is not looked at: the platform sends its own (copyCredential). An EKS cluster
-// needs an access key: the manager mints the cluster's tokens with it (assuming role_arn with it
-// when set); it lends its own AWS identity to no tenant.
-func checkCredential(d map[string][]byte, eks bool) error {
+// external_id is not looked at: the platform sends its own (copyCredential). needAccessKey is
+// set for an EKS cluster when the manager has no platform identity to assume a role with
+// (Reconciler.PlatformAWS): it mints the cluster's tokens with the access key then (assuming
+// role_arn with it when set).
+func checkCredential(d map[string][]byte, needAccessKey bool) error {
 	has := func(k string) bool { return len(strings.TrimSpace(string(d[k]))) > 0 }
 	switch {
 	case has(api.CredentialAccessKey) != has(api.CredentialSecretKey):
@@ -346,8 +347,8 @@ func checkCredential(d map[string][]byte, eks bool) error {
 			api.CredentialAccessKey, api.CredentialSecretKey, api.CredentialRoleARN)
 	case has(api.CredentialRoleARN) && !strings.HasPrefix(strings.TrimSpace(string(d[api.CredentialRoleARN])), "arn:aws"):
 		return fmt.Errorf("key %s is not an IAM role ARN (arn:aws...:iam::<account>:role/<name>)", api.CredentialRoleARN)
-	case eks && !has(api.CredentialAccessKey):
-		return fmt.Errorf("topology eks needs keys %s and %s: the platform signs the cluster's tokens with that access key (and assumes %s with it when set)",
+	case needAccessKey && !has(api.CredentialAccessKey):
+		return fmt.Errorf("topology eks needs keys %s and %s here: the platform signs the cluster's tokens with that access key (and assumes %s with it when set); it has no identity of its own to assume a role with",
 			api.CredentialAccessKey, api.CredentialSecretKey, api.CredentialRoleARN)
 	}
 	return nil

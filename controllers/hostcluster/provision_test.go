@@ -3,6 +3,7 @@ package hostcluster_test
 import (
 	"errors"
 	"fmt"
+	"github.com/aws/aws-sdk-go-v2/credentials"
 	"io"
 	"io/fs"
 	"net/http"
@@ -68,7 +69,16 @@ type provisionSuite struct {
 	// name eksClusterName).
 	eks     *framework.Cluster
 	eksAuth *actors.EKSAuthenticator
+	// roleOnlyAuth is the authenticator of the EKS cluster eksRoleOnlyName.
+	roleOnlyAuth *actors.EKSAuthenticator
 }
+
+// eksRoleOnlyName is the EKS cluster of a tenant whose credential is a role only, and
+// eksRoleOnlyRole that role, which its cluster maps to system:masters.
+const (
+	eksRoleOnlyName = "eks-2"
+	eksRoleOnlyRole = "arn:aws:iam::" + awsfake.AccountID + ":role/eks-role-only"
+)
 
 // eksClusterName is the EKS cluster whose tokens the EKS stand-in's authenticator accepts.
 const eksClusterName = "eks-1"
@@ -129,15 +139,24 @@ func setupProvisioning(t *testing.T, maxRunsPerHour int, workspaceNames ...strin
 	for _, id := range []string{eksClusterName, provisionenv.ProtectedPrefix + "1"} {
 		pe.ServeEKS(id, eks.Config.Host, eks.Config.CAData)
 	}
-	// The manager mints EKS tokens in process against the suite's AWS (--aws-endpoint-url).
+	// A second EKS cluster, for a tenant who gives a role only: its own authenticator, which maps
+	// that role.
+	roleOnlyAuth := &actors.EKSAuthenticator{ClusterID: api.ClusterName(workspaces.Fingerprint(h.LC["acme"]), eksRoleOnlyName), Endpoint: pe.AWS.URL,
+		Users: map[string]actors.EKSUser{eksRoleOnlyRole: {Username: "kubeopera-admin", Groups: []string{"system:masters"}}}}
+	roleOnlyAuth.Start(t)
+	roleOnly := framework.StartCluster(t, framework.ClusterOptions{APIServerArgs: roleOnlyAuth.APIServerArgs()})
+	pe.ServeEKS(eksRoleOnlyName, roleOnly.Config.Host, roleOnly.Config.CAData)
+	// The manager mints EKS tokens in process against the suite's AWS (--aws-endpoint-url); its
+	// own AWS identity (--aws-platform-identity) is the platform's, the one the runs' Pods have.
 	if err := (&hostcluster.Reconciler{Workspaces: h.Fleet, Backend: h.BackendStore(), Flux: installer, Provisioner: pc,
 		PollInterval: 300 * time.Millisecond, AccessGiveUp: 20 * time.Second, Guard: h.Guard, AWSEndpointURL: pe.AWS.URL,
+		PlatformAWS:    credentials.NewStaticCredentialsProvider(pe.Platform.AccessKeyID, pe.Platform.SecretAccessKey, ""),
 		MaxRunsPerHour: maxRunsPerHour}).SetupWithManager(h.Manager); err != nil {
 		t.Fatal(err)
 	}
 	h.Run(t)
 	return &provisionSuite{h: h, pe: pe, aws: pe.AWS, runner: pe.Runner, admin: kubernetes.NewForConfigOrDie(h.BackendAdmin), adminConf: adminConf, target: target.Config,
-		user: pe.AWS.AddUser("kubeopera-provisioner"), url: pe.URL, eks: eks, eksAuth: eksAuth}
+		user: pe.AWS.AddUser("kubeopera-provisioner"), url: pe.URL, eks: eks, eksAuth: eksAuth, roleOnlyAuth: roleOnlyAuth}
 }
 
 // credential writes the tenant's cloud credential Secret.
@@ -458,6 +477,45 @@ func TestProvisioning(t *testing.T) {
 		eks, err := kubeconfig.ParseEKS(delivered.Data["kubeconfig"])
 		if err != nil || eks.RoleARN != eksAdminRole || eks.ExternalID != externalID || eks.ClusterName != api.ClusterName(fp(s.h.LC["acme"]), eksClusterName) {
 			t.Errorf("delivered EKS kubeconfig: %+v %v, want the role and the workspace's external ID", eks, err)
+		}
+	})
+
+	t.Run("eks, role only: the platform's identity assumes the tenant's role with the workspace's external ID; the role's session signs the tokens", func(t *testing.T) {
+		platformARN := "arn:aws:iam::" + awsfake.AccountID + ":user/kubeopera-platform"
+		s.hostCluster(t, eksRoleOnlyName, kov1alpha1.HostClusterModeProvisionEKS, kov1alpha1.TopologyEKS, "aws-role-only")
+		externalID := s.externalIDOf(t, "acme", eksRoleOnlyName)
+		// The README's trust policy: the platform's identity, with the workspace's external ID.
+		if role := s.aws.STS.AddRoleTrusting("eks-role-only", awsfake.Trust{Principals: []string{platformARN}, ExternalID: externalID}); role != eksRoleOnlyRole {
+			t.Fatalf("role %s", role)
+		}
+		s.credential(t, "aws-role-only", map[string]string{api.CredentialRoleARN: eksRoleOnlyRole})
+		var hc *kov1alpha1.HostCluster
+		framework.Eventually(t, 3*time.Minute, eksRoleOnlyName+" provisioned and reached with an EKS token", func() (bool, string) {
+			hc = s.get(t, eksRoleOnlyName)
+			return reconcile.IsTrue(hc, kov1alpha1.ProvisionedCondition) && reconcile.IsTrue(hc, kov1alpha1.AccessValidatedCondition) && hc.Status.Inventory != nil,
+				describeHC(hc)
+		})
+		sessionKeys := map[string]bool{}
+		for _, c := range s.aws.STS.AssumeRoleCalls() {
+			if c.RoleARN != eksRoleOnlyRole {
+				continue
+			}
+			if c.ExternalID != externalID || c.CallerAccessKeyID != s.pe.Platform.AccessKeyID {
+				t.Errorf("sts:AssumeRole of %s with external ID %q signed by %s: want the workspace's external ID, signed by the platform's key", c.RoleARN, c.ExternalID, c.CallerAccessKeyID)
+			}
+			if c.RoleSessionName == "kubeopera-manager" && c.Issued.AccessKeyID != "" {
+				sessionKeys[c.Issued.AccessKeyID] = true
+			}
+		}
+		var accepted bool
+		for _, r := range s.roleOnlyAuth.Reviews() {
+			if r.AccessKeyID == s.pe.Platform.AccessKeyID {
+				t.Errorf("the EKS cluster was sent a token signed by the platform's own key: %+v", r)
+			}
+			accepted = accepted || (r.Authenticated && r.CanonicalARN == eksRoleOnlyRole && sessionKeys[r.AccessKeyID])
+		}
+		if !accepted {
+			t.Errorf("the EKS stand-in accepted no token of the manager's session of the tenant's role: reviews %+v, session keys %v", s.roleOnlyAuth.Reviews(), sessionKeys)
 		}
 	})
 

@@ -235,7 +235,7 @@ func Run(ctx context.Context, o Options, cfgs *Configs) error {
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("failed to set up the tenant controller: %w", err)
 	}
-	if err := setupHostClusters(mgr, o, fleets[KubeoperaProvider], backend, guard, log); err != nil {
+	if err := setupHostClusters(ctx, mgr, o, fleets[KubeoperaProvider], backend, guard, log); err != nil {
 		return err
 	}
 	if err := setupCatalog(ctx, mgr, kcpCfg, scheme, fleets[PlatformProvider]); err != nil {
@@ -321,7 +321,7 @@ func VirtualWorkspaceClient(ctx context.Context, kcpCfg *rest.Config, slice, log
 
 // setupHostClusters registers the HostCluster controller with its Flux installer and, when
 // GITOPS_SCAFFOLDER_BASE_URL is set, the gitops-scaffolder client.
-func setupHostClusters(mgr mcmanager.Manager, o Options, ws *fleet.Provider, backend workspaces.Backend, guard *netguard.Guard, log logr.Logger) error {
+func setupHostClusters(ctx context.Context, mgr mcmanager.Manager, o Options, ws *fleet.Provider, backend workspaces.Backend, guard *netguard.Guard, log logr.Logger) error {
 	installer, err := flux.NewInstaller(flux.Options{
 		ChartRef:     o.FluxChart,
 		ChartVersion: o.FluxChartVersion,
@@ -346,6 +346,10 @@ func setupHostClusters(mgr mcmanager.Manager, o Options, ws *fleet.Provider, bac
 	if pc == nil {
 		log.Info("CLUSTER_PROVISIONER_BASE_URL is not set: HostClusters of mode provision_vanilla and provision_eks will fail at Provisioning, saying so")
 	}
+	platformAWS, err := o.PlatformAWS(ctx)
+	if err != nil {
+		return err
+	}
 	keySecret, err := o.ExternalIDKeySecret()
 	if err != nil {
 		return err
@@ -369,6 +373,7 @@ func setupHostClusters(mgr mcmanager.Manager, o Options, ws *fleet.Provider, bac
 		Concurrency:         o.HostClusterConcurrency,
 		ExternalIDKey:       &externalid.Key{Reader: backend.Reader, Writer: backend.Client, Name: keySecret},
 		AWSEndpointURL:      o.AWSEndpointURL,
+		PlatformAWS:         platformAWS,
 		MaxPerWorkspace:     o.MaxHostClustersPerWorkspace,
 		Guard:               guard,
 		// What a target answers is capped; one workspace holds a bounded share of the Flux

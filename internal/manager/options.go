@@ -5,7 +5,11 @@
 package manager
 
 import (
+	"context"
+
 	"fmt"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"os"
 	"strings"
 	"time"
@@ -70,6 +74,14 @@ type Options struct {
 	// AWS's regional STS endpoints. Only tests and local development set it (their local AWS); the
 	// manager's own AWS environment is never used for a tenant.
 	AWSEndpointURL string
+	// AWSPlatformIdentity says whether the manager has an AWS identity of its own: "default" is
+	// the AWS SDK's default credential chain of the manager's process (its environment, a web
+	// identity token as EKS's IRSA mounts it, a container or instance role), "" none. It is used
+	// for one thing only: to assume the role of a tenant's credential that names a role_arn and no
+	// access key (sts:AssumeRole with the workspace's external ID) for a provisioned EKS
+	// cluster's tokens, which that role's session signs. Without it, such a credential is refused
+	// for provision_eks.
+	AWSPlatformIdentity string
 	// AWSExternalIDKeySecret is the backend Secret (<namespace>/<name>) holding the installation
 	// key of the workspaces' AWS external IDs; the manager creates it, immutable, when absent
 	// (config/rbac/external-id-key.yaml lets it create only that one).
@@ -304,6 +316,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.ClusterProvisionerBaseURL, "cluster-provisioner-base-url", o.ClusterProvisionerBaseURL, "cluster-provisioner URL (env CLUSTER_PROVISIONER_BASE_URL)")
 	fs.StringVar(&o.ProvisionerIdentity, "provisioner-identity", o.ProvisionerIdentity, "the provisioner's ServiceAccount on the backend (<namespace>/<name>): it may read the cloud credential copies of provisioned HostClusters, each by name")
 	fs.StringVar(&o.GitOpsScaffolderBaseURL, "gitops-scaffolder-base-url", o.GitOpsScaffolderBaseURL, "gitops-scaffolder URL (env GITOPS_SCAFFOLDER_BASE_URL)")
+	fs.StringVar(&o.AWSPlatformIdentity, "aws-platform-identity", o.AWSPlatformIdentity, "the manager's own AWS identity, used only to assume tenants' role_arn credentials (with the workspace's external ID) for provisioned EKS clusters' tokens: default (the AWS SDK's default chain: environment, IRSA web identity, container or instance role) or empty (none: an EKS credential needs an access key)")
 	fs.StringVar(&o.AWSEndpointURL, "aws-endpoint-url", o.AWSEndpointURL, "AWS endpoint of the STS calls in the EKS tokens the manager mints for provisioned EKS clusters; empty: AWS's regional endpoints (set only for a local AWS in tests and development)")
 	fs.StringVar(&o.AWSExternalIDKeySecret, "aws-external-id-key-secret", o.AWSExternalIDKeySecret, "backend Secret <namespace>/<name> holding the installation key of the workspaces' AWS external IDs (created when absent; deleting it changes every workspace's external ID)")
 	fs.StringVar(&o.FluxChart, "flux-chart", o.FluxChart, "Flux Helm chart installed on HostClusters' targets: OCI reference, URL or local path (env FLUX_CHART)")
@@ -364,6 +377,21 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.OrphanSweepDelete, "orphan-sweep-delete", o.OrphanSweepDelete, "let the orphan sweep delete backend namespaces whose workspace every kcp shard reports gone on two sweeps; off: report only")
 	fs.IntVar(&o.OrphanSweepMaxDeletions, "orphan-sweep-max-deletions", o.OrphanSweepMaxDeletions, "most backend namespaces one orphan sweep deletes")
 	// Secrets are read from the environment only, never from flags (they would show in ps).
+}
+
+// PlatformAWS returns the manager's own AWS identity (AWSPlatformIdentity); nil for none.
+func (o Options) PlatformAWS(ctx context.Context) (aws.CredentialsProvider, error) {
+	switch o.AWSPlatformIdentity {
+	case "":
+		return nil, nil
+	case "default":
+		cfg, err := awsconfig.LoadDefaultConfig(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("--aws-platform-identity=default: failed to load the AWS SDK's default configuration: %w", err)
+		}
+		return cfg.Credentials, nil
+	}
+	return nil, fmt.Errorf("--aws-platform-identity=%q: want default or empty", o.AWSPlatformIdentity)
 }
 
 // DefaultFluxChartVersion is the community flux2 chart's version installed by default.
