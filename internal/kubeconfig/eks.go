@@ -1,7 +1,6 @@
 package kubeconfig
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"net/url"
@@ -10,9 +9,7 @@ import (
 	"strings"
 
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
-	"sigs.k8s.io/yaml"
 )
 
 // EKSTokenHelper is the command an EKS kubeconfig built by the terraform-runner names
@@ -100,19 +97,9 @@ type EKS struct {
 // would make whoever runs it send the runner's or manager's identity elsewhere. Nothing here runs
 // it: the Config returned has no exec provider. Errors name fields and entries, never values.
 func ParseEKS(raw []byte) (*EKS, error) {
-	if len(bytes.TrimSpace(raw)) == 0 {
-		return nil, errors.New("kubeconfig is empty")
-	}
-	if len(raw) > maxUntrustedSize {
-		return nil, errors.New("kubeconfig is larger than 1 MiB")
-	}
-	var doc any
-	if err := yaml.Unmarshal(raw, &doc); err != nil {
-		return nil, errors.New("kubeconfig is not valid YAML or JSON")
-	}
-	cfg, err := clientcmd.Load(raw)
+	cfg, err := loadUntrusted(raw)
 	if err != nil {
-		return nil, errors.New("kubeconfig is not a valid kubeconfig: check apiVersion v1, kind Config, the base64 of the *-data fields and that names are unique")
+		return nil, err
 	}
 	name, err := eksNames(cfg)
 	if err != nil {

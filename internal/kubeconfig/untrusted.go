@@ -65,7 +65,9 @@ func ParseUntrusted(raw []byte) (*rest.Config, error) {
 	return parse(raw)
 }
 
-func parse(raw []byte) (*rest.Config, error) {
+// loadUntrusted decodes raw, an untrusted kubeconfig, with fixed error messages that never quote
+// it (the parser's own errors can: a duplicate name error prints the whole list).
+func loadUntrusted(raw []byte) (*clientcmdapi.Config, error) {
 	if len(bytes.TrimSpace(raw)) == 0 {
 		return nil, errors.New("kubeconfig is empty")
 	}
@@ -79,6 +81,14 @@ func parse(raw []byte) (*rest.Config, error) {
 	cfg, err := clientcmd.Load(raw)
 	if err != nil {
 		return nil, errors.New("kubeconfig is not a valid kubeconfig: check apiVersion v1, kind Config, the base64 of the *-data fields and that names are unique")
+	}
+	return cfg, nil
+}
+
+func parse(raw []byte) (*rest.Config, error) {
+	cfg, err := loadUntrusted(raw)
+	if err != nil {
+		return nil, err
 	}
 	if err := checkUntrusted(cfg); err != nil {
 		return nil, err
