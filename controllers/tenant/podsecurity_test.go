@@ -37,19 +37,8 @@ import (
 // labels admits a privileged Pod until the manager ensures it, then refuses it.
 func TestHostNamespaceRefusesEscapingPods(t *testing.T) {
 	ctx := t.Context()
-	b := framework.StartBackend(t)
-	id, err := framework.ManagerIdentity(ctx, b, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	admin, err := client.New(b.Config, client.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	mgr, err := client.New(id.Config, client.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := framework.StartBackendAsManager(t)
+	b, id, admin, mgr := m.Backend, m.Identity, m.Admin, m.Manager
 	backend := workspaces.Backend{Client: mgr, Reader: mgr}
 	hc, err := helm.New(id.Config, helm.Options{ChartRef: filepath.Join(framework.RepoRoot(), "test", "charts", "vcluster"), CacheDir: t.TempDir()})
 	if err != nil {

@@ -29,19 +29,8 @@ import (
 // below is made with the ServiceAccount's token, the way the manager makes it.
 func TestManagerBackendIdentity(t *testing.T) {
 	ctx := context.Background()
-	b := framework.StartBackend(t)
-	id, err := framework.ManagerIdentity(ctx, b, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	admin, err := client.New(b.Config, client.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	mgr, err := client.New(id.Config, client.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := framework.StartBackendAsManager(t)
+	id, admin, mgr := m.Identity, m.Admin, m.Manager
 	backend := workspaces.Backend{Client: mgr, Reader: mgr}
 	const lc = "1bg4baqdjkcw9lz4"
 	store, host := workspaces.Namespace(lc), workspaces.VClusterNamespace(lc, "alice")

@@ -3,9 +3,11 @@ package framework
 import (
 	"context"
 	"path/filepath"
+	"testing"
 	"time"
 
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubeopera/kubeopera/internal/devenv"
 )
@@ -36,6 +38,35 @@ func ManagerIdentity(ctx context.Context, b *devenv.Backend, dir string) (*Ident
 		return nil, err
 	}
 	return &Identity{Config: cfg, KubeconfigPath: path}, nil
+}
+
+// ManagerOnBackend is a backend started for a test with the manager's shipped identity applied:
+// Admin is an admin client of it, Manager a client with the manager's token only (what the
+// manager's code runs with), Identity that identity.
+type ManagerOnBackend struct {
+	Backend  *devenv.Backend
+	Identity *Identity
+	Admin    client.Client
+	Manager  client.Client
+}
+
+// StartBackendAsManager starts a backend (StartBackend), applies the manager's identity
+// (ManagerIdentity) and returns admin and manager clients of it, with the client-go scheme.
+func StartBackendAsManager(t testing.TB) *ManagerOnBackend {
+	t.Helper()
+	b := StartBackend(t)
+	id, err := ManagerIdentity(t.Context(), b, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &ManagerOnBackend{Backend: b, Identity: id}
+	if m.Admin, err = client.New(b.Config, client.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if m.Manager, err = client.New(id.Config, client.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	return m
 }
 
 // MetricsReaderToken returns a token of a ServiceAccount bound to ClusterRole

@@ -54,19 +54,8 @@ func TestFor(t *testing.T) {
 // for all of them and after a restart, immutable; and that identity can create no other Secret in
 // kubeopera-system, nor read another.
 func TestKeyOnTheBackend(t *testing.T) {
-	b := framework.StartBackend(t)
-	id, err := framework.ManagerIdentity(t.Context(), b, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	manager, err := client.New(id.Config, client.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	admin, err := client.New(b.Config, client.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := framework.StartBackendAsManager(t)
+	manager, admin := m.Manager, m.Admin
 	ctx := t.Context()
 
 	// Five replicas start at once.
