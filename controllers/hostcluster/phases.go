@@ -501,7 +501,7 @@ func (r *Reconciler) generateTree(ctx context.Context, s *scope) error {
 			}
 			return err
 		}
-		if err := reconcile.PatchAnnotations(ctx, s.ws, hc, map[string]*string{kov1alpha1.ScaffoldJobIDAnnotation: ptr.To(job.ID)}); err != nil {
+		if err := reconcile.RecordAnnotations(ctx, s.ws, hc, map[string]*string{kov1alpha1.ScaffoldJobIDAnnotation: ptr.To(job.ID)}); err != nil {
 			return err
 		}
 		reconcile.Event(s.recorder, hc, corev1.EventTypeNormal, kov1alpha1.ProgressingReason, "Started gitops-scaffolder job "+job.ID+" for "+hc.Spec.GitOpsPath)

@@ -70,7 +70,7 @@ func (r *Reconciler) provision(ctx context.Context, s *scope) error {
 		if err != nil {
 			return err
 		}
-		if err := reconcile.PatchAnnotations(ctx, s.ws, hc, map[string]*string{kov1alpha1.ProvisionJobIDAnnotation: ptr.To(p.ID)}); err != nil {
+		if err := reconcile.RecordAnnotations(ctx, s.ws, hc, map[string]*string{kov1alpha1.ProvisionJobIDAnnotation: ptr.To(p.ID)}); err != nil {
 			return err
 		}
 		return r.showRun(s, kov1alpha1.ProvisionedCondition, p)
@@ -425,7 +425,7 @@ func (r *Reconciler) destroy(ctx context.Context, s *scope) error {
 		if err != nil {
 			return err
 		}
-		if err := reconcile.PatchAnnotations(ctx, s.ws, hc, map[string]*string{kov1alpha1.DestroyJobIDAnnotation: ptr.To(p.ID)}); err != nil {
+		if err := reconcile.RecordAnnotations(ctx, s.ws, hc, map[string]*string{kov1alpha1.DestroyJobIDAnnotation: ptr.To(p.ID)}); err != nil {
 			return err
 		}
 		return r.showRun(s, kov1alpha1.InfrastructureDestroyedCondition, p)

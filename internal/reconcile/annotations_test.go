@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/utils/ptr"
 
 	kov1alpha1 "github.com/kubeopera/kubeopera/apis/kubeopera/v1alpha1"
@@ -49,6 +50,31 @@ func TestPatchAnnotations(t *testing.T) {
 	}
 	if got.Status.Message != "job job-1 is running" {
 		t.Errorf("message = %q", got.Status.Message)
+	}
+}
+
+// TestRecordAnnotationsOnAStaleCopy: a pass working from a copy older than the stored object (a
+// cache behind by one write) that has just started an external job records its ID all the same
+// (RecordAnnotations), where the guarded PatchAnnotations loses it to a conflict, and the next pass
+// would start a second job; other annotations stay as stored.
+func TestRecordAnnotationsOnAStaleCopy(t *testing.T) {
+	c := newClient(t)
+	newTenant(t, c, "stale", nil)
+	stale := get(t, c, "stale")
+	current := get(t, c, "stale")
+	if err := reconcile.PatchAnnotations(context.Background(), c, current, map[string]*string{"kubeopera.io/other": ptr.To("written meanwhile")}); err != nil {
+		t.Fatal(err)
+	}
+	err := reconcile.PatchAnnotations(context.Background(), c, stale.DeepCopy(), map[string]*string{"kubeopera.io/job-id": ptr.To("job-1")})
+	if err == nil || !apierrors.IsConflict(err) {
+		t.Fatalf("the guarded patch on a stale copy: %v, want a conflict (else this test proves nothing)", err)
+	}
+	if err := reconcile.RecordAnnotations(context.Background(), c, stale, map[string]*string{"kubeopera.io/job-id": ptr.To("job-1")}); err != nil {
+		t.Fatalf("RecordAnnotations on a stale copy: %v", err)
+	}
+	got := get(t, c, "stale")
+	if got.Annotations["kubeopera.io/job-id"] != "job-1" || got.Annotations["kubeopera.io/other"] != "written meanwhile" {
+		t.Errorf("annotations %v, want the job ID recorded and the other write kept", got.Annotations)
 	}
 }
 

@@ -43,6 +43,18 @@ func withPatcher(ctx context.Context, p *StatusPatcher) context.Context {
 // in-flight work on the object itself this way (a job ID, when a wait began), so a restarted
 // manager resumes it. Nothing is written when nothing changes.
 func PatchAnnotations(ctx context.Context, c client.Client, obj Object, changes map[string]*string) error {
+	return patchAnnotations(ctx, c, obj, changes, true)
+}
+
+// RecordAnnotations is PatchAnnotations without the resourceVersion guard, for recording the ID
+// of an external job the step has just started (a provisioning run, a scaffold job): the job
+// exists whatever else changed on the object meanwhile, and an ID lost to a conflict would make
+// the next pass start a second one. The merge patch touches only these annotations.
+func RecordAnnotations(ctx context.Context, c client.Client, obj Object, changes map[string]*string) error {
+	return patchAnnotations(ctx, c, obj, changes, false)
+}
+
+func patchAnnotations(ctx context.Context, c client.Client, obj Object, changes map[string]*string, guarded bool) error {
 	ann := maps.Clone(obj.GetAnnotations())
 	changed := false
 	for k, v := range changes {
@@ -66,7 +78,11 @@ func PatchAnnotations(ctx context.Context, c client.Client, obj Object, changes 
 	before := obj.DeepCopyObject().(client.Object)
 	patched := obj.DeepCopyObject().(client.Object)
 	patched.SetAnnotations(ann)
-	if err := c.Patch(ctx, patched, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+	var opts []client.MergeFromOption
+	if guarded {
+		opts = append(opts, client.MergeFromWithOptimisticLock{})
+	}
+	if err := c.Patch(ctx, patched, client.MergeFromWithOptions(before, opts...)); err != nil {
 		return fmt.Errorf("failed to annotate %s: %w", obj.GetName(), err)
 	}
 	obj.SetAnnotations(patched.GetAnnotations())

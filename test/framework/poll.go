@@ -67,3 +67,13 @@ func Consistently(t testing.TB, duration time.Duration, what string, cond func()
 		t.Fatalf("test ended while checking that %s: %v", what, err)
 	}
 }
+
+// Holds fails t unless cond holds now. It is the "must not happen" check after an object reached
+// a terminal state (Failed: no pass acts on it until a retry), where what it shows once is all
+// there will be: nothing to watch for a while.
+func Holds(t testing.TB, what string, cond func() (bool, string)) {
+	t.Helper()
+	if ok, last := cond(); !ok {
+		t.Fatalf("%s does not hold: %s", what, last)
+	}
+}
