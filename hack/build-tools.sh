@@ -2,7 +2,7 @@
 # Builds the pinned tools the project needs from the Go module proxy into _tools/bin, skipping
 # those already built for the pinned version. Usage: hack/build-tools.sh [tool...]
 # Tools: kcp apigen kube-apiserver etcd kube-controller-manager controller-gen source-controller
-# kustomize-controller flux-chart terraform (default: all).
+# kustomize-controller flux-chart terraform kcp-front-proxy cache-server (default: all).
 #   flux-chart assembles the local Flux chart into _tools/charts/flux2: the project's templates
 #   (charts/flux2) plus Flux's own CRDs, copied from the Go modules of the controllers.
 set -euo pipefail
@@ -16,6 +16,8 @@ mkdir -p "${BIN}"
 declare -A PKG=(
   [kcp]="kcp github.com/kcp-dev/kcp/cmd/kcp"
   [apigen]="kcp github.com/kcp-dev/sdk/cmd/apigen"
+  [kcp-front-proxy]="kcp github.com/kcp-dev/kcp/cmd/kcp-front-proxy"
+  [cache-server]="kcp github.com/kcp-dev/kcp/cmd/cache-server"
   [kube-apiserver]="kube k8s.io/kubernetes/cmd/kube-apiserver"
   [etcd]="kube go.etcd.io/etcd/server/v3"
   [controller-gen]="kube sigs.k8s.io/controller-tools/cmd/controller-gen"
@@ -29,7 +31,7 @@ FLUX_CRD_MODULES=(github.com/fluxcd/source-controller github.com/fluxcd/kustomiz
 
 tools=("$@")
 if [ ${#tools[@]} -eq 0 ]; then
-  tools=(kcp apigen kube-apiserver etcd kube-controller-manager controller-gen source-controller kustomize-controller flux-chart terraform)
+  tools=(kcp apigen kube-apiserver etcd kube-controller-manager controller-gen source-controller kustomize-controller flux-chart terraform kcp-front-proxy cache-server)
 fi
 
 # stamp_of prints a short hash of the given files, so a pin or content change rebuilds.

@@ -3,13 +3,15 @@ package tenant
 import (
 	"errors"
 	"io"
+	"log/slog"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
-	"helm.sh/helm/v3/pkg/action"
-	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v4/pkg/action"
+	"helm.sh/helm/v4/pkg/chart/v2/loader"
+	helmrelease "helm.sh/helm/v4/pkg/release/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -143,12 +145,16 @@ func renderChart(t *testing.T, release, namespace string, values map[string]any)
 	if err != nil {
 		t.Fatal(err)
 	}
-	in := action.NewInstall(&action.Configuration{Log: func(string, ...any) {}})
+	in := action.NewInstall(action.NewConfiguration(action.ConfigurationSetLogger(slog.DiscardHandler)))
 	in.ReleaseName, in.Namespace = release, namespace
-	in.DryRun, in.ClientOnly, in.Replace = true, true, true
-	rel, err := in.Run(ch, values)
+	in.DryRunStrategy, in.Replace = action.DryRunClient, true
+	out, err := in.Run(ch, values)
 	if err != nil {
 		t.Fatalf("helm template: %v", err)
+	}
+	rel, ok := out.(*helmrelease.Release)
+	if !ok {
+		t.Fatalf("helm template returned a %T", out)
 	}
 	var objs []*unstructured.Unstructured
 	dec := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(rel.Manifest), 4096)

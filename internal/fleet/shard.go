@@ -17,8 +17,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
-	"github.com/kcp-dev/multicluster-provider/apiexport"
 	wildcard "github.com/kcp-dev/multicluster-provider/pkg/cache"
+	"github.com/kcp-dev/multicluster-provider/pkg/provider"
 )
 
 // DefaultQPS and DefaultBurst bound a shard's requests when the config sets no QPS.
@@ -103,7 +103,7 @@ func (p *Provider) start(ctx context.Context, s *shard) error {
 	if err != nil {
 		return err
 	}
-	ready := apiexport.ConditionReadyFunc("Ready")
+	ready := provider.ConditionReadyFunc("Ready")
 	bound := func(obj any) {
 		b, ok := obj.(client.Object)
 		if !ok {

@@ -7,9 +7,10 @@ import (
 	"strings"
 	"testing"
 
-	"helm.sh/helm/v3/pkg/chart/loader"
-	"helm.sh/helm/v3/pkg/chartutil"
-	"helm.sh/helm/v3/pkg/engine"
+	"helm.sh/helm/v4/pkg/chart/common"
+	chartutil "helm.sh/helm/v4/pkg/chart/common/util"
+	"helm.sh/helm/v4/pkg/chart/v2/loader"
+	"helm.sh/helm/v4/pkg/engine"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kubeopera/kubeopera/internal/manifests"
@@ -24,7 +25,7 @@ func render(t *testing.T, values map[string]any) map[string]*unstructured.Unstru
 	if err != nil {
 		t.Fatal(err)
 	}
-	vals, err := chartutil.ToRenderValues(ch, values, chartutil.ReleaseOptions{Name: "flux2", Namespace: "flux-system", IsInstall: true}, chartutil.DefaultCapabilities)
+	vals, err := chartutil.ToRenderValues(ch, values, common.ReleaseOptions{Name: "flux2", Namespace: "flux-system", IsInstall: true}, common.DefaultCapabilities)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,11 +15,11 @@ import (
 	"sync"
 	"time"
 
-	"helm.sh/helm/v3/pkg/chart/loader"
-	"helm.sh/helm/v3/pkg/chartutil"
-	"helm.sh/helm/v3/pkg/downloader"
-	"helm.sh/helm/v3/pkg/getter"
-	"helm.sh/helm/v3/pkg/registry"
+	"helm.sh/helm/v4/pkg/chart/v2/loader"
+	chartutil "helm.sh/helm/v4/pkg/chart/v2/util"
+	"helm.sh/helm/v4/pkg/downloader"
+	"helm.sh/helm/v4/pkg/getter"
+	"helm.sh/helm/v4/pkg/registry"
 )
 
 const (
@@ -35,6 +35,8 @@ const (
 const (
 	// repositoryCacheDir holds downloaded charts (like $HELM_CACHE_HOME/repository).
 	repositoryCacheDir = "repository"
+	// contentCacheDir is Helm 4's content-addressed chart cache (like $HELM_CACHE_HOME/content).
+	contentCacheDir = "content"
 	// repositoryConfigFile is Helm's repositories.yaml; it is only read, and
 	// only when it exists.
 	repositoryConfigFile = "repositories.yaml"
@@ -175,6 +177,7 @@ func pullChart(ctx context.Context, opts Options) (string, error) {
 		},
 		RepositoryConfig: filepath.Join(opts.CacheDir, repositoryConfigFile),
 		RepositoryCache:  dest,
+		ContentCache:     filepath.Join(opts.CacheDir, contentCacheDir),
 	}
 	if registry.IsOCI(opts.ChartRef) {
 		rc, err := registry.NewClient(

@@ -1,5 +1,5 @@
 // Package helm manages the Helm release of a vCluster on a backend cluster
-// with the Helm SDK (helm.sh/helm/v3/pkg/action).
+// with the Helm 4 SDK (helm.sh/helm/v4/pkg/action).
 //
 // Client is shaped like a Crossplane ExternalClient: Observe reports the
 // latest revision of a release as an Observation, InstallOrUpgrade converges
@@ -33,6 +33,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -40,13 +41,15 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	"helm.sh/helm/v3/pkg/action"
-	"helm.sh/helm/v3/pkg/chart"
-	"helm.sh/helm/v3/pkg/chart/loader"
-	helmkube "helm.sh/helm/v3/pkg/kube"
-	"helm.sh/helm/v3/pkg/release"
-	"helm.sh/helm/v3/pkg/storage"
-	"helm.sh/helm/v3/pkg/storage/driver"
+	"helm.sh/helm/v4/pkg/action"
+	chart "helm.sh/helm/v4/pkg/chart/v2"
+	"helm.sh/helm/v4/pkg/chart/v2/loader"
+	helmkube "helm.sh/helm/v4/pkg/kube"
+	ri "helm.sh/helm/v4/pkg/release"
+	rcommon "helm.sh/helm/v4/pkg/release/common"
+	release "helm.sh/helm/v4/pkg/release/v1"
+	"helm.sh/helm/v4/pkg/storage"
+	"helm.sh/helm/v4/pkg/storage/driver"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -64,8 +67,8 @@ const (
 	// desired values without reading them. Releases made by earlier versions
 	// of this package carry it too.
 	valuesHashLabel = "kubeopera.io/values-hash"
-	// releaseSecretType is the type of the Secrets Helm 3's secrets driver keeps release records
-	// in (pkg/storage/driver/secrets.go newSecretsObject).
+	// releaseSecretType is the type of the Secrets Helm's secrets driver keeps release records
+	// in (pkg/storage/driver/secrets.go newSecretsObject; Helm 3 and Helm 4 write the same records).
 	releaseSecretType corev1.SecretType = "helm.sh/release.v1"
 )
 
@@ -300,7 +303,7 @@ func (c *SDKClient) InstallOrUpgrade(ctx context.Context, rel Release, values ma
 	}
 	if latest != nil && latest.Info.Status.IsPending() {
 		log.Info("Marking interrupted release revision as failed", "revision", latest.Version, "status", latest.Info.Status)
-		latest.SetStatus(release.StatusFailed, fmt.Sprintf("Interrupted while %s; marked failed", latest.Info.Status))
+		latest.SetStatus(rcommon.StatusFailed, fmt.Sprintf("Interrupted while %s; marked failed", latest.Info.Status))
 		if err := cfg.Releases.Update(latest); err != nil {
 			return Observation{}, newError(op, namespace, name, fmt.Errorf("failed to mark revision %d as failed: %w", latest.Version, err))
 		}
@@ -312,7 +315,7 @@ func (c *SDKClient) InstallOrUpgrade(ctx context.Context, rel Release, values ma
 		}
 	}
 	if latest != nil && needsReinstall(latest, revisions) {
-		if len(moving) > 0 && latest.Info.Status == release.StatusFailed {
+		if len(moving) > 0 && latest.Info.Status == rcommon.StatusFailed {
 			// The install that was to adopt the objects of the release recorded in the release
 			// namespace failed: forget it and adopt them again, rather than uninstalling them.
 			log.Info("Forgetting the failed install that was to adopt the release's objects", "revision", latest.Version)
@@ -329,7 +332,7 @@ func (c *SDKClient) InstallOrUpgrade(ctx context.Context, rel Release, values ma
 	}
 
 	hash := hashValues(values)
-	var out *release.Release
+	var out ri.Releaser
 	if latest == nil {
 		if len(moving) > 0 {
 			// Never read: installing adopts the objects the records' release made.
@@ -338,7 +341,9 @@ func (c *SDKClient) InstallOrUpgrade(ctx context.Context, rel Release, values ma
 		log.V(1).Info("Installing release", "chartVersion", ch.Metadata.Version)
 		in := action.NewInstall(cfg)
 		in.ReleaseName, in.Namespace = name, namespace
-		in.CreateNamespace, in.Wait, in.Timeout = false, false, hookTimeout
+		in.CreateNamespace, in.Timeout = false, hookTimeout
+		in.WaitStrategy = helmkube.HookOnlyStrategy // hooks only: workloads are never waited for
+		in.ServerSideApply, in.ForceConflicts = true, true
 		in.Labels = map[string]string{valuesHashLabel: hash}
 		// Run, not RunWithContext: the latter returns on cancellation while the
 		// install goes on in the background, outside the namespace's lock.
@@ -349,7 +354,13 @@ func (c *SDKClient) InstallOrUpgrade(ctx context.Context, rel Release, values ma
 		log.V(1).Info("Upgrading release", "revision", latest.Version, "chartVersion", ch.Metadata.Version)
 		up := action.NewUpgrade(cfg)
 		up.Namespace = namespace
-		up.Wait, up.Timeout, up.MaxHistory = false, hookTimeout, maxHistory
+		up.WaitStrategy, up.Timeout, up.MaxHistory = helmkube.HookOnlyStrategy, hookTimeout, maxHistory
+		// Server-side apply always, also for a revision made with client-side apply (by Helm 3,
+		// whose records carry no apply method: Helm 4's "auto" would keep client-side apply for
+		// them). Helm then moves the fields its client-side manager owned to its apply manager
+		// (pkg/action/upgrade.go releasingUpgrade, ClientUpdateOptionUpgradeClientSideFieldManager),
+		// so fields the chart no longer sets are removed, as Helm 3's three-way merge did.
+		up.ServerSideApply, up.ForceConflicts = "true", true
 		up.ResetValues = true // values are the complete desired state, never merged with older ones
 		up.Labels = map[string]string{valuesHashLabel: hash}
 		if out, err = up.Run(name, ch, values); err != nil {
@@ -359,7 +370,11 @@ func (c *SDKClient) InstallOrUpgrade(ctx context.Context, rel Release, values ma
 	if err := c.deleteNamespaceRecords(ctx, rel); err != nil {
 		return Observation{}, newError(op, namespace, name, err)
 	}
-	return observation(out, hash), nil
+	made, err := v1Release(out)
+	if err != nil {
+		return Observation{}, newError(op, namespace, name, err)
+	}
+	return observation(made, hash), nil
 }
 
 // Uninstall implements Client.
@@ -486,17 +501,19 @@ func (c *SDKClient) enter(ctx context.Context, rel Release) (*action.Configurati
 // storage driver in rel's storage namespace: it allocates a few small structs,
 // no clients.
 func (c *SDKClient) configuration(rel Release) (*action.Configuration, error) {
-	log := c.opts.Log.WithValues("namespace", rel.Namespace)
-	debug := func(format string, v ...any) { log.V(1).Info(fmt.Sprintf(format, v...)) }
-	kc := &helmkube.Client{Factory: c.factory, Log: debug, Namespace: rel.Namespace}
+	// Helm logs through slog: its Info and Warn go to V(1), its Debug to V(5) (logr's slog
+	// handler puts slog.LevelDebug at V(4) of the logger it is given), its errors as errors.
+	log := logr.ToSlogHandler(c.opts.Log.WithValues("namespace", rel.Namespace).V(1))
+	kc := &helmkube.Client{Factory: c.factory, Namespace: rel.Namespace}
+	kc.SetLogger(log)
 	secrets := driver.NewSecrets(c.clientset.CoreV1().Secrets(rel.storage()))
-	secrets.Log = debug
-	return &action.Configuration{
-		RESTClientGetter: c.getter.forNamespace(rel.Namespace),
-		KubeClient:       kc,
-		Releases:         storage.Init(secrets),
-		Log:              debug,
-	}, nil
+	secrets.SetLogger(log)
+	cfg := action.NewConfiguration(action.ConfigurationSetLogger(log))
+	cfg.RESTClientGetter = c.getter.forNamespace(rel.Namespace)
+	cfg.KubeClient = kc
+	cfg.Releases = storage.Init(secrets)
+	cfg.HookOutputFunc = func(_, _, _ string) io.Writer { return io.Discard }
+	return cfg, nil
 }
 
 // loadChart returns a fresh copy of the chart, loading it on first use.
@@ -531,12 +548,20 @@ func (c *SDKClient) logger(ctx context.Context) logr.Logger {
 // history returns the latest revision of release name and all its revisions,
 // or no revision if the release does not exist.
 func history(cfg *action.Configuration, name string) (*release.Release, []*release.Release, error) {
-	revisions, err := action.NewHistory(cfg).Run(name)
+	records, err := action.NewHistory(cfg).Run(name)
 	if errors.Is(err, driver.ErrReleaseNotFound) {
 		return nil, nil, nil
 	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("failed to get release history: %w", err)
+	}
+	revisions := make([]*release.Release, 0, len(records))
+	for _, r := range records {
+		v1, err := v1Release(r)
+		if err != nil {
+			return nil, nil, fmt.Errorf("failed to get release history: %w", err)
+		}
+		revisions = append(revisions, v1)
 	}
 	var latest *release.Release
 	for _, r := range revisions {
@@ -547,16 +572,29 @@ func history(cfg *action.Configuration, name string) (*release.Release, []*relea
 	return latest, revisions, nil
 }
 
+// v1Release returns r as the release record of chart API v2 that the secrets driver decodes and
+// every action of this package makes (Helm 4 returns records as the untyped release.Releaser).
+func v1Release(r ri.Releaser) (*release.Release, error) {
+	switch rel := r.(type) {
+	case *release.Release:
+		return rel, nil
+	case release.Release:
+		return &rel, nil
+	default:
+		return nil, fmt.Errorf("unsupported release record type %T", r)
+	}
+}
+
 // needsReinstall reports whether the release must be uninstalled before it
 // can be installed again instead of upgraded: it is being (or was)
 // uninstalled, or it failed without any revision ever being deployed.
 func needsReinstall(latest *release.Release, revisions []*release.Release) bool {
 	switch latest.Info.Status {
-	case release.StatusUninstalling, release.StatusUninstalled:
+	case rcommon.StatusUninstalling, rcommon.StatusUninstalled:
 		return true
-	case release.StatusFailed:
+	case rcommon.StatusFailed:
 		for _, r := range revisions {
-			if s := r.Info.Status; s == release.StatusDeployed || s == release.StatusSuperseded {
+			if s := r.Info.Status; s == rcommon.StatusDeployed || s == rcommon.StatusSuperseded {
 				return false
 			}
 		}
@@ -569,7 +607,7 @@ func needsReinstall(latest *release.Release, revisions []*release.Release) bool 
 func uninstall(cfg *action.Configuration, name string) error {
 	un := action.NewUninstall(cfg)
 	un.DeletionPropagation = "background"
-	un.Timeout = hookTimeout
+	un.WaitStrategy, un.Timeout = helmkube.HookOnlyStrategy, hookTimeout // hooks only: deletions are never waited for
 	_, err := un.Run(name)
 	return err
 }
@@ -592,15 +630,15 @@ func observation(rel *release.Release, wantHash string) Observation {
 }
 
 // stateOf maps a Helm release status to a State.
-func stateOf(s release.Status) State {
+func stateOf(s rcommon.Status) State {
 	switch s {
-	case release.StatusDeployed:
+	case rcommon.StatusDeployed:
 		return StateDeployed
-	case release.StatusFailed:
+	case rcommon.StatusFailed:
 		return StateFailed
-	case release.StatusPendingInstall, release.StatusPendingUpgrade, release.StatusPendingRollback:
+	case rcommon.StatusPendingInstall, rcommon.StatusPendingUpgrade, rcommon.StatusPendingRollback:
 		return StatePending
-	case release.StatusUninstalling, release.StatusUninstalled:
+	case rcommon.StatusUninstalling, rcommon.StatusUninstalled:
 		return StateUninstalling
 	default:
 		return StateUnknown

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr/testr"
-	"helm.sh/helm/v3/pkg/release"
+	rcommon "helm.sh/helm/v4/pkg/release/common"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -335,7 +335,7 @@ func TestRecoversFromPendingRelease(t *testing.T) {
 	if _, err := c.InstallOrUpgrade(ctx, Release{Namespace: ns, Name: name}, nil); err != nil {
 		t.Fatalf("install: %v", err)
 	}
-	setLatestStatus(t, c, ns, name, release.StatusPendingInstall)
+	setLatestStatus(t, c, ns, name, rcommon.StatusPendingInstall)
 	if obs, err := c.Observe(ctx, Release{Namespace: ns, Name: name}, nil); err != nil || obs.State != StatePending || !obs.UpToDate {
 		t.Errorf("Observe(pending-install) = %+v, %v; want pending, up to date", obs, err)
 	}
@@ -350,7 +350,7 @@ func TestRecoversFromPendingRelease(t *testing.T) {
 	if _, err := c.InstallOrUpgrade(ctx, Release{Namespace: ns, Name: name}, nil); err != nil {
 		t.Fatalf("upgrade: %v", err)
 	}
-	setLatestStatus(t, c, ns, name, release.StatusPendingUpgrade)
+	setLatestStatus(t, c, ns, name, rcommon.StatusPendingUpgrade)
 	if obs, err = c.InstallOrUpgrade(ctx, Release{Namespace: ns, Name: name}, nil); err != nil {
 		t.Fatalf("InstallOrUpgrade after pending-upgrade: %v", err)
 	}
@@ -449,7 +449,7 @@ func TestIsLocalChart(t *testing.T) {
 }
 
 // setLatestStatus simulates an interrupted operation.
-func setLatestStatus(t *testing.T, c *SDKClient, ns, name string, status release.Status) {
+func setLatestStatus(t *testing.T, c *SDKClient, ns, name string, status rcommon.Status) {
 	t.Helper()
 	cfg, unlock, err := c.enter(context.Background(), Release{Namespace: ns, Name: name})
 	if err != nil {

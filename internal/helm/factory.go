@@ -3,7 +3,7 @@ package helm
 import (
 	"fmt"
 
-	helmkube "helm.sh/helm/v3/pkg/kube"
+	helmkube "helm.sh/helm/v4/pkg/kube"
 	"k8s.io/cli-runtime/pkg/resource"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"

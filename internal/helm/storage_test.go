@@ -5,9 +5,10 @@ import (
 	"fmt"
 	"testing"
 
-	"helm.sh/helm/v3/pkg/chart"
-	"helm.sh/helm/v3/pkg/release"
-	"helm.sh/helm/v3/pkg/storage/driver"
+	chart "helm.sh/helm/v4/pkg/chart/v2"
+	rcommon "helm.sh/helm/v4/pkg/release/common"
+	release "helm.sh/helm/v4/pkg/release/v1"
+	"helm.sh/helm/v4/pkg/storage/driver"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -71,7 +72,7 @@ func forgeRecord(t *testing.T, syncer kubernetes.Interface, namespace, name stri
 		Name:      name,
 		Namespace: namespace,
 		Version:   version,
-		Info:      &release.Info{Status: release.StatusDeployed, Description: "Upgrade complete"},
+		Info:      &release.Info{Status: rcommon.StatusDeployed, Description: "Upgrade complete"},
 		Chart:     &chart.Chart{Metadata: &chart.Metadata{Name: "vcluster", Version: "0.21.2-test", APIVersion: "v2"}},
 		Config:    map[string]any{},
 		Manifest:  manifest,

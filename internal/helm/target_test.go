@@ -6,7 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v4/pkg/action"
+	helmkube "helm.sh/helm/v4/pkg/kube"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
@@ -90,6 +91,7 @@ func TestSharedChart(t *testing.T) {
 	}
 	in := action.NewInstall(cfg) // as the Helm CLI installs: no labels of ours
 	in.ReleaseName, in.Namespace = "foreign", ns
+	in.WaitStrategy = helmkube.HookOnlyStrategy
 	if _, err := in.Run(ch, nil); err != nil {
 		t.Fatal(err)
 	}

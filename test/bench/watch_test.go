@@ -182,7 +182,7 @@ func watchBackend(ctx context.Context, admin *rest.Config) (*backendWatch, error
 		return nil, err
 	}
 	// Helm's Secret storage driver labels every release record owner=helm, name=<release>,
-	// status=<status>, version=<revision> (helm.sh/helm/v3 pkg/storage/driver/secrets.go).
+	// status=<status>, version=<revision> (helm.sh/helm/v4 pkg/storage/driver/secrets.go).
 	relStore := newEventStore(func(obj any, at time.Time, _ bool) {
 		m, ok := obj.(metav1.Object)
 		if !ok {

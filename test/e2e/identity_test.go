@@ -3,13 +3,15 @@ package e2e
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"helm.sh/helm/v3/pkg/action"
-	"helm.sh/helm/v3/pkg/chart/loader"
+	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/testr"
+	"helm.sh/helm/v4/pkg/action"
+	"helm.sh/helm/v4/pkg/chart/v2/loader"
+	"helm.sh/helm/v4/pkg/kube"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -142,13 +144,16 @@ func TestManagerBackendIdentity(t *testing.T) {
 				},
 			}
 		}
+		// As internal/helm runs them: server-side apply, hooks waited for, workloads not.
 		install := action.NewInstall(cfg)
 		install.ReleaseName, install.Namespace = "vc-alice", host
+		install.WaitStrategy, install.ServerSideApply, install.ForceConflicts = kube.HookOnlyStrategy, true, true
 		if _, err := install.Run(ch, values("1")); err != nil {
 			t.Fatalf("helm install as the manager: %v", err)
 		}
 		upgrade := action.NewUpgrade(cfg)
 		upgrade.Namespace = host
+		upgrade.WaitStrategy, upgrade.ServerSideApply, upgrade.ForceConflicts = kube.HookOnlyStrategy, "true", true
 		if _, err := upgrade.Run("vc-alice", ch, values("2")); err != nil {
 			t.Fatalf("helm upgrade as the manager: %v", err)
 		}
@@ -157,7 +162,9 @@ func TestManagerBackendIdentity(t *testing.T) {
 				t.Errorf("the release's %T: %v", obj, err)
 			}
 		}
-		if _, err := action.NewUninstall(cfg).Run("vc-alice"); err != nil {
+		uninstall := action.NewUninstall(cfg)
+		uninstall.WaitStrategy = kube.HookOnlyStrategy
+		if _, err := uninstall.Run("vc-alice"); err != nil {
 			t.Fatalf("helm uninstall as the manager: %v", err)
 		}
 	})
@@ -328,8 +335,8 @@ func helmConfig(t *testing.T, kubeconfig, namespace string) *action.Configuratio
 	cache := t.TempDir()
 	flags := genericclioptions.NewConfigFlags(false)
 	flags.KubeConfig, flags.Namespace, flags.CacheDir = &kubeconfig, &namespace, &cache
-	cfg := new(action.Configuration)
-	if err := cfg.Init(flags, namespace, "secret", func(format string, v ...any) { t.Log(fmt.Sprintf(format, v...)) }); err != nil {
+	cfg := action.NewConfiguration(action.ConfigurationSetLogger(logr.ToSlogHandler(testr.New(t))))
+	if err := cfg.Init(flags, namespace, "secret"); err != nil {
 		t.Fatal(err)
 	}
 	return cfg

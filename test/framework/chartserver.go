@@ -8,8 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"helm.sh/helm/v3/pkg/chart/loader"
-	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v4/pkg/chart/v2/loader"
+	chartutil "helm.sh/helm/v4/pkg/chart/v2/util"
 )
 
 // ChartServer plays an http(s) Helm chart repository serving one packaged chart (what Helm's

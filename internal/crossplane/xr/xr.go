@@ -17,8 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	xpv1 "github.com/crossplane/crossplane-runtime/v2/apis/common/v1"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource/unstructured/composite"
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 )
 
 const (
@@ -104,8 +104,8 @@ func From(u *unstructured.Unstructured) *composite.Unstructured {
 
 // Status is what Crossplane says of an XR: whether it is Synced and Ready, and if not, why.
 func Status(c *composite.Unstructured) (ready bool, reason, message string) {
-	synced := c.GetCondition(xpv1.TypeSynced)
-	rd := c.GetCondition(xpv1.TypeReady)
+	synced := c.GetCondition(xpv2.TypeSynced)
+	rd := c.GetCondition(xpv2.TypeReady)
 	what := Kind + " " + c.GetName()
 	switch {
 	case synced.Status == "False":

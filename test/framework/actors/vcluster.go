@@ -15,7 +15,7 @@ import (
 	"math/big"
 	"time"
 
-	"helm.sh/helm/v3/pkg/chartutil"
+	chartutil "helm.sh/helm/v4/pkg/chart/common"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -99,7 +99,7 @@ func VClusterWritesKubeconfig(ctx context.Context, backend *rest.Config, namespa
 	// defaults included; chart/templates/config-secret.yaml), mounted at /var/vcluster
 	// (chart/templates/statefulset.yaml, volume vcluster-config), as `vcluster start --config
 	// /var/vcluster/config.yaml`. Helm creates the StatefulSet after the Secret and the Service
-	// (helm v3.20.2 pkg/releaseutil/kind_sorter.go InstallOrder, one kind at a time:
+	// (helm v4.2.4 pkg/release/v1/util/kind_sorter.go InstallOrder, one kind at a time:
 	// pkg/kube/client.go batchPerform). So wait for both, up to releaseWait, as the Pod would
 	// come up, and read the configuration where vCluster reads it (Helm's release records are no
 	// source: they may live in another namespace).
