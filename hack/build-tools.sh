@@ -114,6 +114,19 @@ for tool in "${tools[@]}"; do
     kminor="$(echo "${kver}" | cut -d. -f2)"
     ldflags="-X k8s.io/component-base/version.gitVersion=${kver} -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=${kminor} -X k8s.io/component-base/version.gitTreeState=clean"
   fi
+  if [ "${mod}" = kcp ] && [ "${tool}" != apigen ]; then
+    # kcp's release builds stamp "<Kubernetes version>+kcp-<kcp version>" (kcp's Makefile:
+    # GIT_VERSION into k8s.io/component-base/version and k8s.io/client-go/pkg/version); /version
+    # reports it, and the manager refuses a kcp whose release it cannot tell.
+    kcpver="$(awk '$1 == "github.com/kcp-dev/kcp" { print $2; exit }' "${moddir}/go.mod")"
+    kcpkube="$(cd "${moddir}" && go mod download -json "github.com/kcp-dev/kcp@${kcpver}" | sed -n 's/.*"GoMod": "\(.*\)",*/\1/p' | xargs awk '$1 == "k8s.io/kubernetes" && $2 ~ /^v/ { print $2; exit }')"
+    kmajor="$(echo "${kcpkube}" | sed 's/^v\([0-9]*\).*/\1/')"
+    kminor="$(echo "${kcpkube}" | cut -d. -f2)"
+    gitver="${kcpkube}+kcp-${kcpver}"
+    for pkgvar in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+      ldflags="${ldflags} -X ${pkgvar}.gitVersion=${gitver} -X ${pkgvar}.gitMajor=${kmajor} -X ${pkgvar}.gitMinor=${kminor} -X ${pkgvar}.gitTreeState=clean"
+    done
+  fi
   # The stamp records the tools module's go.sum hash and the link flags, so a pin change rebuilds.
   stamp="${BIN}/.${tool}.stamp"
   want="$(stamp_of "${moddir}/go.mod" "${moddir}/go.sum")"

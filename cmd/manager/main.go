@@ -43,6 +43,10 @@ func main() {
 		os.Exit(1)
 	}
 	ctx := ctrl.LoggerInto(ctrl.SetupSignalHandler(), ctrl.Log)
+	if err := manager.CheckKCP(ctx, cfgs.KCP); err != nil {
+		log.Error(err, "Refusing to start against this kcp")
+		os.Exit(1)
+	}
 	if opts.Bootstrap {
 		log.Info("Bootstrapping the platform workspace", "workspace", opts.PlatformWorkspace)
 		if err := workspaces.Bootstrap(ctx, cfgs.KCP, opts.PlatformWorkspace); err != nil {

@@ -43,6 +43,7 @@ import (
 	"github.com/kubeopera/kubeopera/internal/fleet"
 	"github.com/kubeopera/kubeopera/internal/flux"
 	"github.com/kubeopera/kubeopera/internal/helm"
+	"github.com/kubeopera/kubeopera/internal/kcpversion"
 	"github.com/kubeopera/kubeopera/internal/kubeoperaapi"
 	"github.com/kubeopera/kubeopera/internal/netguard"
 	"github.com/kubeopera/kubeopera/internal/overview"
@@ -118,6 +119,26 @@ func (o Options) Configs() (*Configs, error) {
 	kcp.QPS, kcp.Burst = o.KCPQPS, o.KCPBurst
 	backend.QPS, backend.Burst = o.BackendQPS, o.BackendBurst
 	return &Configs{KCP: kcp, Sweep: sweep, Backend: backend}, nil
+}
+
+// CheckKCP reads the version of the kcp of cfg and returns an error, naming the version found,
+// unless the manager can work with it (kcpversion.Check); it warns of a kcp release without the
+// fix of CVE-2026-61682. The manager calls it before it reads or writes anything in kcp.
+func CheckKCP(ctx context.Context, cfg *rest.Config) error {
+	log := ctrl.LoggerFrom(ctx).WithName("manager")
+	info, err := kcpversion.Get(cfg)
+	if err != nil {
+		return err
+	}
+	if err := kcpversion.Check(info); err != nil {
+		return err
+	}
+	log.Info("Connected to kcp", "version", info.String(), "gitVersion", info.GitVersion)
+	if kcpversion.Vulnerable(info) {
+		log.Info("WARNING: this kcp release lacks the fix of CVE-2026-61682 (GHSA-c8w2-fgvx-vhv4): its front-proxy passes inbound X-Remote-* headers through, so any authenticated client can act as system:masters in any workspace. Run kcp v0.31.3 or newer, or v0.32.1 or newer, before a front-proxy is reachable by anyone but the platform.",
+			"version", info.String())
+	}
+	return nil
 }
 
 // Run builds the manager and runs it until ctx is done.

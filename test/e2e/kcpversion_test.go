@@ -1,0 +1,54 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestManagerNamesTheKCPItTalksTo: the running manager logged the kcp release it found, and a
+// manager pointed at a server that is no kcp (the backend's kube-apiserver, as an admin who
+// swapped the two kubeconfigs would) refuses to start, saying which version it found, before it
+// writes anything.
+func TestManagerNamesTheKCPItTalksTo(t *testing.T) {
+	e := sharedEnv(t)
+	var connected string
+	for _, line := range strings.Split(e.managerLogs(), "\n") {
+		if strings.Contains(line, "Connected to kcp") {
+			connected = line
+			break
+		}
+	}
+	if !strings.Contains(connected, `"version":"v0.31.2"`) || !strings.Contains(connected, `+kcp-v0.31.2`) {
+		t.Errorf("the manager did not log the kcp release it connected to (v0.31.2): %q", connected)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, e.managerBin,
+		"--kcp-kubeconfig", e.backend.KubeconfigPath,
+		"--backend-kubeconfig", e.backendID.KubeconfigPath,
+		"--vcluster-chart", filepath.Join(t.TempDir(), "unused"),
+		"--helm-cache-dir", t.TempDir(),
+		"--metrics-bind-address", "0",
+		"--health-probe-bind-address", "0",
+		"--fleet-overview-bind-address", "0",
+	)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || ctx.Err() != nil {
+		t.Fatalf("the manager against a kube-apiserver as kcp: %v (it must exit with an error); output:\n%s", err, out.String())
+	}
+	for _, want := range []string{"Refusing to start against this kcp", "v1.36.3", "which names no kcp release"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the manager's refusal does not say %q; output:\n%s", want, out.String())
+		}
+	}
+}
