@@ -377,14 +377,14 @@ func TestHostCluster(t *testing.T) {
 		s.hostCluster(t, "ok", nil)
 		hc := s.waitPhase(t, "ok", kov1alpha1.HostClusterPhaseFailed, 4*time.Minute)
 		wantCondition(t, hc, kov1alpha1.GitOpsTreeGeneratedCondition, metav1.ConditionFalse, kov1alpha1.ScaffolderNotConfiguredReason, "GITOPS_SCAFFOLDER_BASE_URL is not set")
-		wantCondition(t, hc, kov1alpha1.AccessValidatedCondition, metav1.ConditionTrue, kov1alpha1.SucceededReason, "v1.35")
+		wantCondition(t, hc, kov1alpha1.AccessValidatedCondition, metav1.ConditionTrue, kov1alpha1.SucceededReason, "v1.36")
 		wantCondition(t, hc, kov1alpha1.FluxReadyCondition, metav1.ConditionTrue, kov1alpha1.FluxInstalledReason, "healthy")
 		if !hc.Status.FluxHealthy {
 			t.Error("status.fluxHealthy is false")
 		}
 		inv := hc.Status.Inventory
-		if inv == nil || !strings.HasPrefix(inv.KubernetesVersion, "v1.35") || inv.Provider != "unknown" || inv.Nodes != "0/0" {
-			t.Errorf("inventory = %+v, want version v1.35.x, provider unknown (no nodes, no cloud controller), nodes 0/0", inv)
+		if inv == nil || !strings.HasPrefix(inv.KubernetesVersion, "v1.36") || inv.Provider != "unknown" || inv.Nodes != "0/0" {
+			t.Errorf("inventory = %+v, want version v1.36.x, provider unknown (no nodes, no cloud controller), nodes 0/0", inv)
 		}
 		sec := &corev1.Secret{}
 		if err := s.ws.Get(t.Context(), client.ObjectKey{Namespace: "default", Name: "hostcluster-ok-kubeconfig"}, sec); err != nil {

@@ -193,7 +193,7 @@ func TestHostClusterConnectedInTwoWorkspacesWithTheSameNames(t *testing.T) {
 			t.Errorf("%s: status %+v", name, hc.Status)
 		}
 		inv := hc.Status.Inventory
-		if inv == nil || !strings.HasPrefix(inv.KubernetesVersion, "v1.35") || inv.Provider != "unknown" || inv.Nodes != "0/0" || inv.HealthScore != 100 || inv.HealthBand != "green" {
+		if inv == nil || !strings.HasPrefix(inv.KubernetesVersion, "v1.36") || inv.Provider != "unknown" || inv.Nodes != "0/0" || inv.HealthScore != 100 || inv.HealthBand != "green" {
 			t.Errorf("%s: inventory %+v", name, inv)
 		}
 		if hc.Annotations[kov1alpha1.ScaffoldJobIDAnnotation] == "" {
