@@ -4,13 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
-	"path"
 	"slices"
 	"sync"
 	"time"
 
 	corev1alpha1 "github.com/kcp-dev/sdk/apis/core/v1alpha1"
+	"github.com/kcp-dev/sdk/apis/tenancy/termination"
 	tenancyv1alpha1 "github.com/kcp-dev/sdk/apis/tenancy/v1alpha1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
@@ -63,7 +62,7 @@ func (t *Terminator) Start(ctx context.Context) error {
 // Once looks at every terminating workspace of the type once. It cleans up those it can and
 // returns the errors of the others; a workspace whose clean-up failed keeps its terminator.
 func (t *Terminator) Once(ctx context.Context) error {
-	urls, err := t.virtualWorkspaceURLs(ctx)
+	urls, name, err := t.virtualWorkspaceURLs(ctx)
 	if err != nil {
 		return fmt.Errorf("terminating virtual workspaces not available: %w", err)
 	}
@@ -75,7 +74,7 @@ func (t *Terminator) Once(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("failed to create terminating virtual workspace client for %s: %w", u, err))
 			continue
 		}
-		if err := t.pass(ctx, u, c); err != nil {
+		if err := t.pass(ctx, u, name, c); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -102,15 +101,17 @@ func (t *Terminator) client(vwURL string) (client.Client, error) {
 	return c, nil
 }
 
-// virtualWorkspaceURLs returns the WorkspaceType's terminating virtual workspace URLs.
-func (t *Terminator) virtualWorkspaceURLs(ctx context.Context) ([]string, error) {
+// virtualWorkspaceURLs returns the WorkspaceType's terminating virtual workspace URLs and the
+// terminator kcp puts into status.terminators of its workspaces ("<type's logical cluster>:<type
+// name>", termination.TerminatorForType).
+func (t *Terminator) virtualWorkspaceURLs(ctx context.Context) ([]string, corev1alpha1.LogicalClusterTerminator, error) {
 	c, err := client.New(t.KCPConfig, client.Options{Scheme: kcpScheme()})
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	wt := &tenancyv1alpha1.WorkspaceType{}
 	if err := c.Get(ctx, client.ObjectKey{Name: t.WorkspaceType}, wt); err != nil {
-		return nil, fmt.Errorf("failed to get WorkspaceType %s: %w", t.WorkspaceType, err)
+		return nil, "", fmt.Errorf("failed to get WorkspaceType %s: %w", t.WorkspaceType, err)
 	}
 	var urls []string
 	for _, vw := range wt.Status.VirtualWorkspaces {
@@ -119,25 +120,13 @@ func (t *Terminator) virtualWorkspaceURLs(ctx context.Context) ([]string, error)
 		}
 	}
 	if len(urls) == 0 {
-		return nil, fmt.Errorf("WorkspaceType %s publishes no terminating virtual workspace URL", t.WorkspaceType)
+		return nil, "", fmt.Errorf("WorkspaceType %s publishes no terminating virtual workspace URL", t.WorkspaceType)
 	}
-	return urls, nil
+	return urls, termination.TerminatorForType(wt), nil
 }
 
-// terminatorName is what kcp puts into status.terminators for this type:
-// "<workspacetype logical cluster>:<workspacetype name>", the last segment of the VW URL
-// (https://<host>/services/terminatingworkspaces/<cluster>:<name>).
-func terminatorName(vwURL string) string {
-	u, err := url.Parse(vwURL)
-	if err != nil {
-		return ""
-	}
-	return path.Base(u.Path)
-}
-
-func (t *Terminator) pass(ctx context.Context, vwURL string, vw client.Client) error {
+func (t *Terminator) pass(ctx context.Context, vwURL string, name corev1alpha1.LogicalClusterTerminator, vw client.Client) error {
 	log := ctrl.LoggerFrom(ctx)
-	name := corev1alpha1.LogicalClusterTerminator(terminatorName(vwURL))
 	list := &corev1alpha1.LogicalClusterList{}
 	if err := vw.List(ctx, list); err != nil {
 		return fmt.Errorf("failed to list terminating logical clusters through %s: %w", vwURL, err)
@@ -146,7 +135,7 @@ func (t *Terminator) pass(ctx context.Context, vwURL string, vw client.Client) e
 	for i := range list.Items {
 		lc := &list.Items[i]
 		cluster := lc.Annotations["kcp.io/cluster"]
-		if cluster == "" || lc.DeletionTimestamp == nil || !slices.Contains(lc.Status.Terminators, name) {
+		if cluster == "" || lc.DeletionTimestamp == nil || !termination.TerminatorPresent(name, lc.Status.Terminators) {
 			continue
 		}
 		clog := log.WithValues("cluster", cluster)

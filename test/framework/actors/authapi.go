@@ -64,7 +64,7 @@ const authAPIServiceWait = 5 * time.Minute
 //     named http = this server's port (the Service's targetPort "http" resolved on the Pod).
 //
 // The API server's service proxy only uses an Endpoints address whose targetRef is a Pod of the
-// same namespace with that IP in status.podIPs (kubernetes v1.35.4,
+// same namespace with that IP in status.podIPs (kubernetes v1.36.3,
 // pkg/registry/core/service/storage/storage.go, ResourceLocation and isValidAddress, lines
 // 423-520), and takes the port from the Endpoints port named like the requested service port:
 // hence the Pod, its status and the Endpoints.

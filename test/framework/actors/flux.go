@@ -42,8 +42,11 @@ const (
 	// passes (see FluxPods).
 	fluxProbeInterval = 250 * time.Millisecond
 	// Container restart back-off of the kubelet: 10s, doubled after every restart, at most 300s
-	// (k8s.io/kubernetes v1.35.4 pkg/kubelet/kubelet.go: backOffPeriod line 222,
-	// MaxCrashLoopBackOff = MaxContainerBackOff line 163).
+	// (k8s.io/kubernetes v1.36.3 pkg/kubelet/kubelet.go: initialCrashLoopBackOff line 173,
+	// MaxCrashLoopBackOff = MaxContainerBackOff line 166, newCrashLoopBackOff lines 350-366;
+	// KubeletCrashLoopBackOffMax, Beta and on by default, takes the maximum from
+	// crashLoopBackOff.maxContainerRestartPeriod, which defaults to MaxContainerBackOff:
+	// pkg/kubelet/apis/config/v1beta1/defaults.go lines 47, 316-317).
 	fluxRestartBackoff    = 10 * time.Second
 	fluxMaxRestartBackoff = 300 * time.Second
 	// fluxTokenTTL is how long the ServiceAccount token a controller runs with is valid; the
@@ -100,7 +103,7 @@ var overriddenFlags = map[string]bool{
 //     a new Pod: the old process stops, a new one starts. Images it has no binary for (e.g.
 //     helm-controller) never start, as an image that cannot be pulled.
 //   - Deployment controller: it writes the Deployment's status as calculateStatus does
-//     (k8s.io/kubernetes v1.35.4 pkg/controller/deployment/sync.go lines 494-533):
+//     (k8s.io/kubernetes v1.36.3 pkg/controller/deployment/sync.go lines 494-533):
 //     observedGeneration, replicas, updatedReplicas, readyReplicas, availableReplicas,
 //     unavailableReplicas, and Available=True/MinimumReplicasAvailable ("Deployment has minimum
 //     availability.") when availableReplicas >= replicas - maxUnavailable, else

@@ -35,13 +35,13 @@ import (
 	"k8s.io/utils/ptr"
 )
 
-// The Job controller's and kubelet's constants the TerraformJob actor plays (Kubernetes v1.35.4).
+// The Job controller's and kubelet's constants the TerraformJob actor plays (Kubernetes v1.36.3).
 const (
 	// jobControllerName is spec.managedBy of the Jobs the built-in controller syncs
 	// (batchv1.JobControllerName); Jobs managed by another controller are left alone.
 	jobControllerName = batchv1.JobControllerName
 	// Pod failure backoff: 10 s doubled per consecutive failure, at most 10 minutes
-	// (pkg/controller/job/job_controller.go lines 69-72, backoff_utils.go lines 258-279).
+	// (pkg/controller/job/job_controller.go lines 76-79, backoff_utils.go lines 258-279).
 	jobPodFailureBackOff    = 10 * time.Second
 	maxJobPodFailureBackOff = 10 * time.Minute
 	// jobSyncInterval is how often the actor lists the namespace's Jobs.
@@ -58,36 +58,38 @@ const (
 // provisioner's Jobs in Namespace of the backend cluster (there is neither here: DESIGN.md,
 // "Testing"): for each Job it runs RunnerBinary (cmd/terraform-runner, built by the test) as the
 // Job's one container, with the identity, environment and volumes the Pod would have, and
-// reports the outcome on the Pod and the Job as v1.35 does. It plays nothing else: the runner
+// reports the outcome on the Pod and the Job as v1.36 does. It plays nothing else: the runner
 // does its own work against the API server with the Job ServiceAccount's real RBAC.
 //
-// Job controller (k8s.io/kubernetes v1.35.4, pkg/controller/job/job_controller.go):
+// Job controller (k8s.io/kubernetes v1.36.3, pkg/controller/job/job_controller.go):
 //   - Jobs with spec.managedBy other than kubernetes.io/job-controller are skipped (JobManagedBy,
 //     GA in 1.35); finished Jobs (Complete or Failed) are left alone.
 //   - A suspended Job gets condition Suspended=True (reason JobSuspended) and no Pod; when it is
 //     resumed the condition turns False (reason JobResumed) and startTime is set then
-//     (syncJob, lines 1040-1070; ensureJobConditionStatus, lines 1996-2009).
-//   - startTime is set on the first sync of an unsuspended Job (lines 929-932).
-//   - The Pod is made from the template as manageJob does (lines 1763-1803): generateName
+//     (syncJob, lines 1162-1192; ensureJobConditionStatus, lines 2161-2174). v1.36 also clears
+//     startTime when it sets Suspended=True (lines 1172-1174,
+//     MutableSchedulingDirectivesForSuspendedJobs, Beta and on by default since 1.36).
+//   - startTime is set on the first sync of an unsuspended Job (lines 1051-1054).
+//   - The Pod is made from the template as manageJob does (lines 1892-1951): generateName
 //     "<job>-", the template's labels (the API server put batch.kubernetes.io/job-name,
 //     job-name, batch.kubernetes.io/controller-uid and controller-uid there:
-//     pkg/registry/batch/job/strategy.go, generateSelector, lines 230-270) and annotations, a
+//     pkg/registry/batch/job/strategy.go, generateSelector, lines 241-281) and annotations, a
 //     controller ownerReference to the Job, and finalizer batch.kubernetes.io/job-tracking
-//     (appendJobCompletionFinalizerIfNotFound, lines 1933-1940;
-//     pkg/controller/controller_utils.go GetPodFromTemplate, lines 562-585); status active=1.
+//     (appendJobCompletionFinalizerIfNotFound, lines 2100-2105;
+//     pkg/controller/controller_utils.go GetPodFromTemplate, lines 567-590); status active=1.
 //   - When the Pod ends, its tracking finalizer is removed (removeTrackingFinalizerPatch, lines
-//     1942-1950) and it is counted in succeeded or failed. Success: condition SuccessCriteriaMet
+//     2107-2118) and it is counted in succeeded or failed. Success: condition SuccessCriteriaMet
 //     (reason CompletionsReached, "Reached expected number of succeeded pods") is written first,
 //     then Complete with the same reason and completionTime (newSuccessCondition, lines
-//     1099-1110; trackJobStatusAndRemoveFinalizers, lines 1318-1328; enactJobFinished, lines
-//     1526-1530). Failure beyond spec.backoffLimit: FailureTarget (reason BackoffLimitExceeded,
+//     1221-1232; trackJobStatusAndRemoveFinalizers, lines 1440-1450; enactJobFinished, lines
+//     1648-1652). Failure beyond spec.backoffLimit: FailureTarget (reason BackoffLimitExceeded,
 //     "Job has reached the specified backoff limit"), then Failed with the same reason
-//     (lines 963-968, 1306-1316, newFailedConditionForFailureTarget). Within the limit a new
+//     (lines 1085-1090, 1428-1438, newFailedConditionForFailureTarget). Within the limit a new
 //     Pod is made after the pod failure backoff. Past startTime + activeDeadlineSeconds:
 //     FailureTarget (reason DeadlineExceeded, "Job was active longer than specified deadline"),
 //     the Pod deleted with its grace period (the kubelet stops the runner: SIGTERM, SIGKILL
-//     after terminationGracePeriodSeconds), and once it has terminated, Failed (lines 966-1013,
-//     1595-1604). The API server validates these transitions
+//     after terminationGracePeriodSeconds), and once it has terminated, Failed (lines 1088-1135,
+//     1717-1724). The API server validates these transitions
 //     (pkg/registry/batch/job/strategy.go, status update validation), so a wrong order fails.
 //
 // Kubelet:
@@ -95,7 +97,7 @@ const (
 //     directory with a file per key (or per items entry), mode defaultMode (0644), written the
 //     kubelet's way: the data in a timestamped "..<time>" directory, a "..data" symlink to it,
 //     and a symlink per key to "..data/<key>" (pkg/volume/util/atomic_writer.go lines 139-250,
-//     457-486; pkg/volume/configmap/configmap.go MakePayload lines 263-305, secret likewise).
+//     457-496; pkg/volume/configmap/configmap.go MakePayload lines 263-305, secret likewise).
 //     An emptyDir is an empty directory. A volume whose ConfigMap or Secret is missing keeps
 //     the Pod Pending and is retried, as the kubelet does. Each mountPath maps to its directory
 //     (with subPath), and every environment value naming a path under a mountPath is rewritten
@@ -117,7 +119,7 @@ const (
 //     (Output) as a container log is. Status: Running with the container's running state and
 //     Ready=True; then Succeeded or Failed with the terminated state (exit code, reason
 //     Completed or Error as containerd's CRI reports, startedAt, finishedAt) and Ready=False
-//     (reason PodCompleted or PodFailed) (pkg/kubelet/kubelet_pods.go lines 2293-2301;
+//     (reason PodCompleted or PodFailed) (pkg/kubelet/kubelet_pods.go lines 2361-2369;
 //     pkg/kubelet/status/generate.go). A Job deleted while its Pod runs stops the runner with
 //     SIGTERM and, after the Pod's terminationGracePeriodSeconds, SIGKILL.
 //
@@ -236,6 +238,7 @@ func (a *TerraformJob) sync(ctx context.Context, cs kubernetes.Interface, job *b
 		if c := jobCondition(job, batchv1.JobSuspended); c == nil || c.Status != corev1.ConditionTrue {
 			_ = a.updateJobStatus(ctx, cs, job, func(s *batchv1.JobStatus) {
 				s.Conditions = ensureJobCondition(s.Conditions, batchv1.JobSuspended, corev1.ConditionTrue, "JobSuspended", "Job suspended")
+				s.StartTime = nil // v1.36, MutableSchedulingDirectivesForSuspendedJobs (on by default)
 			})
 		}
 		return false
@@ -269,7 +272,7 @@ func (a *TerraformJob) runJob(ctx context.Context, cs kubernetes.Interface, job 
 		out.printf("actor: Job %s uses %s, which TerraformJob does not play\n", job.Name, reason)
 		return
 	}
-	// activeDeadlineSeconds counts from startTime (pastActiveDeadline, lines 1595-1604).
+	// activeDeadlineSeconds counts from startTime (pastActiveDeadline, lines 1717-1724).
 	var deadline time.Time
 	if ads := job.Spec.ActiveDeadlineSeconds; ads != nil {
 		deadline = started.Add(time.Duration(*ads) * time.Second)
@@ -354,10 +357,10 @@ func (a *TerraformJob) runJob(ctx context.Context, cs kubernetes.Interface, job 
 	}
 }
 
-// deadlineMessage is the Job controller's message for DeadlineExceeded (syncJob, line 969).
+// deadlineMessage is the Job controller's message for DeadlineExceeded (syncJob, line 1091).
 const deadlineMessage = "Job was active longer than specified deadline"
 
-// deadlineExceeded plays syncJob past the Job's activeDeadlineSeconds (lines 966-1013): the
+// deadlineExceeded plays syncJob past the Job's activeDeadlineSeconds (lines 1088-1135): the
 // FailureTarget condition (reason DeadlineExceeded), and the active Pod deleted (with its
 // terminationGracePeriodSeconds; the kubelet then stops its container) and counted as
 // terminating.
