@@ -113,8 +113,7 @@ func applyObject(ctx context.Context, c client.Client, obj *unstructured.Unstruc
 	obj = obj.DeepCopy()
 	obj.SetManagedFields(nil)
 	obj.SetResourceVersion("")
-	//nolint:staticcheck // client.Apply with unstructured objects is the supported SSA path here.
-	return c.Patch(ctx, obj, client.Apply, client.FieldOwner(fieldOwner), client.ForceOwnership)
+	return c.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner(fieldOwner), client.ForceOwnership)
 }
 
 // platformObjects reads the embedded manifests in apply order, pointing every reference to the

@@ -258,7 +258,7 @@ func (r *Reconciler) store(ctx context.Context, s *scope, data []byte) (*corev1.
 
 // Apply server-side applies a backend object the controllers own.
 func Apply(ctx context.Context, c client.Client, u *unstructured.Unstructured) error {
-	return c.Patch(ctx, u, client.Apply, client.FieldOwner(ControllerName), client.ForceOwnership) //nolint:staticcheck // unstructured objects have no apply configuration
+	return c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(ControllerName), client.ForceOwnership)
 }
 
 // unused waits while a KubernetesCluster of the namespace names this ProviderConfig: Crossplane

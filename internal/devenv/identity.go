@@ -77,8 +77,7 @@ func ApplyBackendRBAC(ctx context.Context, cfg *rest.Config, dir string) error {
 	}
 	for _, obj := range objs {
 		obj.SetManagedFields(nil)
-		//nolint:staticcheck // client.Apply with unstructured objects is the supported SSA path here.
-		if err := c.Patch(ctx, obj, client.Apply, client.FieldOwner(rbacFieldOwner), client.ForceOwnership); err != nil {
+		if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner(rbacFieldOwner), client.ForceOwnership); err != nil {
 			return fmt.Errorf("failed to apply %s %s from %s: %w", obj.GetKind(), obj.GetName(), dir, err)
 		}
 	}

@@ -151,5 +151,5 @@ type RegisteredClusterList struct {
 }
 
 func init() {
-	SchemeBuilder.Register(&RegisteredCluster{}, &RegisteredClusterList{})
+	SchemeBuilder.Register(knownTypes(&RegisteredCluster{}, &RegisteredClusterList{}))
 }

@@ -380,5 +380,5 @@ type HostClusterList struct {
 }
 
 func init() {
-	SchemeBuilder.Register(&HostCluster{}, &HostClusterList{})
+	SchemeBuilder.Register(knownTypes(&HostCluster{}, &HostClusterList{}))
 }

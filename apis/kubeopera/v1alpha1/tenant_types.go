@@ -140,5 +140,5 @@ type TenantList struct {
 }
 
 func init() {
-	SchemeBuilder.Register(&Tenant{}, &TenantList{})
+	SchemeBuilder.Register(knownTypes(&Tenant{}, &TenantList{}))
 }

@@ -181,5 +181,5 @@ type KubernetesClusterList struct {
 }
 
 func init() {
-	SchemeBuilder.Register(&KubernetesCluster{}, &KubernetesClusterList{})
+	SchemeBuilder.Register(knownTypes(&KubernetesCluster{}, &KubernetesClusterList{}))
 }

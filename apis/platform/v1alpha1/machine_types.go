@@ -147,5 +147,5 @@ type ProviderMachineFlavorList struct {
 }
 
 func init() {
-	SchemeBuilder.Register(&MachineCapabilities{}, &MachineCapabilitiesList{}, &ProviderMachineFlavor{}, &ProviderMachineFlavorList{})
+	SchemeBuilder.Register(knownTypes(&MachineCapabilities{}, &MachineCapabilitiesList{}, &ProviderMachineFlavor{}, &ProviderMachineFlavorList{}))
 }

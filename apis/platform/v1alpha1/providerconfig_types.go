@@ -121,5 +121,5 @@ type ProviderConfigList struct {
 }
 
 func init() {
-	SchemeBuilder.Register(&ProviderConfig{}, &ProviderConfigList{})
+	SchemeBuilder.Register(knownTypes(&ProviderConfig{}, &ProviderConfigList{}))
 }
