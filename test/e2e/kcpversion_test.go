@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kubeopera/kubeopera/test/framework"
 )
 
 // TestManagerNamesTheKCPItTalksTo: the running manager logged the kcp release it found, and a
@@ -51,4 +53,25 @@ func TestManagerNamesTheKCPItTalksTo(t *testing.T) {
 			t.Errorf("the manager's refusal does not say %q; output:\n%s", want, out.String())
 		}
 	}
+}
+
+// TestKCPFrontProxyAndCacheServerAreBuilt: make tools builds kcp's front-proxy and cache server
+// from the kcp release the tests run, stamped like kcp's release builds.
+func TestKCPFrontProxyAndCacheServerAreBuilt(t *testing.T) {
+	bin := filepath.Join(framework.RepoRoot(), "_tools", "bin")
+	out, err := exec.Command(filepath.Join(bin, "kcp-front-proxy"), "--version").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "+kcp-v0.31.2") {
+		t.Errorf("kcp-front-proxy --version = %q, %v; want a version naming kcp v0.31.2", out, err)
+	}
+	out, err = exec.Command(filepath.Join(bin, "cache-server"), "--help").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "Starts a server that hosts data/resources") {
+		t.Errorf("cache-server --help = %q, %v; want its usage", tailBytes(out, 2000), err)
+	}
+}
+
+func tailBytes(b []byte, n int) []byte {
+	if len(b) <= n {
+		return b
+	}
+	return b[len(b)-n:]
 }
