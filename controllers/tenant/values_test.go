@@ -1,23 +1,15 @@
 package tenant
 
 import (
-	"errors"
-	"io"
-	"log/slog"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 
-	"helm.sh/helm/v4/pkg/action"
-	"helm.sh/helm/v4/pkg/chart/v2/loader"
-	helmrelease "helm.sh/helm/v4/pkg/release/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
 	kov1alpha1 "github.com/kubeopera/kubeopera/apis/kubeopera/v1alpha1"
@@ -141,35 +133,7 @@ func TestVClusterValuesInTheChart(t *testing.T) {
 // rendered objects.
 func renderChart(t *testing.T, release, namespace string, values map[string]any) []*unstructured.Unstructured {
 	t.Helper()
-	ch, err := loader.Load(filepath.Join(framework.RepoRoot(), "test", "charts", "vcluster"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	in := action.NewInstall(action.NewConfiguration(action.ConfigurationSetLogger(slog.DiscardHandler)))
-	in.ReleaseName, in.Namespace = release, namespace
-	in.DryRunStrategy, in.Replace = action.DryRunClient, true
-	out, err := in.Run(ch, values)
-	if err != nil {
-		t.Fatalf("helm template: %v", err)
-	}
-	rel, ok := out.(*helmrelease.Release)
-	if !ok {
-		t.Fatalf("helm template returned a %T", out)
-	}
-	var objs []*unstructured.Unstructured
-	dec := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(rel.Manifest), 4096)
-	for {
-		u := &unstructured.Unstructured{}
-		if err := dec.Decode(&u.Object); err != nil {
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			t.Fatal(err)
-		}
-		if len(u.Object) > 0 {
-			objs = append(objs, u)
-		}
-	}
+	objs, _ := framework.HelmTemplate(t, filepath.Join(framework.RepoRoot(), "test", "charts", "vcluster"), release, namespace, values)
 	return objs
 }
 

@@ -2,26 +2,22 @@ package helm
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
+	"time"
 
-	"helm.sh/helm/v4/pkg/action"
 	chart "helm.sh/helm/v4/pkg/chart/v2"
 	"helm.sh/helm/v4/pkg/chart/v2/loader"
 	rcommon "helm.sh/helm/v4/pkg/release/common"
 	release "helm.sh/helm/v4/pkg/release/v1"
 	"helm.sh/helm/v4/pkg/storage/driver"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/restmapper"
+
+	"github.com/kubeopera/kubeopera/test/framework"
 )
 
 // helm3Install plays Helm 3.20's `helm install` of the test chart as release name in ns with
@@ -46,14 +42,8 @@ func helm3Install(t *testing.T, ns, name string, values map[string]any) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tmpl := action.NewInstall(action.NewConfiguration(action.ConfigurationSetLogger(slog.DiscardHandler)))
-	tmpl.ReleaseName, tmpl.Namespace = name, ns
-	tmpl.DryRunStrategy, tmpl.Replace = action.DryRunClient, true
-	out, err := tmpl.Run(ch, values)
-	if err != nil {
-		t.Fatalf("render: %v", err)
-	}
-	rendered := out.(*release.Release)
+	objs, manifest := framework.HelmTemplate(t, chartDir, name, ns, values)
+	now := time.Now()
 
 	dyn, err := dynamic.NewForConfig(restConfig)
 	if err != nil {
@@ -65,18 +55,7 @@ func helm3Install(t *testing.T, ns, name string, values map[string]any) string {
 	}
 	mapper := restmapper.NewDiscoveryRESTMapper(groups)
 	manager := filepath.Base(os.Args[0])
-	dec := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(rendered.Manifest), 4096)
-	for {
-		u := &unstructured.Unstructured{}
-		if err := dec.Decode(&u.Object); err != nil {
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			t.Fatal(err)
-		}
-		if len(u.Object) == 0 {
-			continue
-		}
+	for _, u := range objs {
 		a := u.GetAnnotations()
 		if a == nil {
 			a = map[string]string{}
@@ -103,18 +82,18 @@ func helm3Install(t *testing.T, ns, name string, values map[string]any) string {
 		Namespace: ns,
 		Version:   1,
 		Info: &release.Info{
-			FirstDeployed: rendered.Info.FirstDeployed, LastDeployed: rendered.Info.LastDeployed,
+			FirstDeployed: now, LastDeployed: now,
 			Status: rcommon.StatusDeployed, Description: "Install complete",
 		},
 		Chart:    &chart.Chart{Metadata: ch.Metadata, Templates: ch.Templates, Values: ch.Values, Schema: ch.Schema},
 		Config:   values,
-		Manifest: rendered.Manifest,
+		Manifest: manifest,
 		Labels:   map[string]string{valuesHashLabel: hashValues(values)},
 	}
 	if err := driver.NewSecrets(kube.CoreV1().Secrets(ns)).Create(fmt.Sprintf("sh.helm.release.v1.%s.v1", name), rec); err != nil {
 		t.Fatal(err)
 	}
-	return rendered.Manifest
+	return manifest
 }
 
 // TestTakesOverAHelm3Release: a release Helm 3 installed is upgraded by the Helm 4 code in place,
