@@ -403,6 +403,7 @@ func (c *SDKClient) Uninstall(ctx context.Context, rel Release) error {
 	case latest != nil && gone:
 		err = deleteRecords(cfg, revisions)
 	case latest != nil:
+		c.logger(ctx).V(1).Info("Uninstalling release", "namespace", rel.Namespace, "release", rel.Name, "revision", latest.Version)
 		err = uninstall(cfg, rel.Name)
 	}
 	if err == nil && !gone {

@@ -10,9 +10,11 @@ package kcpversion
 
 import (
 	"fmt"
+	"net/url"
 	"strings"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/version"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
@@ -77,8 +79,24 @@ func Get(cfg *rest.Config) (Info, error) {
 	}
 	// ServerVersion reads /version under the config's path (a workspace's /clusters/<path>).
 	v, err := dc.ServerVersion()
+	if apierrors.IsNotFound(err) {
+		// No /clusters/<path>/version: no kcp (a plain API server serves /version at its root
+		// only), or no such workspace. The root's answer names what the server is.
+		root := rest.CopyConfig(cfg)
+		if u, perr := url.Parse(root.Host); perr == nil && u.Path != "" {
+			u.Path = ""
+			root.Host = u.String()
+			if rdc, rerr := discovery.NewDiscoveryClientForConfig(root); rerr == nil {
+				if rv, rerr := rdc.ServerVersion(); rerr == nil {
+					if info := Parse(rv.GitVersion); info.KCP == nil {
+						return info, nil
+					}
+				}
+			}
+		}
+	}
 	if err != nil {
-		return Info{}, fmt.Errorf("failed to read the kcp server's version: %w", err)
+		return Info{}, fmt.Errorf("failed to read the kcp server's version at %s: %w", cfg.Host, err)
 	}
 	return Parse(v.GitVersion), nil
 }

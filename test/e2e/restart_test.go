@@ -103,11 +103,11 @@ func TestWorkspaceDeletedWhileTheManagerIsDownIsCleanedWhenItComesBack(t *testin
 	if len(list.Items) != 0 {
 		t.Errorf("%d backend namespaces of the deleted workspace remain", len(list.Items))
 	}
-	// The namespaces could also have gone without the finalizer; Helm's own log of the uninstall
-	// (the manager logs at debug level here) tells that the Tenant's finalizer ran.
+	// The namespaces could also have gone without the finalizer; internal/helm's log of the
+	// uninstall (the manager logs at debug level here) tells that the Tenant's finalizer ran.
 	uninstalled := false
 	for _, line := range strings.Split(e.managerLogs(), "\n") {
-		uninstalled = uninstalled || (strings.Contains(line, "uninstall: Deleting vc-peter") && strings.Contains(line, hostNS))
+		uninstalled = uninstalled || (strings.Contains(line, `"msg":"Uninstalling release"`) && strings.Contains(line, `"release":"vc-peter"`) && strings.Contains(line, hostNS))
 	}
 	if !uninstalled {
 		t.Error("the Tenant's finalizer did not run (no uninstall of vc-peter logged)")
