@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -19,16 +20,17 @@ import (
 // writes anything.
 func TestManagerNamesTheKCPItTalksTo(t *testing.T) {
 	e := sharedEnv(t)
-	var connected string
-	for _, line := range strings.Split(e.managerLogs(), "\n") {
-		if strings.Contains(line, "Connected to kcp") {
-			connected = line
-			break
+	// The manager logs it first thing after it starts; the suite may have started it just now.
+	framework.Eventually(t, time.Minute, "the manager logs the kcp release it connected to", func() (bool, string) {
+		var connected string
+		for _, line := range strings.Split(e.managerLogs(), "\n") {
+			if strings.Contains(line, "Connected to kcp") {
+				connected = line
+				break
+			}
 		}
-	}
-	if !strings.Contains(connected, `"version":"v0.31.2"`) || !strings.Contains(connected, `+kcp-v0.31.2`) {
-		t.Errorf("the manager did not log the kcp release it connected to (v0.31.2): %q", connected)
-	}
+		return strings.Contains(connected, `"version":"v0.31.2"`) && strings.Contains(connected, `+kcp-v0.31.2`), fmt.Sprintf("the line: %q", connected)
+	})
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
