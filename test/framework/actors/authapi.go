@@ -84,6 +84,7 @@ type AuthAPI struct {
 	key          string
 	addr         string
 	calls        int
+	callsFor     map[string]int // accepted requests by email
 	refused      int
 	lastEmail    string
 	lastUsername string
@@ -94,6 +95,7 @@ func (a *AuthAPI) init() {
 	a.once.Do(func() {
 		a.ready = make(chan struct{})
 		a.accounts = map[string]string{}
+		a.callsFor = map[string]int{}
 	})
 }
 
@@ -109,6 +111,14 @@ func (a *AuthAPI) Calls() int {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.calls
+}
+
+// CallsFor is how many accepted bootstrap requests were for email, and the username of its
+// account ("" when none was made): what a test counts when other tests share the server.
+func (a *AuthAPI) CallsFor(email string) (int, string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.callsFor[email], a.accounts[email]
 }
 
 // Refused is how many bootstrap requests had a wrong or missing key.
@@ -385,6 +395,7 @@ func (a *AuthAPI) bootstrap(w http.ResponseWriter, r *http.Request) {
 	_, existed := a.accounts[req.Email]
 	a.accounts[req.Email] = req.Username
 	a.calls++
+	a.callsFor[req.Email]++
 	a.lastEmail, a.lastUsername = req.Email, req.Username
 	a.mu.Unlock()
 	code := http.StatusCreated
