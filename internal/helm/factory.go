@@ -2,6 +2,7 @@ package helm
 
 import (
 	"fmt"
+	"sync"
 
 	helmkube "helm.sh/helm/v4/pkg/kube"
 	"k8s.io/cli-runtime/pkg/resource"
@@ -15,12 +16,22 @@ import (
 var _ helmkube.Factory = (*sharedFactory)(nil)
 
 // sharedFactory is Helm's helmkube.Factory for every operation: kubectl's factory (resource builders,
-// validation) on the shared getter, with one clientset and one dynamic client instead of new
-// ones at each call. Operations name their namespace on their kube.Client, never through it.
+// validation) on the shared getter, with one clientset, one dynamic client and one validator per
+// directive instead of new ones at each call. Operations name their namespace on their
+// kube.Client, never through it.
+//
+// kubectl's Validator builds, at each call, a verifier of the server's field-validation support
+// that reads and decodes the OpenAPI v3 document of every group-version it checks; Helm asks for
+// one at every install and upgrade (kube.Client.Build), which made that decoding most of an
+// install's CPU. The verifier caches its answers per kind (cachingVerifier) and is safe for
+// concurrent use, so one per directive serves every operation.
 type sharedFactory struct {
 	cmdutil.Factory
 	clientset *kubernetes.Clientset
 	dynamic   dynamic.Interface
+
+	mu         sync.Mutex
+	validators map[string]validation.Schema // by validation directive
 }
 
 func newSharedFactory(g *restClientGetter) (*sharedFactory, error) {
@@ -43,5 +54,18 @@ func (f *sharedFactory) ToRawKubeConfigLoader() clientcmd.ClientConfig {
 }
 func (f *sharedFactory) NewBuilder() *resource.Builder { return f.Factory.NewBuilder() }
 func (f *sharedFactory) Validator(directive string) (validation.Schema, error) {
-	return f.Factory.Validator(directive)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if v, ok := f.validators[directive]; ok {
+		return v, nil
+	}
+	v, err := f.Factory.Validator(directive)
+	if err != nil {
+		return nil, err
+	}
+	if f.validators == nil {
+		f.validators = map[string]validation.Schema{}
+	}
+	f.validators[directive] = v
+	return v, nil
 }
