@@ -13,6 +13,7 @@ package syncer
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 
@@ -61,6 +62,15 @@ type UnsharedSecretError struct {
 
 func (e *UnsharedSecretError) Error() string {
 	return fmt.Sprintf("secret %s/%s is not labelled %s=%s; add the label so the platform may read it", e.Namespace, e.Name, AccessLabel, AccessLabelValue)
+}
+
+// IsMissing reports whether err says a referenced Secret cannot be used as it is: missing, hidden
+// from the platform, unlabelled or without the key (MissingSecretError, UnsharedSecretError).
+// The tenant may still fix that, so it is waited for, not failed.
+func IsMissing(err error) bool {
+	var missing *MissingSecretError
+	var unshared *UnsharedSecretError
+	return errors.As(err, &missing) || errors.As(err, &unshared)
 }
 
 // Shared reports whether s carries AccessLabel=AccessLabelValue.

@@ -43,6 +43,8 @@ import (
 const (
 	// ControllerName names the controller and its field owner.
 	ControllerName = "flavor-catalog"
+	// DefaultConcurrency is how many copies are written at once, across all workspaces.
+	DefaultConcurrency = 4
 	// CatalogLabel marks a workspace's ProviderMachineFlavor as the platform catalog's copy; only
 	// such copies are updated or removed.
 	CatalogLabel = "platform.edgeconnect.eu/catalog"
@@ -55,6 +57,8 @@ type Reconciler struct {
 	// Catalog reads the platform workspace's ProviderMachineFlavors (a cache on it, started by
 	// the manager).
 	Catalog cache.Cache
+	// Concurrency is how many copies are written at once; DefaultConcurrency when zero.
+	Concurrency int
 
 	trigger *fleet.Trigger
 }
@@ -64,6 +68,9 @@ type Reconciler struct {
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr mcmanager.Manager) error {
 	if r.Workspaces == nil || r.Catalog == nil {
 		return errors.New("catalog controller needs the platform export's workspaces and the catalog cache")
+	}
+	if r.Concurrency == 0 {
+		r.Concurrency = DefaultConcurrency
 	}
 	r.trigger = &fleet.Trigger{}
 	// The catalog's kind may not be served yet when the manager starts (its CRD was just applied):
@@ -84,7 +91,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr mcmanager.Manager
 		}()
 	})
 	return fleet.NewController(mgr, "flavorcatalog", r.Workspaces, &platformv1alpha1.ProviderMachineFlavor{},
-		mccontroller.Options{Reconciler: r, MaxConcurrentReconciles: 4}, fleet.Watch{Trigger: r.trigger})
+		mccontroller.Options{Reconciler: r, MaxConcurrentReconciles: r.Concurrency}, fleet.Watch{Trigger: r.trigger})
 }
 
 // watchCatalog sets up the catalog's informer, retrying with backoff until the kind is served,

@@ -9,17 +9,13 @@ import (
 	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/rest"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kov1alpha1 "github.com/kubeopera/kubeopera/apis/kubeopera/v1alpha1"
 	"github.com/kubeopera/kubeopera/internal/aws/ekstoken"
 	"github.com/kubeopera/kubeopera/internal/kubeconfig"
 	"github.com/kubeopera/kubeopera/internal/provisioner/api"
 	"github.com/kubeopera/kubeopera/internal/reconcile"
-	"github.com/kubeopera/kubeopera/workspaces"
 )
 
 // eksSessionName is the role session name of the manager's sts:AssumeRole for EKS tokens; it
@@ -72,15 +68,12 @@ type storedCredential struct {
 // run used.
 func (r *Reconciler) credentialCopy(ctx context.Context, s *scope) (storedCredential, error) {
 	name := cloudCredentialSecretName(s.hc.Spec.ClusterID)
-	sec := &corev1.Secret{}
-	err := r.Backend.Reader.Get(ctx, client.ObjectKey{Namespace: s.storeNamespace, Name: name}, sec)
+	sec, found, err := s.Stored(ctx, name)
 	switch {
-	case apierrors.IsNotFound(err):
-		return storedCredential{}, fmt.Errorf("the platform's copy of the cloud credential (Secret %s in the workspace's backend namespace) is missing", name)
 	case err != nil:
-		return storedCredential{}, fmt.Errorf("failed to read the platform's copy of the cloud credential: %w", err)
-	case !workspaces.OwnedBy(sec, s.logicalCluster, s.owner):
-		return storedCredential{}, reconcile.Stalledf(kov1alpha1.NameConflictReason, "clusterID %q is already used by %s in this workspace", s.hc.Spec.ClusterID, sec.Annotations[workspaces.OwnerAnnotation])
+		return storedCredential{}, err
+	case !found:
+		return storedCredential{}, fmt.Errorf("the platform's copy of the cloud credential (Secret %s in the workspace's backend namespace) is missing", name)
 	}
 	get := func(k string) string { return strings.TrimSpace(string(sec.Data[k])) }
 	c := storedCredential{accessKey: get(api.CredentialAccessKey), secretKey: get(api.CredentialSecretKey), sessionToken: get(api.CredentialSessionToken), roleARN: get(api.CredentialRoleARN)}

@@ -8,9 +8,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	mccontroller "sigs.k8s.io/multicluster-runtime/pkg/controller"
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
 	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
@@ -129,6 +127,8 @@ type Reconciler struct {
 	eksTokens eksTokens
 	trigger   *fleet.Trigger
 	now       func() time.Time
+	// kind is the HostCluster described to the reconcile skeleton (SetupWithManager).
+	kind *reconcile.Kind[*kov1alpha1.HostCluster, *scope]
 }
 
 // SetupWithManager registers the controller with the workspaces' provider.
@@ -184,85 +184,52 @@ func (r *Reconciler) SetupWithManager(mgr mcmanager.Manager) error {
 	if err := mgr.GetLocalManager().Add(r.installs); err != nil {
 		return err
 	}
+	r.kind = &reconcile.Kind[*kov1alpha1.HostCluster, *scope]{
+		Controller:    ControllerName,
+		GVK:           kov1alpha1.GroupVersion.WithKind("HostCluster"),
+		Workspaces:    r.Workspaces,
+		Backend:       r.Backend,
+		Finalizer:     kov1alpha1.HostClusterFinalizer,
+		New:           func() *kov1alpha1.HostCluster { return &kov1alpha1.HostCluster{} },
+		Scope:         r.scope,
+		Normal:        func(*kov1alpha1.HostCluster) []reconcile.Step[*scope] { return r.normalSteps() },
+		Delete:        func(*kov1alpha1.HostCluster) []reconcile.Step[*scope] { return r.deleteSteps() },
+		Phase:         phase,
+		PublishPhases: true,
+		ReadyMessage:  readyMessage,
+		ReadyRequeue:  func(*kov1alpha1.HostCluster) time.Duration { return wait.Jitter(r.InventoryInterval, 0.2) },
+	}
 	return fleet.NewController(mgr, "hostcluster", r.Workspaces, &kov1alpha1.HostCluster{},
-		mccontroller.Options{Reconciler: r, MaxConcurrentReconciles: r.Concurrency}, fleet.Watch{Trigger: r.trigger})
+		mccontroller.Options{Reconciler: r.kind, MaxConcurrentReconciles: r.Concurrency}, fleet.Watch{Trigger: r.trigger})
 }
 
-// scope carries what one reconcile pass knows; comments say which step sets each field.
+// scope is what one reconcile pass knows of a HostCluster, around the shared workspace↔backend
+// Scope; comments say which step sets each field.
 type scope struct {
-	// req is the request being reconciled (Reconcile).
-	req mcreconcile.Request
-	// hc is the object being reconciled (Reconcile).
+	*reconcile.Scope
+	// hc is the object reconciled.
 	hc *kov1alpha1.HostCluster
-	// logicalCluster is the HostCluster's workspace (Reconcile).
-	logicalCluster string
-	// ws is the cached workspace client for HostClusters; wsDirect the uncached one for Secrets
-	// (Reconcile).
-	ws, wsDirect client.Client
-	// recorder emits events into the HostCluster's workspace (Reconcile).
-	recorder events.EventRecorder
-	// storeNamespace is kcp-<fp>, where the platform keeps this workspace's Secrets (Reconcile).
-	storeNamespace string
-	// owner identifies this HostCluster on the backend objects it writes (Reconcile).
-	owner string
-	// startPhase is the phase the pass started from, before the skeleton moved it (Reconcile).
-	startPhase kov1alpha1.HostClusterPhase
-	// moved is set once a step moved the phase in this pass (enter).
-	moved bool
 	// target talks to the target cluster (access).
 	target *target
 	// externalID is the workspace's AWS external ID (workspaceExternalID, first called by
 	// provision).
 	externalID string
-	// adminCreated is true when the admin account was created, now or by an earlier pass (admin).
-	adminCreated bool
+}
+
+// scope describes a HostCluster to the shared Scope and builds its own around it.
+func (r *Reconciler) scope(base *reconcile.Scope, hc *kov1alpha1.HostCluster) *scope {
+	base.Labels = map[string]string{
+		kov1alpha1.HostClusterIDLabel: hc.Spec.ClusterID,
+		kov1alpha1.ManagedByLabel:     ControllerName,
+	}
+	base.NamedBy = fmt.Sprintf("clusterID %q", hc.Spec.ClusterID)
+	base.Poll = r.PollInterval
+	return &scope{Scope: base, hc: hc}
 }
 
 // Reconcile implements mcreconcile.Reconciler.
 func (r *Reconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (ctrl.Result, error) {
-	ctx, log := reconcile.RequestLogger(ctx, req, "HostCluster")
-	hc := &kov1alpha1.HostCluster{}
-	ws, found, err := r.Workspaces.Read(ctx, req, hc)
-	if !found {
-		if err == nil {
-			log.V(1).Info("Workspace unbound or object gone; dropping the request")
-		}
-		return ctrl.Result{}, err
-	}
-	lc := ws.LogicalCluster
-	s := &scope{
-		req:            req,
-		hc:             hc,
-		logicalCluster: lc,
-		ws:             ws.Client(),
-		wsDirect:       ws.Direct(),
-		recorder:       ws.Recorder(ControllerName),
-		storeNamespace: workspaces.Namespace(lc),
-		owner:          "HostCluster " + hc.Namespace + "/" + hc.Name,
-		startPhase:     hc.Status.Phase,
-	}
-	log.V(1).Info("Reconciling HostCluster", "phase", hc.Status.Phase, "generation", hc.Generation)
-	return reconcile.Pass[*scope]{
-		Client:       s.ws,
-		Object:       hc,
-		Scope:        s,
-		Finalizer:    kov1alpha1.HostClusterFinalizer,
-		Normal:       r.normalSteps(),
-		Delete:       r.deleteSteps(),
-		Recorder:     s.recorder,
-		ReadyMessage: r.readyMessage,
-		ReadyRequeue: func() time.Duration { return wait.Jitter(r.InventoryInterval, 0.2) },
-	}.Run(ctx)
-}
-
-// readyMessage says what is ready and, plainly, whether an admin account was created (seed 000).
-func (r *Reconciler) readyMessage(s *scope) string {
-	hc := s.hc
-	msg := fmt.Sprintf("Flux healthy, pointed at %s; the apps Kustomization is Ready. Kubeconfig in Secret %s.", hc.Spec.GitOpsPath, hc.Status.KubeconfigSecret)
-	if hc.Spec.AdminEmail == "" {
-		return msg + " No admin account was created: spec.adminEmail and spec.adminUsername are unset."
-	}
-	return msg + fmt.Sprintf(" Super-admin account %s created; its password is in Secret %s/%s.", hc.Spec.AdminEmail, hc.Namespace, hc.Status.AdminPasswordSecretRef)
+	return r.kind.Reconcile(ctx, req)
 }
 
 // Secret names of a HostCluster (seed 000), in kcp-<fp> on the backend and, for the kubeconfig and
@@ -278,14 +245,7 @@ func registryPullSecretName(clusterID string) string {
 	return "hostcluster-" + clusterID + "-registry-pull"
 }
 
-func (s *scope) secretLabels() map[string]string {
-	return map[string]string{
-		kov1alpha1.HostClusterIDLabel: s.hc.Spec.ClusterID,
-		kov1alpha1.ManagedByLabel:     ControllerName,
-	}
-}
-
 // opKey names this HostCluster's operations (reconcile.Operations).
 func (s *scope) opKey(op string) string {
-	return s.logicalCluster + "/" + s.hc.Namespace + "/" + s.hc.Name + "/" + op
+	return s.LogicalCluster + "/" + s.hc.Namespace + "/" + s.hc.Name + "/" + op
 }

@@ -21,13 +21,11 @@ import (
 	"github.com/kubeopera/kubeopera/internal/authapi"
 	"github.com/kubeopera/kubeopera/internal/flux"
 	"github.com/kubeopera/kubeopera/internal/health"
-	"github.com/kubeopera/kubeopera/internal/helm"
 	"github.com/kubeopera/kubeopera/internal/kubeconfig"
 	"github.com/kubeopera/kubeopera/internal/netguard"
 	"github.com/kubeopera/kubeopera/internal/readlimit"
 	"github.com/kubeopera/kubeopera/internal/reconcile"
 	"github.com/kubeopera/kubeopera/internal/scaffolder"
-	"github.com/kubeopera/kubeopera/syncer"
 	"github.com/kubeopera/kubeopera/workspaces"
 )
 
@@ -43,8 +41,6 @@ const (
 	// AppsKustomization is the generated tree's Kustomization whose Ready means KubeOpera's
 	// application layer converged (seed 000).
 	AppsKustomization = "apps"
-	// commitInterval is how soon the pass after a Commit (a phase shown) runs.
-	commitInterval = 200 * time.Millisecond
 )
 
 // normalSteps are reconcileNormal's steps, in order.
@@ -53,13 +49,12 @@ func (r *Reconciler) normalSteps() []reconcile.Step[*scope] {
 		{Name: "start a new attempt", Run: r.start},
 		{Name: "admit the HostCluster", Condition: kov1alpha1.AdmittedCondition, Run: r.admit},
 		{Name: "prepare the backend namespace", Condition: kov1alpha1.BackendNamespaceReadyCondition, Run: r.backendNamespace},
-		{Name: "provision the cluster", Condition: kov1alpha1.ProvisionedCondition, Run: r.provision},
+		{Name: "provision the cluster", Condition: kov1alpha1.ProvisionedCondition, Run: r.provision, Failed: kov1alpha1.ProvisioningFailedReason},
 		{Name: "validate access to the cluster", Condition: kov1alpha1.AccessValidatedCondition, Run: r.access},
-		{Name: "bootstrap Flux", Condition: kov1alpha1.FluxReadyCondition, Run: r.bootstrapFlux},
-		{Name: "generate the GitOps tree", Condition: kov1alpha1.GitOpsTreeGeneratedCondition, Run: r.generateTree},
+		{Name: "bootstrap Flux", Condition: kov1alpha1.FluxReadyCondition, Run: r.bootstrapFlux, Failed: kov1alpha1.FluxInstallFailedReason},
+		{Name: "generate the GitOps tree", Condition: kov1alpha1.GitOpsTreeGeneratedCondition, Run: r.generateTree, Failed: kov1alpha1.ScaffoldFailedReason},
 		{Name: "install KubeOpera", Condition: kov1alpha1.KubeOperaInstalledCondition, Run: r.installKubeOpera},
-		{Name: "bootstrap the admin account", Condition: kov1alpha1.AdminBootstrappedCondition, Run: r.bootstrapAdmin},
-		{Name: "show the phase reached", Run: r.showPhase},
+		{Name: "bootstrap the admin account", Condition: kov1alpha1.AdminBootstrappedCondition, Run: r.bootstrapAdmin, Failed: kov1alpha1.AdminBootstrapFailedReason},
 	})
 }
 
@@ -68,46 +63,9 @@ func (r *Reconciler) normalSteps() []reconcile.Step[*scope] {
 func (r *Reconciler) deleteSteps() []reconcile.Step[*scope] {
 	return []reconcile.Step[*scope]{
 		{Name: "wait for a running Flux install", Run: r.waitInstall},
-		{Name: "destroy the provisioned infrastructure when asked", Condition: kov1alpha1.InfrastructureDestroyedCondition, Run: r.destroy},
+		{Name: "destroy the provisioned infrastructure when asked", Condition: kov1alpha1.InfrastructureDestroyedCondition, Run: r.destroy, Failed: kov1alpha1.ProvisioningFailedReason},
 		{Name: "remove the delivered and stored Secrets", Run: r.removeSecrets},
 	}
-}
-
-// phaseOrder is the order of the phases a HostCluster goes through.
-var phaseOrder = map[kov1alpha1.HostClusterPhase]int{
-	kov1alpha1.HostClusterPhasePending:              1,
-	kov1alpha1.HostClusterPhaseValidatingAccess:     2,
-	kov1alpha1.HostClusterPhaseProvisioning:         3,
-	kov1alpha1.HostClusterPhaseBootstrappingFlux:    4,
-	kov1alpha1.HostClusterPhaseGeneratingGitOpsTree: 5,
-	kov1alpha1.HostClusterPhaseInstallingKubeOpera:  6,
-	kov1alpha1.HostClusterPhaseReady:                7,
-}
-
-// enter moves the phase forward to p; it never moves it back, and a Ready cluster stays Ready
-// while later passes refresh it (its Ready condition says when something is wrong). A pass moves
-// the phase once: when a step would move it a second time, the pass ends there (Commit), so every
-// phase is written, and seen by kubectl get -w, before the next one begins.
-func (s *scope) enter(p kov1alpha1.HostClusterPhase) error {
-	hc := s.hc
-	if hc.Status.Phase == kov1alpha1.HostClusterPhaseReady || phaseOrder[p] <= phaseOrder[hc.Status.Phase] {
-		return nil
-	}
-	if s.moved {
-		return reconcile.Commit(kov1alpha1.ProgressingReason, fmt.Sprintf("%s done; %s next", hc.Status.Phase, p), commitInterval)
-	}
-	hc.Status.Phase = p
-	s.moved = true
-	return nil
-}
-
-// showPhase ends a pass that moved the phase before the skeleton marks the HostCluster Ready, so
-// the last phase is seen too.
-func (r *Reconciler) showPhase(_ context.Context, s *scope) error {
-	if s.moved {
-		return reconcile.Commit(kov1alpha1.ProgressingReason, fmt.Sprintf("%s done; Ready next", s.hc.Status.Phase), commitInterval)
-	}
-	return nil
 }
 
 // done reports whether a step's condition is True for the current generation, so a Ready cluster
@@ -124,19 +82,12 @@ func (r *Reconciler) start(ctx context.Context, s *scope) error {
 	if s.hc.Status.Phase != kov1alpha1.HostClusterPhasePending {
 		return nil
 	}
-	if err := reconcile.PatchAnnotations(ctx, s.ws, s.hc, map[string]*string{
+	return reconcile.PatchAnnotations(ctx, s.Workspace, s.hc, map[string]*string{
 		kov1alpha1.ValidationStartedAnnotation: nil,
 		kov1alpha1.ScaffoldJobIDAnnotation:     nil,
 		// A new attempt after a failed run starts a new run.
 		kov1alpha1.ProvisionJobIDAnnotation: nil,
-	}); err != nil {
-		return err
-	}
-	if s.startPhase != kov1alpha1.HostClusterPhasePending {
-		// Show the new attempt as Pending before it goes on.
-		return reconcile.Commit(kov1alpha1.ProgressingReason, "Accepted; validating access to the cluster next", commitInterval)
-	}
-	return nil
+	})
 }
 
 // admit counts the HostCluster against the workspace's cap (MaxPerWorkspace) before anything is
@@ -147,7 +98,7 @@ func (r *Reconciler) admit(ctx context.Context, s *scope) error {
 	}
 	if limit := (reconcile.CountLimit{Max: r.MaxPerWorkspace, Kind: "HostClusters"}); limit.Max > 0 {
 		list := &kov1alpha1.HostClusterList{}
-		if err := s.ws.List(ctx, list); err != nil {
+		if err := s.Workspace.List(ctx, list); err != nil {
 			return fmt.Errorf("failed to list the workspace's HostClusters: %w", err)
 		}
 		if err := limit.Check(len(reconcile.Ahead(s.hc, reconcile.Pointers(list.Items), kov1alpha1.AdmittedCondition))); err != nil {
@@ -160,15 +111,10 @@ func (r *Reconciler) admit(ctx context.Context, s *scope) error {
 
 // backendNamespace makes kcp-<fp> exist and belong to this workspace.
 func (r *Reconciler) backendNamespace(ctx context.Context, s *scope) error {
-	err := r.Backend.EnsureNamespaces(ctx, s.logicalCluster, workspaces.NamespaceClaim{Name: s.storeNamespace})
-	switch {
-	case err == nil:
-	case workspaces.IsCollision(err):
-		return reconcile.Stalled(kov1alpha1.FingerprintCollisionReason, err.Error())
-	default:
+	if err := s.EnsureNamespaces(ctx, workspaces.NamespaceClaim{Name: s.Namespace}); err != nil {
 		return err
 	}
-	reconcile.MarkTrue(s.hc, kov1alpha1.BackendNamespaceReadyCondition, kov1alpha1.SucceededReason, "Backend namespace "+s.storeNamespace+" is ready")
+	reconcile.MarkTrue(s.hc, kov1alpha1.BackendNamespaceReadyCondition, kov1alpha1.SucceededReason, "Backend namespace "+s.Namespace+" is ready")
 	return nil
 }
 
@@ -186,7 +132,7 @@ func (r *Reconciler) access(ctx context.Context, s *scope) error {
 		// cluster is handled like a connected one.
 		stored := &corev1.Secret{}
 		srcName = kubeconfigSecretName(hc.Spec.ClusterID)
-		if err := r.Backend.Reader.Get(ctx, client.ObjectKey{Namespace: s.storeNamespace, Name: srcName}, stored); err != nil {
+		if err := s.Backend.Reader.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: srcName}, stored); err != nil {
 			return fmt.Errorf("failed to read the stored kubeconfig: %w", err)
 		}
 		raw := stored.Data[KubeconfigKey]
@@ -206,12 +152,7 @@ func (r *Reconciler) access(ctx context.Context, s *scope) error {
 			cfg = c
 		}
 	} else {
-		// A new attempt enters ValidatingAccess; later phases stay where they are while this
-		// step re-reads the kubeconfig and refreshes the inventory.
-		if err := s.enter(kov1alpha1.HostClusterPhaseValidatingAccess); err != nil {
-			return err
-		}
-		src, err := r.referenced(ctx, s, hc.Spec.ConnectKubeconfigSecretRef)
+		src, err := s.ReferencedSecret(ctx, hc.Spec.ConnectKubeconfigSecretRef)
 		if err != nil {
 			return err
 		}
@@ -225,7 +166,7 @@ func (r *Reconciler) access(ctx context.Context, s *scope) error {
 			return reconcile.Stalledf(kov1alpha1.InvalidKubeconfigReason, "Secret %s/%s key %q: %v", hc.Namespace, src.Name, KubeconfigKey, err)
 		}
 		cfg = c
-		if err := r.storeAndDeliver(ctx, s, kubeconfigSecretName(hc.Spec.ClusterID), map[string][]byte{KubeconfigKey: raw}); err != nil {
+		if err := storeAndDeliver(ctx, s, kubeconfigSecretName(hc.Spec.ClusterID), map[string][]byte{KubeconfigKey: raw}); err != nil {
 			return err
 		}
 	}
@@ -267,7 +208,7 @@ func (r *Reconciler) access(ctx context.Context, s *scope) error {
 		}
 	}
 	// Answered: a later failure to answer starts a new give-up window.
-	if err := reconcile.PatchAnnotations(ctx, s.ws, hc, map[string]*string{kov1alpha1.ValidationStartedAnnotation: nil}); err != nil {
+	if err := reconcile.PatchAnnotations(ctx, s.Workspace, hc, map[string]*string{kov1alpha1.ValidationStartedAnnotation: nil}); err != nil {
 		return err
 	}
 	if hc.Status.Inventory != nil {
@@ -324,7 +265,7 @@ func (r *Reconciler) unreachable(ctx context.Context, s *scope, server string, c
 	started, err := time.Parse(time.RFC3339, hc.Annotations[kov1alpha1.ValidationStartedAnnotation])
 	if err != nil || started.After(now) {
 		started = now
-		if err := reconcile.PatchAnnotations(ctx, s.ws, hc, map[string]*string{
+		if err := reconcile.PatchAnnotations(ctx, s.Workspace, hc, map[string]*string{
 			kov1alpha1.ValidationStartedAnnotation: ptr.To(now.UTC().Format(time.RFC3339)),
 		}); err != nil {
 			return err
@@ -383,29 +324,25 @@ func (r *Reconciler) bootstrapFlux(ctx context.Context, s *scope) error {
 	if done(hc, kov1alpha1.FluxReadyCondition) {
 		return nil
 	}
-	if err := s.enter(kov1alpha1.HostClusterPhaseBootstrappingFlux); err != nil {
-		return err
-	}
 	key := s.opKey("flux")
 	reason := kov1alpha1.FluxInstalledReason
 	if res, ok := r.installs.Take(key); ok {
 		if res.Err != nil {
-			if isTerminal(res.Err) {
-				return reconcile.Stalledf(kov1alpha1.FluxInstallFailedReason, "installing Flux failed: %v", res.Err)
-			}
-			return res.Err
+			// A chart that cannot be found or rendered, values it refuses: the skeleton stalls
+			// the HostCluster with FluxInstallFailed (the Helm client's classification).
+			return fmt.Errorf("installing Flux failed: %w", res.Err)
 		}
 		if res.Value.Adopted {
 			reason = kov1alpha1.FluxAdoptedReason
 		}
-		reconcile.Event(s.recorder, hc, corev1.EventTypeNormal, kov1alpha1.ProgressingReason, res.Value.Message)
+		s.Event(corev1.EventTypeNormal, kov1alpha1.ProgressingReason, res.Value.Message)
 		reconcile.MarkFalse(hc, kov1alpha1.FluxReadyCondition, reason, res.Value.Message)
 	} else if r.installs.Running(key) {
 		return reconcile.Waiting(kov1alpha1.WaitingReason, "Installing Flux into "+flux.Namespace, r.PollInterval)
 	} else if c := reconcile.GetCondition(hc, kov1alpha1.FluxReadyCondition); c == nil || (c.Reason != kov1alpha1.FluxInstalledReason && c.Reason != kov1alpha1.FluxAdoptedReason) || c.ObservedGeneration != hc.Generation {
 		// Not installed (or adopted) yet in this generation: start it; its end requeues.
 		cfg := s.target.config
-		r.installs.Run(key, s.req, func(ctx context.Context) (flux.Result, error) {
+		r.installs.Run(key, s.Request, func(ctx context.Context) (flux.Result, error) {
 			return r.Flux.Ensure(ctx, cfg)
 		})
 		return reconcile.Waiting(kov1alpha1.WaitingReason, "Installing Flux into "+flux.Namespace, r.PollInterval)
@@ -414,11 +351,11 @@ func (r *Reconciler) bootstrapFlux(ctx context.Context, s *scope) error {
 	}
 
 	if hc.Spec.GitCredentialsSecretRef != "" {
-		src, err := r.referenced(ctx, s, hc.Spec.GitCredentialsSecretRef)
+		src, err := s.ReferencedSecret(ctx, hc.Spec.GitCredentialsSecretRef)
 		if err != nil {
 			return err
 		}
-		if err := r.storeCopy(ctx, s, gitCredentialsSecretName(hc.Spec.ClusterID), src); err != nil {
+		if err := s.Store(ctx, gitCredentialsSecretName(hc.Spec.ClusterID), src.Type, src.Data); err != nil {
 			return err
 		}
 		if err := flux.SeedGitCredentials(ctx, s.target.client, src.Data); err != nil {
@@ -449,23 +386,13 @@ func (r *Reconciler) generateTree(ctx context.Context, s *scope) error {
 	if done(hc, kov1alpha1.GitOpsTreeGeneratedCondition) {
 		return nil
 	}
-	if err := s.enter(kov1alpha1.HostClusterPhaseGeneratingGitOpsTree); err != nil {
-		return err
-	}
 	if r.Scaffolder == nil {
 		return reconcile.Stalled(kov1alpha1.ScaffolderNotConfiguredReason,
 			"GITOPS_SCAFFOLDER_BASE_URL is not set: the platform cannot generate this cluster's GitOps tree; a platform admin must configure the gitops-scaffolder, then retry")
 	}
-	id := scaffoldJobID(hc)
-	if id == "" {
-		// Before a new job is started the object is read from the API server, not the cache: a
-		// pass that works from a cached copy older than the previous pass' job-ID annotation
-		// would otherwise start a second job (as for provisioning runs).
-		fresh := &kov1alpha1.HostCluster{}
-		if err := s.wsDirect.Get(ctx, client.ObjectKeyFromObject(hc), fresh); err != nil {
-			return fmt.Errorf("failed to read the HostCluster before starting a gitops-scaffolder job: %w", err)
-		}
-		id = scaffoldJobID(fresh)
+	id, err := s.TrackedJob(ctx, func(o reconcile.Object) string { return scaffoldJobID(o.(*kov1alpha1.HostCluster)) })
+	if err != nil {
+		return err
 	}
 	if id == "" {
 		slug, err := scaffolder.SlugFromPath(hc.Spec.GitOpsPath)
@@ -477,46 +404,40 @@ func (r *Reconciler) generateTree(ctx context.Context, s *scope) error {
 			Domain:                    hc.Spec.Domain,
 			Region:                    hc.Spec.Region,
 			KubeconfigSecretName:      kubeconfigSecretName(hc.Spec.ClusterID),
-			KubeconfigSecretNamespace: s.storeNamespace,
-			Workspace:                 s.logicalCluster,
+			KubeconfigSecretNamespace: s.Namespace,
+			Workspace:                 s.LogicalCluster,
 			OwnerUID:                  string(hc.UID),
 		}
 		if hc.Spec.GitCredentialsSecretRef != "" {
 			req.GitCredentialsSecretRef = gitCredentialsSecretName(hc.Spec.ClusterID)
 		}
 		if hc.Spec.RegistryPullSecretRef != "" {
-			src, err := r.referenced(ctx, s, hc.Spec.RegistryPullSecretRef)
+			src, err := s.ReferencedSecret(ctx, hc.Spec.RegistryPullSecretRef)
 			if err != nil {
 				return err
 			}
-			if err := r.storeCopy(ctx, s, registryPullSecretName(hc.Spec.ClusterID), src); err != nil {
+			if err := s.Store(ctx, registryPullSecretName(hc.Spec.ClusterID), src.Type, src.Data); err != nil {
 				return err
 			}
 			req.RegistryPullSecretRef = registryPullSecretName(hc.Spec.ClusterID)
 		}
 		job, err := r.Scaffolder.Create(ctx, req)
 		if err != nil {
-			if scaffolder.IsTerminal(err) {
-				return reconcile.Stalledf(kov1alpha1.ScaffoldFailedReason, "the gitops-scaffolder refused the request: %v", err)
-			}
+			return fmt.Errorf("the gitops-scaffolder refused the request: %w", err)
+		}
+		if err := s.RecordJob(ctx, kov1alpha1.ScaffoldJobIDAnnotation, job.ID); err != nil {
 			return err
 		}
-		if err := reconcile.RecordAnnotations(ctx, s.ws, hc, map[string]*string{kov1alpha1.ScaffoldJobIDAnnotation: ptr.To(job.ID)}); err != nil {
-			return err
-		}
-		reconcile.Event(s.recorder, hc, corev1.EventTypeNormal, kov1alpha1.ProgressingReason, "Started gitops-scaffolder job "+job.ID+" for "+hc.Spec.GitOpsPath)
+		s.Event(corev1.EventTypeNormal, kov1alpha1.ProgressingReason, "Started gitops-scaffolder job "+job.ID+" for "+hc.Spec.GitOpsPath)
 		return reconcile.Waiting(kov1alpha1.WaitingReason, fmt.Sprintf("gitops-scaffolder job %s is %s", job.ID, job.Status), r.PollInterval)
 	}
 	job, err := r.Scaffolder.Get(ctx, id)
 	if err != nil {
-		if scaffolder.IsTerminal(err) {
-			return reconcile.Stalledf(kov1alpha1.ScaffoldFailedReason, "gitops-scaffolder job %s: %v", id, err)
-		}
-		return err
+		return fmt.Errorf("gitops-scaffolder job %s: %w", id, err)
 	}
 	// The annotation is the tenant's to write: a job started for another object, or another
 	// workspace, is never followed (nor is one that does not say whose it is).
-	if !job.BelongsTo(s.logicalCluster, string(hc.UID)) {
+	if !job.BelongsTo(s.LogicalCluster, string(hc.UID)) {
 		return reconcile.Stalledf(kov1alpha1.RunNotOwnedReason,
 			"annotation %s names gitops-scaffolder job %s, which was not started for this HostCluster: the platform does not follow it; set annotation %s to a new value to drop it and start a job of its own",
 			kov1alpha1.ScaffoldJobIDAnnotation, id, kov1alpha1.RetryAnnotation)
@@ -549,9 +470,6 @@ func (r *Reconciler) installKubeOpera(ctx context.Context, s *scope) error {
 	if done(hc, kov1alpha1.KubeOperaInstalledCondition) {
 		return nil
 	}
-	if err := s.enter(kov1alpha1.HostClusterPhaseInstallingKubeOpera); err != nil {
-		return err
-	}
 	sync := flux.Sync{
 		URL:      hc.Spec.GitOpsRepoURL,
 		Branch:   r.GitBranch,
@@ -559,7 +477,7 @@ func (r *Reconciler) installKubeOpera(ctx context.Context, s *scope) error {
 		Interval: time.Minute,
 		Owner: map[string]string{
 			kov1alpha1.HostClusterIDLabel: hc.Spec.ClusterID,
-			workspaces.FingerprintLabel:   workspaces.Fingerprint(s.logicalCluster),
+			workspaces.FingerprintLabel:   workspaces.Fingerprint(s.LogicalCluster),
 			kov1alpha1.ManagedByLabel:     ControllerName,
 		},
 	}
@@ -623,22 +541,23 @@ func (r *Reconciler) bootstrapAdmin(ctx context.Context, s *scope) error {
 			if f, ok := netguard.AsForbidden(err); ok {
 				return forbiddenAddress(s.target.server, f)
 			}
-			if authapi.IsTerminal(err) {
-				return reconcile.Stalledf(kov1alpha1.AdminBootstrapFailedReason, "authapi refused to create the super-admin account: %v", err)
+			if authapi.IsTransient(err) {
+				return reconcile.Waiting(kov1alpha1.WaitingReason, "Waiting for authapi to create the super-admin account: "+err.Error(), r.PollInterval)
 			}
-			return reconcile.Waiting(kov1alpha1.WaitingReason, "Waiting for authapi to create the super-admin account: "+err.Error(), r.PollInterval)
+			// Refused for good: the skeleton stalls the HostCluster with AdminBootstrapFailed.
+			return fmt.Errorf("authapi refused to create the super-admin account: %w", err)
 		}
 		before := stored.DeepCopy()
 		if stored.Annotations == nil {
 			stored.Annotations = map[string]string{}
 		}
 		stored.Annotations[AdminBootstrappedAnnotation] = r.now().UTC().Format(time.RFC3339)
-		if err := r.Backend.Client.Patch(ctx, stored, client.MergeFrom(before)); err != nil {
+		if err := s.Backend.Client.Patch(ctx, stored, client.MergeFrom(before)); err != nil {
 			return fmt.Errorf("failed to record the admin bootstrap: %w", err)
 		}
-		reconcile.Event(s.recorder, hc, corev1.EventTypeNormal, kov1alpha1.SucceededReason, "Created super-admin account "+hc.Spec.AdminEmail)
+		s.Event(corev1.EventTypeNormal, kov1alpha1.SucceededReason, "Created super-admin account "+hc.Spec.AdminEmail)
 	}
-	if err := r.deliver(ctx, s, name, map[string][]byte{PasswordKey: stored.Data[PasswordKey]}); err != nil {
+	if err := s.Deliver(ctx, name, map[string][]byte{PasswordKey: stored.Data[PasswordKey]}); err != nil {
 		return err
 	}
 	hc.Status.AdminPasswordSecretRef = name
@@ -650,17 +569,9 @@ func (r *Reconciler) bootstrapAdmin(ctx context.Context, s *scope) error {
 // storedPassword returns the stored admin password Secret, creating it with a fresh random
 // password the first time (create-first: a concurrent or repeated pass reads the same one).
 func (r *Reconciler) storedPassword(ctx context.Context, s *scope, name string) (*corev1.Secret, error) {
-	key := client.ObjectKey{Namespace: s.storeNamespace, Name: name}
-	cur := &corev1.Secret{}
-	err := r.Backend.Reader.Get(ctx, key, cur)
-	if err == nil {
-		if !workspaces.OwnedBy(cur, s.logicalCluster, s.owner) {
-			return nil, reconcile.Stalledf(kov1alpha1.NameConflictReason, "clusterID %q is already used by %s in this workspace", s.hc.Spec.ClusterID, cur.Annotations[workspaces.OwnerAnnotation])
-		}
-		return cur, nil
-	}
-	if !apierrors.IsNotFound(err) {
-		return nil, fmt.Errorf("failed to read the stored admin password: %w", err)
+	cur, found, err := s.Stored(ctx, name)
+	if err != nil || found {
+		return cur, err
 	}
 	password, err := authapi.GeneratePassword()
 	if err != nil {
@@ -668,15 +579,15 @@ func (r *Reconciler) storedPassword(ctx context.Context, s *scope, name string) 
 	}
 	sec := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{
-			Namespace:   s.storeNamespace,
+			Namespace:   s.Namespace,
 			Name:        name,
-			Labels:      s.secretLabels(),
-			Annotations: map[string]string{workspaces.LogicalClusterAnnotation: s.logicalCluster, workspaces.OwnerAnnotation: s.owner},
+			Labels:      s.Labels,
+			Annotations: map[string]string{workspaces.LogicalClusterAnnotation: s.LogicalCluster, workspaces.OwnerAnnotation: s.Owner},
 		},
 		Type: corev1.SecretTypeOpaque,
 		Data: map[string][]byte{PasswordKey: []byte(password)},
 	}
-	if err := r.Backend.Client.Create(ctx, sec); err != nil {
+	if err := s.Backend.Client.Create(ctx, sec); err != nil {
 		if apierrors.IsAlreadyExists(err) {
 			return nil, fmt.Errorf("the admin password Secret appeared meanwhile; reading it again")
 		}
@@ -685,77 +596,9 @@ func (r *Reconciler) storedPassword(ctx context.Context, s *scope, name string) 
 	return sec, nil
 }
 
-// referenced reads a Secret the HostCluster references, from its own namespace. A missing one, or
-// one not labelled for the platform, is waited for (the tenant may add it or its label), saying
-// which and how to fix it.
-func (r *Reconciler) referenced(ctx context.Context, s *scope, name string) (*corev1.Secret, error) {
-	src, err := syncer.ReadReferencedSecret(ctx, s.wsDirect, s.hc, name)
-	if err != nil {
-		var missing *syncer.MissingSecretError
-		var unshared *syncer.UnsharedSecretError
-		if errors.As(err, &missing) || errors.As(err, &unshared) {
-			return nil, reconcile.Waiting(kov1alpha1.CredentialsMissingReason, err.Error(), r.PollInterval)
-		}
-		return nil, err
-	}
-	return src, nil
-}
-
-// claimedError says a stored Secret's name (from clusterID) is used by another HostCluster of this
-// workspace.
-type claimedError struct{ clusterID, owner string }
-
-func (e *claimedError) Error() string {
-	return fmt.Sprintf("clusterID %q is already used by %s in this workspace", e.clusterID, e.owner)
-}
-
-// store writes a Secret of this HostCluster into kcp-<fp>, never over another HostCluster's.
-func (r *Reconciler) store(ctx context.Context, s *scope, name string, typ corev1.SecretType, data map[string][]byte) error {
-	stored := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{
-			Namespace:   s.storeNamespace,
-			Name:        name,
-			Labels:      s.secretLabels(),
-			Annotations: map[string]string{workspaces.LogicalClusterAnnotation: s.logicalCluster, workspaces.OwnerAnnotation: s.owner},
-		},
-		Type: typ,
-		Data: data,
-	}
-	err := syncer.Store(ctx, r.Backend.Reader, r.Backend.Client, stored, func(cur *corev1.Secret) error {
-		if !workspaces.OwnedBy(cur, s.logicalCluster, s.owner) {
-			return &claimedError{clusterID: s.hc.Spec.ClusterID, owner: cur.Annotations[workspaces.OwnerAnnotation]}
-		}
-		return nil
-	})
-	var claimed *claimedError
-	if errors.As(err, &claimed) {
-		return reconcile.Stalled(kov1alpha1.NameConflictReason, claimed.Error())
-	}
-	return err
-}
-
-// storeCopy stores a copy of a referenced workspace Secret (Git or registry credentials).
-func (r *Reconciler) storeCopy(ctx context.Context, s *scope, name string, src *corev1.Secret) error {
-	return r.store(ctx, s, name, src.Type, src.Data)
-}
-
-// deliver delivers a Secret into the HostCluster's namespace, owner-referenced to it.
-func (r *Reconciler) deliver(ctx context.Context, s *scope, name string, data map[string][]byte) error {
-	err := syncer.Deliver(ctx, s.wsDirect, s.hc, kov1alpha1.GroupVersion.WithKind("HostCluster"), name, s.secretLabels(), data)
-	var conflict *syncer.DeliveryConflictError
-	if errors.As(err, &conflict) {
-		// A Secret of the tenant's own sits there: never overwritten; they remove it and retry.
-		return reconcile.Stalled(kov1alpha1.NameConflictReason, conflict.Error())
-	}
-	return err
-}
-
 // storeAndDeliver stores the kubeconfig in kcp-<fp> (server kept as supplied) and delivers it.
-func (r *Reconciler) storeAndDeliver(ctx context.Context, s *scope, name string, data map[string][]byte) error {
-	if err := r.store(ctx, s, name, corev1.SecretTypeOpaque, data); err != nil {
-		return err
-	}
-	if err := r.deliver(ctx, s, name, data); err != nil {
+func storeAndDeliver(ctx context.Context, s *scope, name string, data map[string][]byte) error {
+	if err := s.StoreAndDeliver(ctx, name, data); err != nil {
 		return err
 	}
 	reconcile.MarkTrue(s.hc, kov1alpha1.KubeconfigDeliveredCondition, kov1alpha1.SucceededReason,
@@ -777,22 +620,12 @@ func (r *Reconciler) waitInstall(_ context.Context, s *scope) error {
 // this HostCluster on the backend. Nothing on the target is touched.
 func (r *Reconciler) removeSecrets(ctx context.Context, s *scope) error {
 	id := s.hc.Spec.ClusterID
-	for _, name := range []string{kubeconfigSecretName(id), adminPasswordSecretName(id)} {
-		if err := syncer.Undeliver(ctx, s.wsDirect, s.hc, name); err != nil {
-			return err
-		}
+	if err := s.Undeliver(ctx, kubeconfigSecretName(id), adminPasswordSecretName(id)); err != nil {
+		return err
 	}
 	r.eksTokens.forget(s.opKey("eks"))
 	// The credential copy's Role and RoleBinding for the provisioner go with it (owner references).
-	for _, name := range []string{kubeconfigSecretName(id), adminPasswordSecretName(id), gitCredentialsSecretName(id), registryPullSecretName(id), cloudCredentialSecretName(id)} {
-		key := client.ObjectKey{Namespace: s.storeNamespace, Name: name}
-		if err := syncer.DeleteIf(ctx, r.Backend.Reader, r.Backend.Client, key, func(cur *corev1.Secret) bool {
-			return workspaces.OwnedBy(cur, s.logicalCluster, s.owner)
-		}); err != nil {
-			return err
-		}
-	}
-	return nil
+	return s.Unstore(ctx, kubeconfigSecretName(id), adminPasswordSecretName(id), gitCredentialsSecretName(id), registryPullSecretName(id), cloudCredentialSecretName(id))
 }
 
 // isTimeout reports whether err is a request (or the pass) that ran out of time: a target that
@@ -801,10 +634,6 @@ func isTimeout(err error) bool {
 	var ne net.Error
 	return errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout())
 }
-
-// isTerminal reports whether a Flux install error cannot be fixed by retrying (the Helm
-// client's classification: a chart that cannot be found or rendered, values the chart refuses).
-func isTerminal(err error) bool { return helm.IsTerminal(err) }
 
 // wholePercent rounds a percentage to a whole number; nil stays nil (unknown).
 func wholePercent(p *float64) *int32 {

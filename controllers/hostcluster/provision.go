@@ -10,7 +10,6 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kov1alpha1 "github.com/kubeopera/kubeopera/apis/kubeopera/v1alpha1"
@@ -58,10 +57,7 @@ func (r *Reconciler) provision(ctx context.Context, s *scope) error {
 		return reconcile.Stalledf(kov1alpha1.ProvisioningUnavailableReason,
 			"mode %s needs the cluster provisioner, and the manager has no CLUSTER_PROVISIONER_BASE_URL (--cluster-provisioner-base-url): an admin sets it, or use mode connect_existing", hc.Spec.Mode)
 	}
-	if err := s.enter(kov1alpha1.HostClusterPhaseProvisioning); err != nil {
-		return err
-	}
-	id, err := r.runID(ctx, s, kov1alpha1.ProvisionJobIDAnnotation)
+	id, err := runID(ctx, s, kov1alpha1.ProvisionJobIDAnnotation)
 	if err != nil {
 		return err
 	}
@@ -70,7 +66,7 @@ func (r *Reconciler) provision(ctx context.Context, s *scope) error {
 		if err != nil {
 			return err
 		}
-		if err := reconcile.RecordAnnotations(ctx, s.ws, hc, map[string]*string{kov1alpha1.ProvisionJobIDAnnotation: ptr.To(p.ID)}); err != nil {
+		if err := s.RecordJob(ctx, kov1alpha1.ProvisionJobIDAnnotation, p.ID); err != nil {
 			return err
 		}
 		return r.showRun(s, kov1alpha1.ProvisionedCondition, p)
@@ -97,7 +93,7 @@ func (r *Reconciler) provision(ctx context.Context, s *scope) error {
 	if err := checkProvisionedKubeconfig(hc, raw); err != nil {
 		return reconcile.Stalledf(kov1alpha1.InvalidKubeconfigReason, "provisioning run %s succeeded but its kubeconfig is refused: %v", id, err)
 	}
-	if err := r.storeAndDeliver(ctx, s, kubeconfigSecretName(hc.Spec.ClusterID), map[string][]byte{KubeconfigKey: raw}); err != nil {
+	if err := storeAndDeliver(ctx, s, kubeconfigSecretName(hc.Spec.ClusterID), map[string][]byte{KubeconfigKey: raw}); err != nil {
 		return err
 	}
 	hc.Status.KubeconfigSecret = kubeconfigSecretName(hc.Spec.ClusterID)
@@ -129,7 +125,7 @@ func isEKS(hc *kov1alpha1.HostCluster) bool {
 // status.awsExternalID for the tenant's trust policy.
 func (r *Reconciler) workspaceExternalID(ctx context.Context, s *scope) (string, error) {
 	if s.externalID == "" {
-		id, err := r.ExternalIDKey.ExternalID(ctx, s.logicalCluster)
+		id, err := r.ExternalIDKey.ExternalID(ctx, s.LogicalCluster)
 		if err != nil {
 			return "", fmt.Errorf("failed to derive the workspace's AWS external ID: %w", err)
 		}
@@ -139,18 +135,10 @@ func (r *Reconciler) workspaceExternalID(ctx context.Context, s *scope) (string,
 	return s.externalID, nil
 }
 
-// runID is the run a HostCluster tracks in annotation key. Before a new run is started the
-// object is read from the API server, not the cache: a pass that works from a cached copy older
-// than the previous pass' annotation would otherwise POST a second run.
-func (r *Reconciler) runID(ctx context.Context, s *scope, key string) (string, error) {
-	if id := s.hc.Annotations[key]; id != "" {
-		return id, nil
-	}
-	fresh := &kov1alpha1.HostCluster{}
-	if err := s.wsDirect.Get(ctx, client.ObjectKeyFromObject(s.hc), fresh); err != nil {
-		return "", fmt.Errorf("failed to read the HostCluster before starting a run: %w", err)
-	}
-	return fresh.Annotations[key], nil
+// runID is the run a HostCluster tracks in annotation key ("" when a new one is due; read fresh
+// before one is started, see reconcile.Scope.TrackedJob).
+func runID(ctx context.Context, s *scope, key string) (string, error) {
+	return s.TrackedJob(ctx, func(o reconcile.Object) string { return o.GetAnnotations()[key] })
 }
 
 // ownRun refuses a run the HostCluster's annotation key names that was not started for this
@@ -158,7 +146,7 @@ func (r *Reconciler) runID(ctx context.Context, s *scope, key string) (string, e
 // so an ID there proves nothing. Such a run is never followed, recorded or asked for its
 // kubeconfig, and the message says nothing about whose it is.
 func (s *scope) ownRun(p api.Provision, key string) error {
-	if p.BelongsTo(s.logicalCluster, string(s.hc.UID)) {
+	if p.BelongsTo(s.LogicalCluster, string(s.hc.UID)) {
 		return nil
 	}
 	return reconcile.Stalledf(kov1alpha1.RunNotOwnedReason,
@@ -192,10 +180,10 @@ func (r *Reconciler) startRun(ctx context.Context, s *scope, op api.Operation) (
 		InstanceType:         pr.InstanceType,
 		KubernetesVersion:    pr.KubernetesVersion,
 		TerraformEnvironment: terraformEnvironment(hc),
-		CredentialSecretRef:  api.SecretRef{Namespace: s.storeNamespace, Name: cloudCredentialSecretName(hc.Spec.ClusterID)},
+		CredentialSecretRef:  api.SecretRef{Namespace: s.Namespace, Name: cloudCredentialSecretName(hc.Spec.ClusterID)},
 		Operation:            op,
-		Workspace:            s.logicalCluster,
-		WorkspaceFingerprint: workspaces.Fingerprint(s.logicalCluster),
+		Workspace:            s.LogicalCluster,
+		WorkspaceFingerprint: workspaces.Fingerprint(s.LogicalCluster),
 		OwnerUID:             string(hc.UID),
 	}
 	if err := req.Validate(); err != nil {
@@ -216,13 +204,12 @@ func (r *Reconciler) startRun(ctx context.Context, s *scope, op api.Operation) (
 			return api.Provision{}, reconcile.Waiting(kov1alpha1.WaitingReason,
 				fmt.Sprintf("The provisioner cannot read the credential copy yet (%s as %s): %v", name(req.CredentialSecretRef), r.ProvisionerIdentity, pe.Message), r.PollInterval)
 		}
-		if pclient.IsTerminal(err) {
-			return api.Provision{}, reconcile.Stalledf(kov1alpha1.ProvisioningFailedReason, "the provisioner refused the %s run: %v", op, err)
-		}
-		return api.Provision{}, fmt.Errorf("failed to start the %s run: %w", op, err)
+		// Refused for good (pclient.Error.Terminal): the skeleton stalls the HostCluster with the
+		// step's reason.
+		return api.Provision{}, fmt.Errorf("the provisioner refused the %s run: %w", op, err)
 	}
 	s.record(p)
-	reconcile.Event(s.recorder, hc, corev1.EventTypeNormal, kov1alpha1.ProgressingReason, fmt.Sprintf("Provisioning run %s (%s) started", p.ID, op))
+	s.Event(corev1.EventTypeNormal, kov1alpha1.ProgressingReason, fmt.Sprintf("Provisioning run %s (%s) started", p.ID, op))
 	return p, nil
 }
 
@@ -259,10 +246,8 @@ func (r *Reconciler) runError(s *scope, id string, err error) error {
 		return reconcile.Stalledf(kov1alpha1.ProvisionRunLostReason,
 			"the provisioner does not know run %s (runs are kept for a retention period); set annotation %s to a new value to start a new run", id, "kubeopera.io/retry")
 	}
-	if pclient.IsTerminal(err) {
-		return reconcile.Stalledf(kov1alpha1.ProvisioningFailedReason, "run %s: %v", id, err)
-	}
-	return fmt.Errorf("failed to poll run %s: %w", id, err)
+	// Refused for good (pclient.Error.Terminal): the skeleton stalls the HostCluster.
+	return fmt.Errorf("run %s: %w", id, err)
 }
 
 // record puts a run into the bounded history, updating it when known.
@@ -300,7 +285,7 @@ func (s *scope) record(p api.Provision) {
 // AccessDenied unless that account trusts this workspace's ID.
 func (r *Reconciler) copyCredential(ctx context.Context, s *scope) (granted bool, err error) {
 	hc := s.hc
-	src, err := r.referenced(ctx, s, hc.Spec.Provisioning.CredentialRef)
+	src, err := s.ReferencedSecret(ctx, hc.Spec.Provisioning.CredentialRef)
 	if err != nil {
 		return false, err
 	}
@@ -321,12 +306,12 @@ func (r *Reconciler) copyCredential(ctx context.Context, s *scope) (granted bool
 		data[api.CredentialExternalID] = []byte(externalID)
 	}
 	if len(strings.TrimSpace(string(src.Data[api.CredentialExternalID]))) > 0 {
-		reconcile.Event(s.recorder, hc, corev1.EventTypeNormal, kov1alpha1.ExternalIDIgnoredReason, fmt.Sprintf(
+		s.Event(corev1.EventTypeNormal, kov1alpha1.ExternalIDIgnoredReason, fmt.Sprintf(
 			"Secret %s/%s: key %s is ignored; every sts:AssumeRole for this workspace carries the platform's external ID %s (status.awsExternalID): put that into your role's trust policy",
 			hc.Namespace, src.Name, api.CredentialExternalID, externalID))
 	}
 	name := cloudCredentialSecretName(hc.Spec.ClusterID)
-	if err := r.store(ctx, s, name, corev1.SecretTypeOpaque, data); err != nil {
+	if err := s.Store(ctx, name, corev1.SecretTypeOpaque, data); err != nil {
 		return false, err
 	}
 	return r.grantCredential(ctx, s, name)
@@ -358,14 +343,14 @@ func checkCredential(d map[string][]byte, needAccessKey bool) error {
 // reports whether it created the grant now.
 func (r *Reconciler) grantCredential(ctx context.Context, s *scope, secretName string) (bool, error) {
 	sec := &corev1.Secret{}
-	if err := r.Backend.Reader.Get(ctx, client.ObjectKey{Namespace: s.storeNamespace, Name: secretName}, sec); err != nil {
+	if err := s.Backend.Reader.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: secretName}, sec); err != nil {
 		return false, err
 	}
 	owner := metav1.OwnerReference{APIVersion: "v1", Kind: "Secret", Name: sec.Name, UID: sec.UID}
-	meta := metav1.ObjectMeta{Namespace: s.storeNamespace, Name: secretName + "-reader", Labels: s.secretLabels(), OwnerReferences: []metav1.OwnerReference{owner}}
+	meta := metav1.ObjectMeta{Namespace: s.Namespace, Name: secretName + "-reader", Labels: s.Labels, OwnerReferences: []metav1.OwnerReference{owner}}
 	role := &rbacv1.Role{ObjectMeta: meta, Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{secretName}, Verbs: []string{"get"}}}}
 	created := false
-	switch err := r.Backend.Client.Create(ctx, role); {
+	switch err := s.Backend.Client.Create(ctx, role); {
 	case err == nil:
 		created = true
 	case !apierrors.IsAlreadyExists(err):
@@ -378,7 +363,7 @@ func (r *Reconciler) grantCredential(ctx context.Context, s *scope, secretName s
 	binding := &rbacv1.RoleBinding{ObjectMeta: *meta.DeepCopy(),
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
 		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: name}}}
-	switch err := r.Backend.Client.Create(ctx, binding); {
+	switch err := s.Backend.Client.Create(ctx, binding); {
 	case err == nil:
 		created = true
 	case !apierrors.IsAlreadyExists(err):
@@ -401,8 +386,8 @@ func (r *Reconciler) destroy(ctx context.Context, s *scope) error {
 	}
 	if pr.DeletionPolicy != kov1alpha1.DeletionPolicyDestroy {
 		msg := fmt.Sprintf("Disconnected; the provisioned infrastructure (Terraform state in bucket %s) is left running: spec.provisioning.deletionPolicy is Retain",
-			api.StateBucketName(workspaces.Fingerprint(s.logicalCluster), terraformEnvironment(hc)))
-		reconcile.Event(s.recorder, hc, corev1.EventTypeNormal, kov1alpha1.DeletingReason, msg)
+			api.StateBucketName(workspaces.Fingerprint(s.LogicalCluster), terraformEnvironment(hc)))
+		s.Event(corev1.EventTypeNormal, kov1alpha1.DeletingReason, msg)
 		return nil
 	}
 	if reconcile.IsTrue(hc, kov1alpha1.InfrastructureDestroyedCondition) {
@@ -411,7 +396,7 @@ func (r *Reconciler) destroy(ctx context.Context, s *scope) error {
 	if r.Provisioner == nil {
 		return reconcile.Waiting(kov1alpha1.ProvisioningUnavailableReason, "deletionPolicy Destroy needs the cluster provisioner, and the manager has no CLUSTER_PROVISIONER_BASE_URL", r.PollInterval)
 	}
-	id, err := r.runID(ctx, s, kov1alpha1.DestroyJobIDAnnotation)
+	id, err := runID(ctx, s, kov1alpha1.DestroyJobIDAnnotation)
 	if err != nil {
 		return err
 	}
@@ -425,7 +410,7 @@ func (r *Reconciler) destroy(ctx context.Context, s *scope) error {
 		if err != nil {
 			return err
 		}
-		if err := reconcile.RecordAnnotations(ctx, s.ws, hc, map[string]*string{kov1alpha1.DestroyJobIDAnnotation: ptr.To(p.ID)}); err != nil {
+		if err := s.RecordJob(ctx, kov1alpha1.DestroyJobIDAnnotation, p.ID); err != nil {
 			return err
 		}
 		return r.showRun(s, kov1alpha1.InfrastructureDestroyedCondition, p)

@@ -126,7 +126,7 @@ func (r *Reconciler) reserveRun(ctx context.Context, s *scope, op api.Operation)
 		return fmt.Errorf("failed to encode the provisioning run ledger: %w", err)
 	}
 	if cm == nil {
-		cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: s.storeNamespace, Name: runLedgerName,
+		cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: s.Namespace, Name: runLedgerName,
 			Labels: map[string]string{kov1alpha1.ManagedByLabel: ControllerName}}}
 		cm.Data = map[string]string{runLedgerKey: string(raw)}
 		err = r.Backend.Client.Create(ctx, cm)
@@ -137,9 +137,9 @@ func (r *Reconciler) reserveRun(ctx context.Context, s *scope, op api.Operation)
 	}
 	switch {
 	case apierrors.IsConflict(err), apierrors.IsAlreadyExists(err):
-		return fmt.Errorf("the provisioning run ledger %s/%s changed meanwhile; counting again: %w", s.storeNamespace, runLedgerName, err)
+		return fmt.Errorf("the provisioning run ledger %s/%s changed meanwhile; counting again: %w", s.Namespace, runLedgerName, err)
 	case err != nil:
-		return fmt.Errorf("failed to record the provisioning run in ledger %s/%s: %w", s.storeNamespace, runLedgerName, err)
+		return fmt.Errorf("failed to record the provisioning run in ledger %s/%s: %w", s.Namespace, runLedgerName, err)
 	}
 	return nil
 }
@@ -161,17 +161,17 @@ func (r *Reconciler) underCap(window []ledgerEntry, key string) error {
 // ledger that does not parse is an error: the cap is never lifted by a broken record.
 func (r *Reconciler) readLedger(ctx context.Context, s *scope) (*corev1.ConfigMap, []ledgerEntry, error) {
 	cm := &corev1.ConfigMap{}
-	err := r.Backend.Reader.Get(ctx, client.ObjectKey{Namespace: s.storeNamespace, Name: runLedgerName}, cm)
+	err := r.Backend.Reader.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: runLedgerName}, cm)
 	switch {
 	case apierrors.IsNotFound(err):
 		return nil, nil, nil
 	case err != nil:
-		return nil, nil, fmt.Errorf("failed to read the provisioning run ledger %s/%s: %w", s.storeNamespace, runLedgerName, err)
+		return nil, nil, fmt.Errorf("failed to read the provisioning run ledger %s/%s: %w", s.Namespace, runLedgerName, err)
 	}
 	var all []ledgerEntry
 	if raw := cm.Data[runLedgerKey]; raw != "" {
 		if err := json.Unmarshal([]byte(raw), &all); err != nil {
-			return nil, nil, fmt.Errorf("the provisioning run ledger %s/%s does not parse: %w", s.storeNamespace, runLedgerName, err)
+			return nil, nil, fmt.Errorf("the provisioning run ledger %s/%s does not parse: %w", s.Namespace, runLedgerName, err)
 		}
 	}
 	return cm, recent(all, r.now()), nil

@@ -22,6 +22,7 @@ import (
 	platformv1alpha1 "github.com/kubeopera/kubeopera/apis/platform/v1alpha1"
 	"github.com/kubeopera/kubeopera/controllers/kubernetescluster"
 	"github.com/kubeopera/kubeopera/controllers/providerconfig"
+	"github.com/kubeopera/kubeopera/internal/crossplane"
 	"github.com/kubeopera/kubeopera/internal/crossplane/otc"
 	xrpkg "github.com/kubeopera/kubeopera/internal/crossplane/xr"
 	imanager "github.com/kubeopera/kubeopera/internal/manager"
@@ -275,7 +276,7 @@ func TestKubernetesCluster(t *testing.T) {
 		}
 		// The credentials reached the backend normalized to the provider's JSON, never elsewhere.
 		sec := &corev1.Secret{}
-		if err := s.h.Backend.Get(s.ctx, client.ObjectKey{Namespace: workspaces.Namespace(s.h.LC["globex"]), Name: providerconfig.BackendName("default", "provider-my-cluster") + "-credentials"}, sec); err != nil {
+		if err := s.h.Backend.Get(s.ctx, client.ObjectKey{Namespace: workspaces.Namespace(s.h.LC["globex"]), Name: crossplane.ProviderConfigName("default", "provider-my-cluster") + "-credentials"}, sec); err != nil {
 			t.Fatal(err)
 		}
 		if !strings.Contains(string(sec.Data["credentials"]), `"user_name":"demo-user"`) {
@@ -371,7 +372,7 @@ func TestKubernetesCluster(t *testing.T) {
 				return false, err.Error()
 			}
 			c := reconcile.GetCondition(pc, platformv1alpha1.CredentialsValidCondition)
-			return c != nil && c.Reason == providerconfig.InvalidCredentialsReason, fmt.Sprint(pc.Status.Conditions)
+			return c != nil && c.Reason == platformv1alpha1.InvalidCredentialsReason, fmt.Sprint(pc.Status.Conditions)
 		})
 		s.waitCondition(t, "globex", "bad", platformv1alpha1.CredentialsValidCondition, platformv1alpha1.ProviderConfigNotReadyReason, "provider-bad")
 		// Well-formed, but naming a host that is not an OTC IAM endpoint (the provider would
@@ -454,7 +455,7 @@ func TestKubernetesCluster(t *testing.T) {
 		if err := s.h.Backend.Get(s.ctx, client.ObjectKey{Namespace: ns, Name: credName}, creds); err != nil {
 			t.Fatalf("credentials Secret %s/%s: %v", ns, credName, err)
 		}
-		if string(creds.Data[providerconfig.CredentialsKey]) != awsCredentials {
+		if string(creds.Data[crossplane.CredentialsKey]) != awsCredentials {
 			t.Error("the AWS credentials were not handed over as they are")
 		}
 		// The kubeconfig delivered is the one the composition wrote.

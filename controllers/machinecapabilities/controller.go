@@ -36,6 +36,9 @@ const ControllerName = "machinecapabilities-controller"
 // delete steps are empty.
 const finalizer = "platform.edgeconnect.eu/machinecapabilities"
 
+// DefaultConcurrency is how many MachineCapabilities are matched at once, across all workspaces.
+const DefaultConcurrency = 4
+
 // noMatchRecheck is how often a MachineCapabilities without a match is matched again, besides
 // every change of the catalog.
 const noMatchRecheck = 10 * time.Minute
@@ -44,6 +47,12 @@ const noMatchRecheck = 10 * time.Minute
 type Reconciler struct {
 	// Workspaces serves every workspace bound to the platform.edgeconnect.eu export.
 	Workspaces *fleet.Provider
+	// Concurrency is how many MachineCapabilities are matched at once; DefaultConcurrency when
+	// zero.
+	Concurrency int
+
+	// kind is the MachineCapabilities described to the reconcile skeleton (SetupWithManager).
+	kind *reconcile.Kind[*platformv1alpha1.MachineCapabilities, *scope]
 }
 
 // SetupWithManager registers the controller.
@@ -51,8 +60,28 @@ func (r *Reconciler) SetupWithManager(mgr mcmanager.Manager) error {
 	if r.Workspaces == nil {
 		return errors.New("machinecapabilities controller needs the platform export's workspaces")
 	}
+	if r.Concurrency == 0 {
+		r.Concurrency = DefaultConcurrency
+	}
+	r.kind = &reconcile.Kind[*platformv1alpha1.MachineCapabilities, *scope]{
+		Controller: ControllerName,
+		GVK:        platformv1alpha1.GroupVersion.WithKind("MachineCapabilities"),
+		Workspaces: r.Workspaces,
+		Finalizer:  finalizer,
+		New:        func() *platformv1alpha1.MachineCapabilities { return &platformv1alpha1.MachineCapabilities{} },
+		Scope: func(base *reconcile.Scope, mc *platformv1alpha1.MachineCapabilities) *scope {
+			return &scope{Scope: base, mc: mc}
+		},
+		Normal: func(*platformv1alpha1.MachineCapabilities) []reconcile.Step[*scope] {
+			return []reconcile.Step[*scope]{{Name: "match the catalog", Condition: platformv1alpha1.FlavorMatchedCondition, Run: match}}
+		},
+		Delete: func(*platformv1alpha1.MachineCapabilities) []reconcile.Step[*scope] { return nil },
+		ReadyMessage: func(mc *platformv1alpha1.MachineCapabilities) string {
+			return fmt.Sprintf("%d flavors of the catalog satisfy these capabilities", len(mc.Status.MatchingFlavors))
+		},
+	}
 	return fleet.NewController(mgr, "machinecapabilities", r.Workspaces, &platformv1alpha1.MachineCapabilities{},
-		mccontroller.Options{Reconciler: r, MaxConcurrentReconciles: 4},
+		mccontroller.Options{Reconciler: r.kind, MaxConcurrentReconciles: r.Concurrency},
 		fleet.Watch{Object: &platformv1alpha1.ProviderMachineFlavor{}, Map: r.allOfWorkspace})
 }
 
@@ -73,37 +102,22 @@ func (r *Reconciler) allOfWorkspace(obj client.Object) []types.NamespacedName {
 	return out
 }
 
+// scope is what one reconcile pass knows of a MachineCapabilities: the shared Scope (it writes
+// nothing on the backend) and the object.
 type scope struct {
+	*reconcile.Scope
 	mc *platformv1alpha1.MachineCapabilities
-	ws fleet.Workspace
 }
 
 // Reconcile implements mcreconcile.Reconciler.
 func (r *Reconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (ctrl.Result, error) {
-	ctx, _ = reconcile.RequestLogger(ctx, req, "MachineCapabilities")
-	mc := &platformv1alpha1.MachineCapabilities{}
-	ws, found, err := r.Workspaces.Read(ctx, req, mc)
-	if !found {
-		return ctrl.Result{}, err
-	}
-	s := &scope{mc: mc, ws: ws}
-	return reconcile.Pass[*scope]{
-		Client:    ws.Client(),
-		Object:    mc,
-		Scope:     s,
-		Finalizer: finalizer,
-		Normal:    []reconcile.Step[*scope]{{Name: "match the catalog", Condition: platformv1alpha1.FlavorMatchedCondition, Run: r.match}},
-		Recorder:  ws.Recorder(ControllerName),
-		ReadyMessage: func(s *scope) string {
-			return fmt.Sprintf("%d flavors of the catalog satisfy these capabilities", len(s.mc.Status.MatchingFlavors))
-		},
-	}.Run(ctx)
+	return r.kind.Reconcile(ctx, req)
 }
 
 // match lists every satisfying flavor of every provider of the workspace's catalog.
-func (r *Reconciler) match(ctx context.Context, s *scope) error {
+func match(ctx context.Context, s *scope) error {
 	catalog := &platformv1alpha1.ProviderMachineFlavorList{}
-	if err := s.ws.Client().List(ctx, catalog); err != nil {
+	if err := s.Workspace.List(ctx, catalog); err != nil {
 		return fmt.Errorf("failed to read the flavor catalog: %w", err)
 	}
 	var providers []string

@@ -38,10 +38,10 @@ func (r *Reconciler) claimCloudSpace(ctx context.Context, s *scope) error {
 		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
 			Namespace: key.Namespace,
 			Name:      key.Name,
-			Labels:    map[string]string{kov1alpha1.ManagedByLabel: ControllerName, workspaces.FingerprintLabel: workspaces.Fingerprint(s.logicalCluster)},
+			Labels:    map[string]string{kov1alpha1.ManagedByLabel: ControllerName, workspaces.FingerprintLabel: workspaces.Fingerprint(s.LogicalCluster)},
 			Annotations: map[string]string{
-				workspaces.LogicalClusterAnnotation: s.logicalCluster,
-				workspaces.OwnerAnnotation:          s.owner,
+				workspaces.LogicalClusterAnnotation: s.LogicalCluster,
+				workspaces.OwnerAnnotation:          s.Owner,
 				CloudSpaceIDAnnotation:              id,
 			},
 		}}
@@ -49,7 +49,7 @@ func (r *Reconciler) claimCloudSpace(ctx context.Context, s *scope) error {
 	// A Tenant not admitted yet most likely claims a new cloudSpaceID: create first, and read
 	// only when the record exists.
 	if !reconcile.IsTrue(s.tenant, kov1alpha1.AdmittedCondition) {
-		err := r.Backend.Client.Create(ctx, claim())
+		err := s.Backend.Client.Create(ctx, claim())
 		if err == nil {
 			return nil
 		}
@@ -59,12 +59,12 @@ func (r *Reconciler) claimCloudSpace(ctx context.Context, s *scope) error {
 	}
 	for range 2 {
 		cur := &corev1.ConfigMap{}
-		err := r.Backend.Reader.Get(ctx, key, cur)
+		err := s.Backend.Reader.Get(ctx, key, cur)
 		if err == nil {
-			if workspaces.OwnedBy(cur, s.logicalCluster, s.owner) {
+			if s.Owns(cur) {
 				return nil
 			}
-			if cur.Annotations[workspaces.LogicalClusterAnnotation] == s.logicalCluster {
+			if cur.Annotations[workspaces.LogicalClusterAnnotation] == s.LogicalCluster {
 				return reconcile.Stalledf(kov1alpha1.NameConflictReason, "cloudSpaceID %q is already used by %s in this workspace", id, cur.Annotations[workspaces.OwnerAnnotation])
 			}
 			// Never say which workspace: that is another customer's business.
@@ -73,7 +73,7 @@ func (r *Reconciler) claimCloudSpace(ctx context.Context, s *scope) error {
 		if !apierrors.IsNotFound(err) {
 			return fmt.Errorf("failed to read the claim record of cloudSpaceID %q: %w", id, err)
 		}
-		err = r.Backend.Client.Create(ctx, claim())
+		err = s.Backend.Client.Create(ctx, claim())
 		if err == nil {
 			return nil
 		}
@@ -89,13 +89,13 @@ func (r *Reconciler) claimCloudSpace(ctx context.Context, s *scope) error {
 func (r *Reconciler) releaseCloudSpace(ctx context.Context, s *scope) error {
 	cur := &corev1.ConfigMap{}
 	key := client.ObjectKey{Namespace: r.ClaimsNamespace, Name: ClaimName(s.tenant.Spec.CloudSpaceID)}
-	if err := r.Backend.Reader.Get(ctx, key, cur); err != nil {
+	if err := s.Backend.Reader.Get(ctx, key, cur); err != nil {
 		return client.IgnoreNotFound(err)
 	}
-	if !workspaces.OwnedBy(cur, s.logicalCluster, s.owner) {
+	if !s.Owns(cur) {
 		return nil
 	}
-	if err := r.Backend.Client.Delete(ctx, cur, client.Preconditions{UID: &cur.UID}); client.IgnoreNotFound(err) != nil {
+	if err := s.Backend.Client.Delete(ctx, cur, client.Preconditions{UID: &cur.UID}); client.IgnoreNotFound(err) != nil {
 		return fmt.Errorf("failed to release the claim of cloudSpaceID %q: %w", s.tenant.Spec.CloudSpaceID, err)
 	}
 	return nil
@@ -111,7 +111,7 @@ func (r *Reconciler) checkLimits(ctx context.Context, s *scope) error {
 		return l.Check(s.tenant, nil) // the quota itself is checked all the same
 	}
 	list := &kov1alpha1.TenantList{}
-	if err := s.ws.List(ctx, list); err != nil {
+	if err := s.Workspace.List(ctx, list); err != nil {
 		return fmt.Errorf("failed to list the workspace's Tenants: %w", err)
 	}
 	ahead := AdmittedBefore(s.tenant, list.Items)

@@ -8,9 +8,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	mccontroller "sigs.k8s.io/multicluster-runtime/pkg/controller"
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
 	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
@@ -83,6 +81,8 @@ type Reconciler struct {
 	// installs run Helm installs and upgrades; each one's end requeues its Tenant (trigger).
 	installs *reconcile.Operations[mcreconcile.Request, helm.Observation]
 	trigger  *fleet.Trigger
+	// kind is the Tenant described to the reconcile skeleton (SetupWithManager).
+	kind *reconcile.Kind[*kov1alpha1.Tenant, *scope]
 }
 
 // SetupWithManager registers the controller with the workspaces' provider (fleet.NewController:
@@ -113,76 +113,58 @@ func (r *Reconciler) SetupWithManager(mgr mcmanager.Manager) error {
 	if err := mgr.GetLocalManager().Add(r.installs); err != nil {
 		return err
 	}
+	r.kind = &reconcile.Kind[*kov1alpha1.Tenant, *scope]{
+		Controller:   ControllerName,
+		GVK:          kov1alpha1.GroupVersion.WithKind("Tenant"),
+		Workspaces:   r.Workspaces,
+		Backend:      r.Backend,
+		Finalizer:    kov1alpha1.TenantFinalizer,
+		New:          func() *kov1alpha1.Tenant { return &kov1alpha1.Tenant{} },
+		Scope:        r.scope,
+		Normal:       func(*kov1alpha1.Tenant) []reconcile.Step[*scope] { return r.normalSteps() },
+		Delete:       func(*kov1alpha1.Tenant) []reconcile.Step[*scope] { return r.deleteSteps() },
+		Phase:        phase,
+		ReadyMessage: readyMessage,
+		ReadyRequeue: func(*kov1alpha1.Tenant) time.Duration { return wait.Jitter(r.ReadyRecheckInterval, 0.2) },
+	}
 	return fleet.NewController(mgr, "tenant", r.Workspaces, &kov1alpha1.Tenant{},
-		mccontroller.Options{Reconciler: r, MaxConcurrentReconciles: r.Concurrency}, fleet.Watch{Trigger: r.trigger})
+		mccontroller.Options{Reconciler: r.kind, MaxConcurrentReconciles: r.Concurrency}, fleet.Watch{Trigger: r.trigger})
 }
 
-// scope carries what one reconcile pass knows; comments say which step sets each field.
+// scope is what one reconcile pass knows of a Tenant, around the shared workspace↔backend Scope.
 type scope struct {
-	// req is the request being reconciled (Reconcile).
-	req mcreconcile.Request
-	// tenant is the object being reconciled (Reconcile).
+	*reconcile.Scope
+	// tenant is the object reconciled.
 	tenant *kov1alpha1.Tenant
-	// logicalCluster is the tenant's workspace (Reconcile).
-	logicalCluster string
-	// ws is the cached workspace client for Tenants (Reconcile).
-	ws client.Client
-	// wsDirect is the uncached workspace client for Secrets (Reconcile).
-	wsDirect client.Client
-	// recorder emits events into the tenant's workspace (Reconcile).
-	recorder events.EventRecorder
-	// releaseName is vc-<tenantName> and hostNamespace kcp-<fp>-vc-<tenantName> (Reconcile).
+	// releaseName is vc-<tenantName>, hostNamespace kcp-<fp>-vc-<tenantName>.
 	releaseName, hostNamespace string
-	// storeNamespace is kcp-<fp>, where the kubeconfig Secret is stored (Reconcile).
-	storeNamespace string
-	// kubeconfigSecret is tenant-<cloudSpaceID>-kubeconfig (Reconcile).
+	// kubeconfigSecret is tenant-<cloudSpaceID>-kubeconfig, stored in kcp-<fp> and delivered.
 	kubeconfigSecret string
-	// owner identifies this Tenant on the backend objects it claims: "Tenant <namespace>/<name>" (Reconcile).
-	owner string
-	// values are the vCluster Helm values (Reconcile).
+	// values are the vCluster Helm values.
 	values map[string]any
+}
+
+// scope describes a Tenant to the shared Scope and builds its own around it.
+func (r *Reconciler) scope(base *reconcile.Scope, t *kov1alpha1.Tenant) *scope {
+	base.Labels = map[string]string{
+		kov1alpha1.TenantIDLabel:  t.Spec.CloudSpaceID,
+		kov1alpha1.ManagedByLabel: ControllerName,
+	}
+	base.NamedBy = fmt.Sprintf("cloudSpaceID %q", t.Spec.CloudSpaceID)
+	base.Poll = r.RequeueInterval
+	release := "vc-" + t.Spec.TenantName
+	hostNamespace := workspaces.VClusterNamespace(base.LogicalCluster, t.Spec.TenantName)
+	return &scope{
+		Scope:            base,
+		tenant:           t,
+		releaseName:      release,
+		hostNamespace:    hostNamespace,
+		kubeconfigSecret: "tenant-" + t.Spec.CloudSpaceID + "-kubeconfig",
+		values:           vclusterValues(t, release, hostNamespace, r.Environment, r.IngressClass),
+	}
 }
 
 // Reconcile implements mcreconcile.Reconciler.
 func (r *Reconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (ctrl.Result, error) {
-	ctx, log := reconcile.RequestLogger(ctx, req, "Tenant")
-	t := &kov1alpha1.Tenant{}
-	ws, found, err := r.Workspaces.Read(ctx, req, t)
-	if !found {
-		if err == nil {
-			log.V(1).Info("Workspace unbound or object gone; dropping the request")
-		}
-		return ctrl.Result{}, err
-	}
-	lc := ws.LogicalCluster
-	release := "vc-" + t.Spec.TenantName
-	hostNamespace := workspaces.VClusterNamespace(lc, t.Spec.TenantName)
-	s := &scope{
-		req:              req,
-		tenant:           t,
-		logicalCluster:   lc,
-		ws:               ws.Client(),
-		wsDirect:         ws.Direct(),
-		recorder:         ws.Recorder(ControllerName),
-		releaseName:      release,
-		hostNamespace:    hostNamespace,
-		storeNamespace:   workspaces.Namespace(lc),
-		kubeconfigSecret: "tenant-" + t.Spec.CloudSpaceID + "-kubeconfig",
-		owner:            "Tenant " + t.Namespace + "/" + t.Name,
-		values:           vclusterValues(t, release, hostNamespace, r.Environment, r.IngressClass),
-	}
-	log.V(1).Info("Reconciling Tenant", "phase", t.Status.Phase, "generation", t.Generation)
-	return reconcile.Pass[*scope]{
-		Client:    s.ws,
-		Object:    t,
-		Scope:     s,
-		Finalizer: kov1alpha1.TenantFinalizer,
-		Normal:    r.normalSteps(),
-		Delete:    r.deleteSteps(),
-		Recorder:  s.recorder,
-		ReadyMessage: func(s *scope) string {
-			return fmt.Sprintf("vCluster %s is ready; kubeconfig in Secret %s", s.releaseName, s.kubeconfigSecret)
-		},
-		ReadyRequeue: func() time.Duration { return wait.Jitter(r.ReadyRecheckInterval, 0.2) },
-	}.Run(ctx)
+	return r.kind.Reconcile(ctx, req)
 }

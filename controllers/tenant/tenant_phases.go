@@ -2,7 +2,6 @@ package tenant
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -18,7 +17,6 @@ import (
 	"github.com/kubeopera/kubeopera/internal/kubeconfig"
 	"github.com/kubeopera/kubeopera/internal/kubeoperaapi"
 	"github.com/kubeopera/kubeopera/internal/reconcile"
-	"github.com/kubeopera/kubeopera/syncer"
 	"github.com/kubeopera/kubeopera/workspaces"
 )
 
@@ -43,7 +41,7 @@ func (r *Reconciler) normalSteps() []reconcile.Step[*scope] {
 	return []reconcile.Step[*scope]{
 		{Name: "admit the Tenant", Condition: kov1alpha1.AdmittedCondition, Run: r.admit},
 		{Name: "prepare the backend namespaces", Condition: kov1alpha1.BackendNamespaceReadyCondition, Run: r.backendNamespaces},
-		{Name: "deploy the vCluster release", Condition: kov1alpha1.ReleaseDeployedCondition, Run: r.release},
+		{Name: "deploy the vCluster release", Condition: kov1alpha1.ReleaseDeployedCondition, Run: r.release, Failed: kov1alpha1.InstallFailedReason},
 		{Name: "deliver the vCluster kubeconfig", Condition: kov1alpha1.KubeconfigDeliveredCondition, Run: r.kubeconfig},
 		{Name: "tell kubeopera-api", Run: r.callback},
 	}
@@ -84,20 +82,13 @@ func (r *Reconciler) backendNamespaces(ctx context.Context, s *scope) error {
 	t := s.tenant
 	t.Status.VClusterName = s.releaseName
 	t.Status.Namespace = s.hostNamespace
-	err := r.Backend.EnsureNamespaces(ctx, s.logicalCluster,
-		workspaces.NamespaceClaim{Name: s.storeNamespace},
-		workspaces.NamespaceClaim{Name: s.hostNamespace, Owner: s.owner})
-	switch {
-	case err == nil:
-	case workspaces.IsCollision(err):
-		return reconcile.Stalled(kov1alpha1.FingerprintCollisionReason, err.Error())
-	case workspaces.IsClaimed(err):
-		return reconcile.Stalledf(kov1alpha1.NameConflictReason, "tenantName %q is already used by another Tenant in this workspace (%v)", t.Spec.TenantName, err)
-	default:
+	if err := s.EnsureNamespaces(ctx,
+		workspaces.NamespaceClaim{Name: s.Namespace},
+		workspaces.NamespaceClaim{Name: s.hostNamespace, Owner: s.Owner}); err != nil {
 		return err
 	}
 	reconcile.MarkTrue(t, kov1alpha1.BackendNamespaceReadyCondition, kov1alpha1.SucceededReason,
-		"Backend namespaces "+s.storeNamespace+" and "+s.hostNamespace+" are ready")
+		"Backend namespaces "+s.Namespace+" and "+s.hostNamespace+" are ready")
 	return nil
 }
 
@@ -112,17 +103,17 @@ func (r *Reconciler) release(ctx context.Context, s *scope) error {
 	if res, ok := r.installs.Take(key); ok {
 		// The install or upgrade this Tenant started has ended.
 		if res.Err != nil {
-			return r.helmError(ctx, s, res.Err)
+			return helmError(s, res.Err)
 		}
 		obs = res.Value
-		reconcile.Event(s.recorder, t, corev1.EventTypeNormal, kov1alpha1.ProgressingReason,
+		s.Event(corev1.EventTypeNormal, kov1alpha1.ProgressingReason,
 			fmt.Sprintf("Installed vCluster release %s revision %d", s.releaseName, obs.Revision))
 	} else if r.installs.Running(key) {
 		return r.installing(s)
 	} else {
 		var err error
 		if obs, err = r.Helm.Observe(ctx, s.release(), s.values); err != nil {
-			return r.helmError(ctx, s, err)
+			return helmError(s, err)
 		}
 		// A new attempt reinstalls a release that is not deployed: one the user or an admin asked
 		// to retry (phase Pending), and one whose last install or upgrade failed transiently in
@@ -133,14 +124,11 @@ func (r *Reconciler) release(ctx context.Context, s *scope) error {
 		newAttempt := retrying && obs.Exists && obs.State != helm.StateDeployed
 		if !obs.Exists || !obs.UpToDate || obs.State == helm.StatePending || obs.State == helm.StateUninstalling || newAttempt {
 			rel, values := s.release(), s.values
-			r.installs.Run(key, s.req, func(ctx context.Context) (helm.Observation, error) {
+			r.installs.Run(key, s.Request, func(ctx context.Context) (helm.Observation, error) {
 				return r.Helm.InstallOrUpgrade(ctx, rel, values)
 			})
 			return r.installing(s)
 		}
-	}
-	if t.Status.Phase != kov1alpha1.TenantPhaseReady {
-		t.Status.Phase = kov1alpha1.TenantPhaseProvisioning
 	}
 	switch obs.State {
 	case helm.StateDeployed:
@@ -163,23 +151,19 @@ func (s *scope) releaseKey() string { return s.hostNamespace + "/" + s.releaseNa
 // manifest" would have the next upgrade or the uninstall delete, with the manager's
 // credentials, whatever it lists. kcp-<fp> is written by the platform only.
 func (s *scope) release() helm.Release {
-	return helm.Release{Namespace: s.hostNamespace, Name: s.releaseName, Storage: s.storeNamespace}
+	return helm.Release{Namespace: s.hostNamespace, Name: s.releaseName, Storage: s.Namespace}
 }
 
 // installing says the Tenant waits for its install or upgrade, which requeues it when it ends.
 func (r *Reconciler) installing(s *scope) error {
-	s.tenant.Status.Phase = kov1alpha1.TenantPhaseProvisioning
 	return reconcile.Waiting(kov1alpha1.WaitingReason, "Installing vCluster release "+s.releaseName, r.RequeueInterval)
 }
 
-// helmError maps a Helm client error: terminal ones (chart not found, values refused by the chart)
-// stall the Tenant; the rest are retried with backoff.
-func (r *Reconciler) helmError(ctx context.Context, s *scope, err error) error {
-	if helm.IsTerminal(err) {
-		return reconcile.Stalledf(kov1alpha1.InstallFailedReason, "Helm install of vCluster release %s failed: %v", s.releaseName, err)
-	}
-	ctrl.LoggerFrom(ctx).V(1).Info("Helm operation failed; retrying", "error", err.Error())
-	return err
+// helmError says which release a Helm client error is about. The skeleton stalls the Tenant
+// with InstallFailed on a terminal one (a chart not found, values the chart refuses); the rest
+// are retried with backoff.
+func helmError(s *scope, err error) error {
+	return fmt.Errorf("Helm install of vCluster release %s failed: %w", s.releaseName, err)
 }
 
 // kubeconfig waits for vCluster's kubeconfig Secret, rewrites its server to the in-cluster
@@ -188,7 +172,7 @@ func (r *Reconciler) kubeconfig(ctx context.Context, s *scope) error {
 	t := s.tenant
 	secretName := VClusterKubeconfigSecret(s.releaseName)
 	sec := &corev1.Secret{}
-	err := r.Backend.Reader.Get(ctx, client.ObjectKey{Namespace: s.hostNamespace, Name: secretName}, sec)
+	err := s.Backend.Reader.Get(ctx, client.ObjectKey{Namespace: s.hostNamespace, Name: secretName}, sec)
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("failed to read vCluster kubeconfig Secret %s/%s: %w", s.hostNamespace, secretName, err)
 	}
@@ -202,67 +186,15 @@ func (r *Reconciler) kubeconfig(ctx context.Context, s *scope) error {
 	if err != nil {
 		return reconcile.Stalledf(kov1alpha1.KubeconfigFailedReason, "Secret %s/%s does not hold a usable kubeconfig: %v", s.hostNamespace, secretName, err)
 	}
-	if err := r.storeAndDeliver(ctx, s, rewritten); err != nil {
-		var claimed *claimedError
-		if errors.As(err, &claimed) {
-			return reconcile.Stalled(kov1alpha1.NameConflictReason, claimed.Error())
-		}
-		// A Secret of the tenant's own sits where the kubeconfig would be delivered: never
-		// overwritten; the tenant removes it and retries.
-		var conflict *syncer.DeliveryConflictError
-		if errors.As(err, &conflict) {
-			return reconcile.Stalled(kov1alpha1.NameConflictReason, conflict.Error())
-		}
+	// Stored in kcp-<fp> (never over another Tenant's: cloudSpaceID names it) and delivered
+	// (never over a Secret of the tenant's own).
+	if err := s.StoreAndDeliver(ctx, s.kubeconfigSecret, map[string][]byte{DeliveredKubeconfigKey: rewritten}); err != nil {
 		return err
 	}
 	t.Status.KubeconfigSecret = s.kubeconfigSecret
 	reconcile.MarkTrue(t, kov1alpha1.KubeconfigDeliveredCondition, kov1alpha1.SucceededReason,
 		fmt.Sprintf("Kubeconfig delivered in Secret %s (key %q)", s.kubeconfigSecret, DeliveredKubeconfigKey))
 	return nil
-}
-
-func (s *scope) secretLabels() map[string]string {
-	return map[string]string{
-		kov1alpha1.TenantIDLabel:  s.tenant.Spec.CloudSpaceID,
-		kov1alpha1.ManagedByLabel: ControllerName,
-	}
-}
-
-// claimedError says the stored kubeconfig Secret's name (from cloudSpaceID) is used by another
-// Tenant of this workspace.
-type claimedError struct{ cloudSpaceID, owner string }
-
-func (e *claimedError) Error() string {
-	return fmt.Sprintf("cloudSpaceID %q is already used by %s in this workspace", e.cloudSpaceID, e.owner)
-}
-
-// storeAndDeliver stores the kubeconfig in kcp-<fp> on the backend and delivers it into the
-// Tenant's namespace in its workspace. A stored Secret of another Tenant is never overwritten.
-func (r *Reconciler) storeAndDeliver(ctx context.Context, s *scope, kc []byte) error {
-	data := map[string][]byte{DeliveredKubeconfigKey: kc}
-	stored := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{
-			Namespace: s.storeNamespace,
-			Name:      s.kubeconfigSecret,
-			Labels:    s.secretLabels(),
-			Annotations: map[string]string{
-				workspaces.LogicalClusterAnnotation: s.logicalCluster,
-				workspaces.OwnerAnnotation:          s.owner,
-			},
-		},
-		Type: corev1.SecretTypeOpaque,
-		Data: data,
-	}
-	err := syncer.Store(ctx, r.Backend.Reader, r.Backend.Client, stored, func(cur *corev1.Secret) error {
-		if !workspaces.OwnedBy(cur, s.logicalCluster, s.owner) {
-			return &claimedError{cloudSpaceID: s.tenant.Spec.CloudSpaceID, owner: cur.Annotations[workspaces.OwnerAnnotation]}
-		}
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	return syncer.Deliver(ctx, s.wsDirect, s.tenant, kov1alpha1.GroupVersion.WithKind("Tenant"), s.kubeconfigSecret, s.secretLabels(), data)
 }
 
 // callback tells kubeopera-api the CloudSpace is active, once. It never blocks Ready.
@@ -309,12 +241,12 @@ func (r *Reconciler) uninstall(ctx context.Context, s *scope) error {
 	}
 	r.installs.Take(key)
 	ns := &corev1.Namespace{}
-	err := r.Backend.Reader.Get(ctx, client.ObjectKey{Name: s.hostNamespace}, ns)
+	err := s.Backend.Reader.Get(ctx, client.ObjectKey{Name: s.hostNamespace}, ns)
 	switch {
 	case apierrors.IsNotFound(err):
 	case err != nil:
 		return fmt.Errorf("failed to get backend namespace %s: %w", s.hostNamespace, err)
-	case !workspaces.OwnedBy(ns, s.logicalCluster, s.owner):
+	case !s.Owns(ns):
 		return nil
 	}
 	return r.Helm.Uninstall(ctx, s.release())
@@ -322,18 +254,15 @@ func (r *Reconciler) uninstall(ctx context.Context, s *scope) error {
 
 // removeSecrets removes the delivered kubeconfig and the stored one, when they are this Tenant's.
 func (r *Reconciler) removeSecrets(ctx context.Context, s *scope) error {
-	if err := syncer.Undeliver(ctx, s.wsDirect, s.tenant, s.kubeconfigSecret); err != nil {
+	if err := s.Undeliver(ctx, s.kubeconfigSecret); err != nil {
 		return err
 	}
-	key := client.ObjectKey{Namespace: s.storeNamespace, Name: s.kubeconfigSecret}
-	return syncer.DeleteIf(ctx, r.Backend.Reader, r.Backend.Client, key, func(cur *corev1.Secret) bool {
-		return workspaces.OwnedBy(cur, s.logicalCluster, s.owner)
-	})
+	return s.Unstore(ctx, s.kubeconfigSecret)
 }
 
 // deleteHostNamespace deletes the host namespace when it is this Tenant's and waits until it is gone.
 func (r *Reconciler) deleteHostNamespace(ctx context.Context, s *scope) error {
-	gone, err := r.Backend.DeleteNamespace(ctx, s.logicalCluster, s.hostNamespace, s.owner)
+	gone, err := s.Backend.DeleteNamespace(ctx, s.LogicalCluster, s.hostNamespace, s.Owner)
 	if err != nil {
 		return err
 	}

@@ -137,6 +137,9 @@ func (e *Error) Error() string { return "super-admin bootstrap: " + e.Message }
 
 func (e *Error) Unwrap() error { return e.Err }
 
+// Terminal reports whether retrying the bootstrap cannot succeed (see IsTerminal).
+func (e *Error) Terminal() bool { return !e.Transient }
+
 // IsTransient reports whether retrying the bootstrap can succeed. errors.Is(err, ErrNotInstalled)
 // says when the reason is that the platform is not installed yet, a wait rather than a failure.
 func IsTransient(err error) bool {
@@ -147,7 +150,8 @@ func IsTransient(err error) bool {
 // IsTerminal reports whether retrying cannot succeed: authapi refused the request, or the target's
 // kubeconfig may not read the Secret or use the proxy.
 func IsTerminal(err error) bool {
-	return err != nil && !IsTransient(err)
+	var e *Error
+	return errors.As(err, &e) && e.Terminal()
 }
 
 // Bootstrap creates (upserts) the super-admin account a on the target cs.

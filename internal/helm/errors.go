@@ -28,11 +28,11 @@ type Error struct {
 	// Namespace and Release name the release the operation was for; both are
 	// empty for operations on the chart alone (Reachable).
 	Namespace, Release string
-	// Terminal is true when retrying the same operation with the same input
+	// Permanent is true when retrying the same operation with the same input
 	// (chart reference, version and values) cannot succeed: the chart does
 	// not exist or does not load, the values do not meet the chart's schema,
 	// or the chart does not render with them.
-	Terminal bool
+	Permanent bool
 	// Err is the cause.
 	Err error
 }
@@ -48,12 +48,16 @@ func (e *Error) Error() string {
 // Unwrap returns the cause.
 func (e *Error) Unwrap() error { return e.Err }
 
+// Terminal reports whether retrying with the same input cannot succeed (Permanent): the
+// reconcile skeleton stalls the object then.
+func (e *Error) Terminal() bool { return e.Permanent }
+
 // IsTerminal reports whether err is (or wraps) an *Error that cannot be fixed
 // by retrying with the same input. Every other error, including nil and
 // errors not from this package, is not terminal.
 func IsTerminal(err error) bool {
 	var e *Error
-	return errors.As(err, &e) && e.Terminal
+	return errors.As(err, &e) && e.Permanent
 }
 
 // newError returns an *Error for op on namespace/release, classified with
@@ -62,14 +66,14 @@ func newError(op, namespace, release string, err error) *Error {
 	terminal := isTerminal(err)
 	var inner *Error
 	if errors.As(err, &inner) {
-		terminal = inner.Terminal
+		terminal = inner.Permanent
 	}
 	var registryErr *errcode.ErrorResponse
 	var wrapped *registryStatusError
 	if errors.As(err, &registryErr) && !errors.As(err, &wrapped) {
 		err = &registryStatusError{StatusCode: registryErr.StatusCode, Err: err}
 	}
-	return &Error{Op: op, Namespace: namespace, Release: release, Terminal: terminal, Err: err}
+	return &Error{Op: op, Namespace: namespace, Release: release, Permanent: terminal, Err: err}
 }
 
 // Sentinel causes attached where this package knows which step failed, because

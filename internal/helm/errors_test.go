@@ -149,8 +149,8 @@ func (c asChain) Unwrap() error {
 func TestError(t *testing.T) {
 	cause := fmt.Errorf("%w: stat /charts/x: no such file or directory", errChartNotFound)
 	chartErr := newError("load chart /charts/x", "", "", cause)
-	if !chartErr.Terminal || chartErr.Error() != "failed to load chart /charts/x: chart not found: stat /charts/x: no such file or directory" {
-		t.Errorf("chart error = %q, terminal %v", chartErr, chartErr.Terminal)
+	if !chartErr.Permanent || chartErr.Error() != "failed to load chart /charts/x: chart not found: stat /charts/x: no such file or directory" {
+		t.Errorf("chart error = %q, terminal %v", chartErr, chartErr.Permanent)
 	}
 	err := fmt.Errorf("reconciling: %w", newError("install or upgrade", "kcp-1", "vc-acme", chartErr))
 	if !IsTerminal(err) || !errors.Is(err, errChartNotFound) {
@@ -165,7 +165,7 @@ func TestError(t *testing.T) {
 	}
 	// An inner *Error keeps its classification even when its message looks otherwise.
 	transient := &Error{Op: "load chart x", Err: errors.New("values don't meet the specifications of the schema")}
-	if newError("upgrade", "ns", "r", transient).Terminal {
+	if newError("upgrade", "ns", "r", transient).Permanent {
 		t.Error("newError re-classified an *Error cause")
 	}
 	if IsTerminal(nil) || IsTerminal(errors.New("values don't meet the specifications of the schema")) {
@@ -174,7 +174,7 @@ func TestError(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Nanosecond)
 	defer cancel()
 	<-ctx.Done()
-	if err := newError("observe", "ns", "r", ctx.Err()); err.Terminal || !errors.Is(err, context.DeadlineExceeded) {
-		t.Errorf("deadline: %v terminal %v", err, err.Terminal)
+	if err := newError("observe", "ns", "r", ctx.Err()); err.Permanent || !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("deadline: %v terminal %v", err, err.Permanent)
 	}
 }

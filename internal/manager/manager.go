@@ -259,13 +259,14 @@ func Run(ctx context.Context, o Options, cfgs *Configs) error {
 	if err := setupHostClusters(ctx, mgr, o, fleets[KubeoperaProvider], backend, guard, log); err != nil {
 		return err
 	}
-	if err := setupCatalog(ctx, mgr, kcpCfg, scheme, fleets[PlatformProvider]); err != nil {
+	if err := setupCatalog(ctx, mgr, o, kcpCfg, scheme, fleets[PlatformProvider]); err != nil {
 		return err
 	}
-	if err := (&providerconfig.Reconciler{Workspaces: fleets[PlatformProvider], Backend: backend, AuthHosts: o.OTCAuthHosts}).SetupWithManager(mgr); err != nil {
+	if err := (&providerconfig.Reconciler{Workspaces: fleets[PlatformProvider], Backend: backend, AuthHosts: o.OTCAuthHosts, Concurrency: o.ProviderConfigConcurrency}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("failed to set up the providerconfig controller: %w", err)
 	}
-	if err := (&kubernetescluster.Reconciler{Workspaces: fleets[PlatformProvider], Backend: backend, PollInterval: o.KubernetesClusterPollInterval, MaxPerWorkspace: o.MaxKubernetesClustersPerWorkspace}).SetupWithManager(mgr); err != nil {
+	if err := (&kubernetescluster.Reconciler{Workspaces: fleets[PlatformProvider], Backend: backend, PollInterval: o.KubernetesClusterPollInterval,
+		MaxPerWorkspace: o.MaxKubernetesClustersPerWorkspace, Concurrency: o.KubernetesClusterConcurrency}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("failed to set up the kubernetescluster controller: %w", err)
 	}
 	// The backend admits tenant Ingresses of the allowed class only (config/policies).
@@ -411,7 +412,7 @@ func setupHostClusters(ctx context.Context, mgr mcmanager.Manager, o Options, ws
 
 // setupCatalog publishes the machine-flavor catalog kept in the platform workspace (kcpCfg points
 // at it) to every workspace bound to the platform.edgeconnect.eu export.
-func setupCatalog(ctx context.Context, mgr mcmanager.Manager, kcpCfg *rest.Config, scheme *runtime.Scheme, ws *fleet.Provider) error {
+func setupCatalog(ctx context.Context, mgr mcmanager.Manager, o Options, kcpCfg *rest.Config, scheme *runtime.Scheme, ws *fleet.Provider) error {
 	// No ByObject: that would need the kind's REST mapping now, and the catalog's CRD may not be
 	// served yet right after the platform workspace was bootstrapped.
 	catalog, err := cache.New(kcpCfg, cache.Options{Scheme: scheme})
@@ -421,10 +422,10 @@ func setupCatalog(ctx context.Context, mgr mcmanager.Manager, kcpCfg *rest.Confi
 	if err := mgr.GetLocalManager().Add(catalog); err != nil {
 		return err
 	}
-	if err := (&flavorcatalog.Reconciler{Workspaces: ws, Catalog: catalog}).SetupWithManager(ctx, mgr); err != nil {
+	if err := (&flavorcatalog.Reconciler{Workspaces: ws, Catalog: catalog, Concurrency: o.FlavorCatalogConcurrency}).SetupWithManager(ctx, mgr); err != nil {
 		return fmt.Errorf("failed to set up the flavor catalog controller: %w", err)
 	}
-	if err := (&machinecapabilities.Reconciler{Workspaces: ws}).SetupWithManager(mgr); err != nil {
+	if err := (&machinecapabilities.Reconciler{Workspaces: ws, Concurrency: o.MachineCapabilitiesConcurrency}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("failed to set up the machinecapabilities controller: %w", err)
 	}
 	return nil

@@ -2,11 +2,14 @@ package reconcile_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	kov1alpha1 "github.com/kubeopera/kubeopera/apis/kubeopera/v1alpha1"
 	"github.com/kubeopera/kubeopera/internal/reconcile"
@@ -81,32 +84,58 @@ func TestRecordAnnotationsOnAStaleCopy(t *testing.T) {
 // tenantScope hands the steps the object of the pass.
 type tenantScope struct{ obj *kov1alpha1.Tenant }
 
-// TestCommitKeepsTheStepCondition: a step that finished and ends the pass with Commit (so the
-// phase it reached is written before the next pass goes on) keeps its condition True, shows
-// Reconciling, and is looked at again after the interval; later steps do not run.
-func TestCommitKeepsTheStepCondition(t *testing.T) {
-	c := newClient(t)
-	newTenant(t, c, "committed", nil)
-	later := false
-	steps := []reconcile.Step[*tenantScope]{
-		{Name: "validate", Condition: "Validated", Run: func(_ context.Context, s *tenantScope) error {
-			reconcile.MarkTrue(s.obj, "Validated", "Succeeded", "valid")
-			return reconcile.Commit("Progressing", "validated; installing next", 100*time.Millisecond)
-		}},
-		{Name: "install", Condition: "Installed", Run: func(context.Context, *tenantScope) error { later = true; return nil }},
-	}
-	obj := get(t, c, "committed")
-	res, err := reconcile.Pass[*tenantScope]{Client: c, Object: obj, Scope: &tenantScope{obj: obj}, Finalizer: finalizer, Normal: steps}.Run(context.Background())
-	if err != nil || res.RequeueAfter != 100*time.Millisecond {
-		t.Fatalf("result %+v, err %v; want a requeue after 100ms", res, err)
-	}
-	got := get(t, c, "committed")
-	if later {
-		t.Error("the step after the commit ran")
-	}
-	for typ, want := range map[string]string{"Validated": "True/Succeeded", "Reconciling": "True/Progressing", "Ready": "False/Progressing", "Installed": "absent"} {
-		if c := condition(got, typ); c != want {
-			t.Errorf("%s = %s, want %s", typ, c, want)
-		}
+// TestPublishPhases: with PublishPhases, a pass that goes through several phases of the kind's
+// state machine (Pass.Phase) writes each before the next step moves it on, in the same pass (no
+// extra pass, no requeue of its own), so a watcher sees every phase; without it, the pass writes
+// the phase it ends in only. The steps' conditions are as they left them.
+func TestPublishPhases(t *testing.T) {
+	for name, publish := range map[string]bool{"published": true, "lastonly": false} {
+		t.Run(name, func(t *testing.T) {
+			base := newClient(t)
+			var written []string
+			c := interceptor.NewClient(base.(client.WithWatch), interceptor.Funcs{
+				SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+					written = append(written, string(obj.(*kov1alpha1.Tenant).Status.Phase))
+					return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
+				},
+			})
+			newTenant(t, c, name, nil)
+			steps := []reconcile.Step[*tenantScope]{
+				{Name: "admit", Condition: "Admitted", Run: func(_ context.Context, s *tenantScope) error {
+					reconcile.MarkTrue(s.obj, "Admitted", "Succeeded", "admitted")
+					return nil
+				}},
+				{Name: "install", Condition: "Installed", Run: func(context.Context, *tenantScope) error {
+					return reconcile.Waiting("Waiting", "installing", time.Minute)
+				}},
+			}
+			phase := func(_ reconcile.Object, at string) string {
+				if at == "Installed" {
+					return string(kov1alpha1.TenantPhaseProvisioning)
+				}
+				return string(kov1alpha1.TenantPhasePending)
+			}
+			obj := get(t, c, name)
+			res, err := reconcile.Pass[*tenantScope]{
+				Client: c, Object: obj, Scope: &tenantScope{obj: obj}, Finalizer: finalizer, Normal: steps,
+				Phase: phase, PublishPhases: publish,
+			}.Run(context.Background())
+			if err != nil || res.RequeueAfter != time.Minute {
+				t.Fatalf("result %+v, err %v; want the install's wait (1m)", res, err)
+			}
+			want := []string{"Provisioning"}
+			if publish {
+				want = []string{"Pending", "Provisioning"}
+			}
+			if !slices.Equal(written, want) {
+				t.Errorf("phases written %v, want %v", written, want)
+			}
+			got := get(t, c, name)
+			for typ, want := range map[string]string{"Admitted": "True/Succeeded", "Installed": "False/Waiting", "Reconciling": "True/Waiting", "Ready": "False/Waiting"} {
+				if c := condition(got, typ); c != want {
+					t.Errorf("%s = %s, want %s", typ, c, want)
+				}
+			}
+		})
 	}
 }

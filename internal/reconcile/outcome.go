@@ -11,9 +11,6 @@ type WaitingError struct {
 	Reason  string
 	Message string
 	After   time.Duration
-	// Commit is set by Commit: the step finished and only the pass ends, its condition as the
-	// step left it.
-	Commit bool
 }
 
 func (e *WaitingError) Error() string { return fmt.Sprintf("%s: %s", e.Reason, e.Message) }
@@ -23,13 +20,6 @@ func (e *WaitingError) Error() string { return fmt.Sprintf("%s: %s", e.Reason, e
 // after the given interval. It is not an error: nothing failed.
 func Waiting(reason, message string, after time.Duration) error {
 	return &WaitingError{Reason: reason, Message: message, After: after}
-}
-
-// Commit ends the pass after a step that finished, so the status written says where the object
-// stands (a state machine's phase the user should see go by) before the next pass goes on, after
-// the given interval. Unlike Waiting it leaves the step's condition as the step set it.
-func Commit(reason, message string, after time.Duration) error {
-	return &WaitingError{Reason: reason, Message: message, After: after, Commit: true}
 }
 
 // StalledError is the outcome of a step that cannot succeed by retrying. Create it with Stalled.

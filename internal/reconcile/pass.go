@@ -36,8 +36,12 @@ type Step[S any] struct {
 	// False with the outcome's reason and message.
 	Condition string
 	// Run does the step's work. It returns nil when done, Waiting or Stalled, or an error
-	// (transient).
+	// (transient). An error of an external client that says retrying cannot help (Terminal() true
+	// somewhere in its chain) stalls the object with the reason Failed.
 	Run func(ctx context.Context, s S) error
+	// Failed is the reason the object stalls with when the step's external client fails for good
+	// (see Run); commonv1alpha1.FailedReason when empty.
+	Failed string
 }
 
 // Pass is one reconcile pass of one object: the object, its scope, its steps and how to write its
@@ -62,6 +66,16 @@ type Pass[S any] struct {
 	// ReadyRequeue, if set, returns the (jittered) interval after which a Ready object is checked
 	// for drift.
 	ReadyRequeue func() time.Duration
+	// Phase is the kind's state machine as a pure function (Cluster API's reconcilePhase): the
+	// phase of obj, from its status, while the pass stands at the step owning condition at (the
+	// step that waits or failed). The skeleton sets the phases every kind shares itself (Pending
+	// for a new attempt, Ready once every step is done, Failed when stalled, Deleting); nil: those
+	// only.
+	Phase func(obj Object, at string) string
+	// PublishPhases writes every phase the pass enters before the next step moves it on (one
+	// status write per phase, in the same pass), so kubectl get -w shows each phase of the
+	// state machine; off, a pass writes the phase it ends in.
+	PublishPhases bool
 }
 
 // Run runs the pass and returns what controller-runtime should do next. It is the only place where
@@ -105,7 +119,7 @@ func (p Pass[S]) Run(ctx context.Context) (res ctrl.Result, retErr error) {
 			return ctrl.Result{}, nil
 		}
 		setPhase(obj, PhaseDeleting)
-		if err := p.runSteps(ctx, p.Delete); err != nil {
+		if err := p.runSteps(ctx, p.Delete, nil); err != nil {
 			res, err := p.finish(ctx, err, nil, commonv1alpha1.DeletingReason)
 			setPhase(obj, PhaseDeleting) // a stalled deletion is still a deletion
 			return res, err
@@ -145,7 +159,14 @@ func (p Pass[S]) Run(ctx context.Context) (res ctrl.Result, retErr error) {
 		setPhase(obj, PhasePending)
 	}
 
-	err = p.runSteps(ctx, p.Normal)
+	shown := &shownPhase{patcher: patcher, written: phaseBefore}
+	err = p.runSteps(ctx, p.Normal, shown)
+	if err == nil && p.PublishPhases {
+		// The last phase the pass entered is seen too, before the object is Ready.
+		if perr := shown.enter(ctx, obj, PhaseReady); perr != nil {
+			err = &stepFailure{name: "show the phase reached", err: perr}
+		}
+	}
 	ready := func() {
 		msg := "Reconciled"
 		if p.ReadyMessage != nil {
@@ -159,13 +180,45 @@ func (p Pass[S]) Run(ctx context.Context) (res ctrl.Result, retErr error) {
 	return p.finish(ctx, err, ready, "")
 }
 
-// runSteps runs steps in order and returns the first outcome that is not nil, wrapped with its step.
-func (p Pass[S]) runSteps(ctx context.Context, steps []Step[S]) error {
+// runSteps runs steps in order and returns the first outcome that is not nil, wrapped with its
+// step. With shown (reconcileNormal) and PublishPhases, each step is entered in the phase the
+// kind's Phase gives for it.
+func (p Pass[S]) runSteps(ctx context.Context, steps []Step[S], shown *shownPhase) error {
 	for _, st := range steps {
+		if shown != nil && p.PublishPhases && p.Phase != nil {
+			if err := shown.enter(ctx, p.Object, p.Phase(p.Object, st.Condition)); err != nil {
+				return &stepFailure{name: st.Name, condition: st.Condition, err: err}
+			}
+		}
 		if err := st.Run(ctx, p.Scope); err != nil {
-			return &stepFailure{name: st.Name, condition: st.Condition, err: stallIfTerminal(err)}
+			return &stepFailure{name: st.Name, condition: st.Condition, err: stallIfTerminal(err, st.Failed)}
 		}
 	}
+	return nil
+}
+
+// shownPhase publishes the phases a pass enters (Pass.PublishPhases).
+type shownPhase struct {
+	patcher *StatusPatcher
+	// written is the phase the stored status shows.
+	written string
+}
+
+// enter moves obj to phase next. When obj's current phase was never written (this pass entered
+// it), it is written first, so every phase is seen before the next one begins.
+func (sp *shownPhase) enter(ctx context.Context, obj Object, next string) error {
+	cur := phaseOf(obj)
+	if next == "" || next == cur {
+		return nil
+	}
+	if cur != sp.written {
+		markReconciling(obj, commonv1alpha1.ProgressingReason, fmt.Sprintf("%s done; %s next", cur, next))
+		if err := sp.patcher.Publish(ctx, obj); err != nil {
+			return err
+		}
+		sp.written = cur
+	}
+	setPhase(obj, next)
 	return nil
 }
 
@@ -176,10 +229,18 @@ type stallingError interface {
 	StalledReason() string
 }
 
+// terminalError is an external client's error that says whether retrying can help (the Helm
+// client's, the provisioner's and the scaffolder's, authapi's): Terminal() true stalls the object.
+type terminalError interface {
+	error
+	Terminal() bool
+}
+
 // stallIfTerminal makes a step error with a stallingError in its chain the Stalled outcome with
-// that error's reason and message (not the wrapping text around it), so no step has to check for
-// it; Waiting and Stalled outcomes are left as they are.
-func stallIfTerminal(err error) error {
+// that error's reason and message (not the wrapping text around it), and one with a terminal
+// external client error the Stalled outcome with the step's reason failed and the step's message,
+// so no step has to check for either; Waiting and Stalled outcomes are left as they are.
+func stallIfTerminal(err error, failed string) error {
 	if _, ok := AsStalled(err); ok {
 		return err
 	}
@@ -189,6 +250,13 @@ func stallIfTerminal(err error) error {
 	var se stallingError
 	if errors.As(err, &se) {
 		return Stalled(se.StalledReason(), se.Error())
+	}
+	var te terminalError
+	if errors.As(err, &te) && te.Terminal() {
+		if failed == "" {
+			failed = commonv1alpha1.FailedReason
+		}
+		return Stalled(failed, err.Error())
 	}
 	return err
 }
@@ -226,8 +294,15 @@ func (p Pass[S]) finish(ctx context.Context, err error, ready func(), reasonOver
 		}
 		return r
 	}
+	if p.Phase != nil && reasonOverride == "" {
+		if _, stalled := AsStalled(err); !stalled {
+			if next := p.Phase(obj, condition); next != "" {
+				setPhase(obj, next)
+			}
+		}
+	}
 	if w, ok := AsWaiting(err); ok {
-		if condition != "" && !w.Commit {
+		if condition != "" {
 			MarkFalse(obj, condition, w.Reason, w.Message)
 		}
 		markReconciling(obj, summaryReason(w.Reason), w.Message)

@@ -93,6 +93,17 @@ func patchAnnotations(ctx context.Context, c client.Client, obj Object, changes 
 	return nil
 }
 
+// Publish writes the status as it stands in the middle of a pass (a phase entered, see
+// Pass.PublishPhases), without bumping observedGeneration, and moves the snapshot to it, so the
+// pass' final Patch writes only what changed after.
+func (p *StatusPatcher) Publish(ctx context.Context, obj Object) error {
+	if err := p.client.Status().Patch(ctx, obj, client.MergeFromWithOptions(p.before, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("failed to patch status: %w", err)
+	}
+	p.before = obj.DeepCopyObject().(client.Object)
+	return nil
+}
+
 // Patch bumps observedGeneration when the pass succeeded (passErr nil: every step done, or a step
 // waiting on an external actor with the status saying so) or ended in a terminal failure (a
 // reconcile.TerminalError), never after a transient error, then writes the status if it changed.

@@ -158,6 +158,10 @@ func (e *Error) Error() string {
 
 func (e *Error) Unwrap() error { return e.Err }
 
+// Terminal reports whether retrying the call cannot fix it: the reconcile skeleton stalls the
+// object then.
+func (e *Error) Terminal() bool { return !e.Transient }
+
 // IsTransient reports whether err is a call to the service that may succeed when retried.
 func IsTransient(err error) bool {
 	var e *Error
@@ -167,10 +171,8 @@ func IsTransient(err error) bool {
 // IsTerminal reports whether err is a call to the service that retrying cannot fix (a 4xx other
 // than 408 and 429, a malformed request, a missing configuration).
 func IsTerminal(err error) bool {
-	if err == nil {
-		return false
-	}
-	return !IsTransient(err)
+	var e *Error
+	return errors.As(err, &e) && e.Terminal()
 }
 
 // Client calls gitops-scaffolder.

@@ -28,7 +28,7 @@ import (
 
 	commonv1alpha1 "github.com/kubeopera/kubeopera/apis/common/v1alpha1"
 	platformv1alpha1 "github.com/kubeopera/kubeopera/apis/platform/v1alpha1"
-	"github.com/kubeopera/kubeopera/controllers/providerconfig"
+	"github.com/kubeopera/kubeopera/internal/crossplane"
 	"github.com/kubeopera/kubeopera/internal/crossplane/otc"
 	"github.com/kubeopera/kubeopera/internal/manifests"
 	"github.com/kubeopera/kubeopera/internal/reconcile"
@@ -354,7 +354,7 @@ func (e *env) checkReadyDemo(t *testing.T, c client.Client, lc string, kc *platf
 	}
 	// The credentials reached Crossplane in kcp-<fp> (the provider's JSON form).
 	creds := &corev1.Secret{}
-	if err := e.backendC.Get(ctx, client.ObjectKey{Namespace: workspaces.Namespace(lc), Name: providerconfig.BackendName(kcNamespace, "my-provider") + "-credentials"}, creds); err != nil {
+	if err := e.backendC.Get(ctx, client.ObjectKey{Namespace: workspaces.Namespace(lc), Name: crossplane.ProviderConfigName(kcNamespace, "my-provider") + "-credentials"}, creds); err != nil {
 		t.Errorf("credentials on the backend: %v", err)
 	} else if !strings.Contains(string(creds.Data[otc.DefaultCredentialsKey]), otcSecretKey) {
 		t.Error("the backend credentials Secret does not hold the tenant's AK/SK")
@@ -551,8 +551,8 @@ func TestDeletedWorkspaceTearsDownItsKubernetesClusterInOrder(t *testing.T) {
 
 	globexNS := workspaces.Namespace(globexLC)
 	nsGone := e.witnessDeletion(t, xp, corev1.SchemeGroupVersion.WithResource("namespaces"), "", globexNS)
-	credsGone := e.witnessDeletion(t, xp, corev1.SchemeGroupVersion.WithResource("secrets"), globexNS, providerconfig.BackendName(kcNamespace, "my-provider")+"-credentials")
-	pcGone := e.witnessDeletion(t, xp, otc.ProviderConfigGVR, globexNS, providerconfig.BackendName(kcNamespace, "my-provider"))
+	credsGone := e.witnessDeletion(t, xp, corev1.SchemeGroupVersion.WithResource("secrets"), globexNS, crossplane.ProviderConfigName(kcNamespace, "my-provider")+"-credentials")
+	pcGone := e.witnessDeletion(t, xp, otc.ProviderConfigGVR, globexNS, crossplane.ProviderConfigName(kcNamespace, "my-provider"))
 
 	kcpDyn, err := dynamic.NewForConfig(e.kcpConfig(globexLC))
 	if err != nil {

@@ -35,6 +35,9 @@ const (
 	DeletingReason = "Deleting"
 	// InvalidSpecReason: the spec cannot be acted upon as written.
 	InvalidSpecReason = "InvalidSpec"
+	// FailedReason: an external system refused a step for good (its client says retrying cannot
+	// help); kinds name the step's own reason where they have one.
+	FailedReason = "Failed"
 	// FingerprintCollisionReason: a backend namespace belongs to another logical cluster.
 	FingerprintCollisionReason = "FingerprintCollision"
 	// NameConflictReason: another object (of this or another workspace) already uses a name or ID

@@ -27,6 +27,9 @@ const (
 const (
 	// NoMatchingFlavorReason: no available flavor satisfies the requested capabilities.
 	NoMatchingFlavorReason = "NoMatchingFlavor"
+	// InvalidCredentialsReason: the ProviderConfig's credentials Secret does not hold well-formed
+	// credentials.
+	InvalidCredentialsReason = "InvalidCredentials"
 )
 
 // KubernetesCluster step conditions beyond the shared ones, in the order the reconciler takes the

@@ -1,0 +1,350 @@
+package kubernetescluster
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	commonv1alpha1 "github.com/kubeopera/kubeopera/apis/common/v1alpha1"
+	platformv1alpha1 "github.com/kubeopera/kubeopera/apis/platform/v1alpha1"
+	"github.com/kubeopera/kubeopera/internal/crossplane"
+	"github.com/kubeopera/kubeopera/internal/crossplane/otc"
+	"github.com/kubeopera/kubeopera/internal/crossplane/xr"
+	"github.com/kubeopera/kubeopera/internal/flavors"
+	"github.com/kubeopera/kubeopera/internal/reconcile"
+	"github.com/kubeopera/kubeopera/workspaces"
+)
+
+// admit counts the KubernetesCluster against the workspace's cap (MaxPerWorkspace) before
+// anything is created for it: first come, first served, and an admitted one stays admitted.
+func (r *Reconciler) admit(ctx context.Context, s *scope) error {
+	if reconcile.IsTrue(s.kc, platformv1alpha1.AdmittedCondition) {
+		return nil
+	}
+	if limit := (reconcile.CountLimit{Max: r.MaxPerWorkspace, Kind: "KubernetesClusters"}); limit.Max > 0 {
+		list := &platformv1alpha1.KubernetesClusterList{}
+		if err := s.Workspace.List(ctx, list); err != nil {
+			return fmt.Errorf("failed to list the workspace's KubernetesClusters: %w", err)
+		}
+		if err := limit.Check(len(reconcile.Ahead(s.kc, reconcile.Pointers(list.Items), platformv1alpha1.AdmittedCondition))); err != nil {
+			return err
+		}
+	}
+	reconcile.MarkTrue(s.kc, platformv1alpha1.AdmittedCondition, commonv1alpha1.SucceededReason, "Within the workspace's limits")
+	return nil
+}
+
+func isOTC(kc *platformv1alpha1.KubernetesCluster) bool {
+	return strings.EqualFold(kc.Spec.ProviderRef.Type, ProviderOTC)
+}
+
+// provider checks that the platform builds clusters of the provider type (OTC, or a type with a
+// Crossplane Composition for ManagedCluster on the backend) and waits for the ProviderConfig to be
+// Ready and of that type.
+func (r *Reconciler) provider(ctx context.Context, s *scope) error {
+	kc := s.kc
+	if !isOTC(kc) {
+		if err := composition(ctx, s, kc.Spec.ProviderRef.Type); err != nil {
+			return err
+		}
+	}
+	if kc.Spec.ProviderRef.ConfigRef == nil || kc.Spec.ProviderRef.ConfigRef.Name == "" {
+		return reconcile.Stalled(commonv1alpha1.InvalidSpecReason, "spec.providerRef.configRef.name must name a ProviderConfig in this namespace")
+	}
+	name := kc.Spec.ProviderRef.ConfigRef.Name
+	pc := &platformv1alpha1.ProviderConfig{}
+	if err := s.Workspace.Get(ctx, client.ObjectKey{Namespace: kc.Namespace, Name: name}, pc); err != nil {
+		if apierrors.IsNotFound(err) {
+			return reconcile.Waiting(platformv1alpha1.ProviderConfigNotReadyReason, fmt.Sprintf("ProviderConfig %s/%s does not exist", kc.Namespace, name), referenceRecheck)
+		}
+		return err
+	}
+	if !reconcile.IsTrue(pc, commonv1alpha1.ReadyCondition) {
+		msg := fmt.Sprintf("ProviderConfig %s/%s is not Ready", kc.Namespace, name)
+		if c := reconcile.GetCondition(pc, platformv1alpha1.CredentialsValidCondition); c != nil && c.Message != "" {
+			msg += ": " + c.Reason + ": " + c.Message
+		}
+		return reconcile.Waiting(platformv1alpha1.ProviderConfigNotReadyReason, reconcile.Truncate(msg), referenceRecheck)
+	}
+	if !strings.EqualFold(orDefault(pc.Spec.Type, ProviderOTC), kc.Spec.ProviderRef.Type) {
+		return reconcile.Waiting(platformv1alpha1.ProviderConfigNotReadyReason, fmt.Sprintf(
+			"ProviderConfig %s/%s holds %s credentials, not %s (spec.providerRef.type)", kc.Namespace, name, orDefault(pc.Spec.Type, ProviderOTC), kc.Spec.ProviderRef.Type), referenceRecheck)
+	}
+	s.providerConfig = crossplane.ProviderConfigName(kc.Namespace, name)
+	s.credentialsSecret = crossplane.CredentialsSecretName(kc.Namespace, name)
+	reconcile.MarkTrue(kc, platformv1alpha1.CredentialsValidCondition, commonv1alpha1.SucceededReason, fmt.Sprintf("ProviderConfig %s is Ready", name))
+	return nil
+}
+
+// composition finds the Crossplane Composition of ManagedCluster labelled for the provider type on
+// the backend; without one, the type is not supported (Stalled: an admin installs one, then the
+// tenant retries).
+func composition(ctx context.Context, s *scope, providerType string) error {
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(xr.CompositionGVK.GroupVersion().WithKind(xr.CompositionGVK.Kind + "List"))
+	err := s.Backend.Reader.List(ctx, list)
+	if crossplane.NotServed(err) {
+		return reconcile.Stalledf(platformv1alpha1.UnsupportedProviderReason,
+			"spec.providerRef.type %q is not a provider this platform implements: no Crossplane Compositions are installed on the platform's backend; supported: %s", providerType, ProviderOTC)
+	}
+	if err != nil {
+		return fmt.Errorf("failed to list Crossplane Compositions: %w", err)
+	}
+	supported := []string{ProviderOTC}
+	for _, c := range list.Items {
+		apiVersion, _, _ := unstructured.NestedString(c.Object, "spec", "compositeTypeRef", "apiVersion")
+		kind, _, _ := unstructured.NestedString(c.Object, "spec", "compositeTypeRef", "kind")
+		provider := c.GetLabels()[xr.ProviderLabel]
+		if apiVersion != xr.GVK.GroupVersion().String() || kind != xr.Kind || provider == "" {
+			continue
+		}
+		if provider == xr.ProviderValue(providerType) {
+			return nil
+		}
+		if !slices.Contains(supported, provider) {
+			supported = append(supported, provider)
+		}
+	}
+	return reconcile.Stalledf(platformv1alpha1.UnsupportedProviderReason,
+		"spec.providerRef.type %q is not a provider this platform implements (no Crossplane Composition of %s labelled %s=%s on the platform's backend); supported: %s",
+		providerType, xr.Kind, xr.ProviderLabel, xr.ProviderValue(providerType), strings.Join(supported, ", "))
+}
+
+// matchFlavor picks the node flavor: spec.nodeFlavor, checked against the catalog, or the
+// catalog's best match of the MachineCapabilities.
+func matchFlavor(ctx context.Context, s *scope) error {
+	kc := s.kc
+	catalog := &platformv1alpha1.ProviderMachineFlavorList{}
+	if err := s.Workspace.List(ctx, catalog); err != nil {
+		return fmt.Errorf("failed to read the flavor catalog: %w", err)
+	}
+	if kc.Spec.NodeFlavor != "" {
+		f, err := flavors.Override(catalog.Items, kc.Spec.ProviderRef.Type, kc.Spec.NodeFlavor, kc.Spec.NodeAvailableZone)
+		if err != nil {
+			return reconcile.Waiting(platformv1alpha1.NoMatchingFlavorReason, "spec.nodeFlavor: "+err.Error(), referenceRecheck)
+		}
+		s.flavor = f.Spec.Flavor
+		kc.Status.Flavor = s.flavor
+		reconcile.MarkTrue(kc, platformv1alpha1.FlavorMatchedCondition, commonv1alpha1.SucceededReason, "spec.nodeFlavor "+s.flavor+" is in the catalog")
+		return nil
+	}
+	mc := &platformv1alpha1.MachineCapabilities{}
+	name := kc.Spec.MachineCapabilitiesRef.Name
+	if err := s.Workspace.Get(ctx, client.ObjectKey{Namespace: kc.Namespace, Name: name}, mc); err != nil {
+		if apierrors.IsNotFound(err) {
+			return reconcile.Waiting(platformv1alpha1.MachineCapabilitiesMissingReason, fmt.Sprintf("MachineCapabilities %s/%s does not exist", kc.Namespace, name), referenceRecheck)
+		}
+		return err
+	}
+	res := flavors.Match(catalog.Items, flavors.Request{Provider: kc.Spec.ProviderRef.Type, Zone: kc.Spec.NodeAvailableZone, Capabilities: mc.Spec})
+	if res.Best == nil {
+		return reconcile.Waiting(platformv1alpha1.NoMatchingFlavorReason, res.Missing, referenceRecheck)
+	}
+	s.flavor = res.Best.Spec.Flavor
+	kc.Status.Flavor = s.flavor
+	reconcile.MarkTrue(kc, platformv1alpha1.FlavorMatchedCondition, commonv1alpha1.SucceededReason,
+		fmt.Sprintf("%s (%s) is the smallest catalog flavor with what MachineCapabilities %s asks", s.flavor, res.Best.Name, name))
+	return nil
+}
+
+func (s *scope) object(suffix string) otc.Object {
+	return otc.Object{Name: s.name(suffix), Namespace: s.Namespace, Labels: map[string]string{
+		workspaces.FingerprintLabel:               workspaces.Fingerprint(s.LogicalCluster),
+		"platform.edgeconnect.eu/owner-kind":      "KubernetesCluster",
+		"platform.edgeconnect.eu/owner-namespace": s.kc.Namespace,
+		"platform.edgeconnect.eu/owner-name":      workspaces.ShortName(s.kc.Name, 63),
+	}}
+}
+
+// network makes the VPC and subnet the tenant did not give, and waits until they are Ready.
+func (r *Reconciler) network(ctx context.Context, s *scope) error {
+	kc := s.kc
+	if kc.Spec.VpcID != "" && kc.Spec.SubnetID != "" {
+		reconcile.MarkTrue(kc, platformv1alpha1.NetworkReadyCondition, commonv1alpha1.SucceededReason, "Using the tenant's VPC "+kc.Spec.VpcID+" and subnet "+kc.Spec.SubnetID)
+		return nil
+	}
+	var built []*unstructured.Unstructured
+	if kc.Spec.VpcID == "" {
+		vpc, err := s.objects.Apply(ctx, otc.VPC(otc.VPCParams{Object: s.object("vpc"), ProviderConfigName: s.providerConfig, CIDR: defaultVPCCIDR, Region: kc.Spec.Region}))
+		if err != nil {
+			return err
+		}
+		built = append(built, vpc)
+	}
+	gw, err := otc.GatewayIP(defaultSubnetCIDR)
+	if err != nil {
+		return err
+	}
+	subnet, err := s.objects.Apply(ctx, otc.Subnet(otc.SubnetParams{Object: s.object("subnet"), ProviderConfigName: s.providerConfig,
+		CIDR: defaultSubnetCIDR, GatewayIP: gw, VPCID: kc.Spec.VpcID, VPCName: s.name("vpc"), Region: kc.Spec.Region}))
+	if err != nil {
+		return err
+	}
+	built = append(built, subnet)
+	for _, u := range built {
+		if ready, reason, msg := crossplane.Observe(u, platformv1alpha1.CreatingReason); !ready {
+			return reconcile.Waiting(reason, msg, r.PollInterval)
+		}
+	}
+	reconcile.MarkTrue(kc, platformv1alpha1.NetworkReadyCondition, commonv1alpha1.SucceededReason, "VPC and subnet are Ready")
+	return nil
+}
+
+// cluster makes the ClusterV3 and waits until it is Synced and Ready.
+func (r *Reconciler) cluster(ctx context.Context, s *scope) error {
+	kc := s.kc
+	p := otc.ClusterParams{Object: s.object("cluster"), ProviderConfigName: s.providerConfig, Region: kc.Spec.Region,
+		KubernetesVersion: kc.Spec.Kubernetes.Version, AvailabilityZone: kc.Spec.AvailableZone, ConnectionSecretName: s.name("conn")}
+	if kc.Spec.VpcID != "" {
+		p.VPCID = kc.Spec.VpcID
+	} else {
+		p.VPCName = s.name("vpc")
+	}
+	if kc.Spec.SubnetID != "" {
+		p.SubnetID = kc.Spec.SubnetID
+	} else {
+		p.SubnetName = s.name("subnet")
+	}
+	u, err := s.objects.Apply(ctx, otc.Cluster(p))
+	if err != nil {
+		return err
+	}
+	if ready, reason, msg := crossplane.Observe(u, platformv1alpha1.CreatingReason); !ready {
+		return reconcile.Waiting(reason, msg, r.PollInterval)
+	}
+	reconcile.MarkTrue(kc, platformv1alpha1.ClusterReadyCondition, commonv1alpha1.SucceededReason, "ClusterV3 "+u.GetName()+" is Synced and Ready")
+	return nil
+}
+
+// nodePool makes the NodePoolV3 with the cluster's id and the key pair written literally, and
+// waits until it is Synced and Ready; a sold-out pool says so, with what to change.
+func (r *Reconciler) nodePool(ctx context.Context, s *scope) error {
+	kc := s.kc
+	cl := &unstructured.Unstructured{}
+	cl.SetGroupVersionKind(otc.ClusterGVK)
+	if err := s.Backend.Client.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: s.name("cluster")}, cl); err != nil {
+		return err
+	}
+	id, ok := otc.AtProviderID(cl)
+	if !ok {
+		return reconcile.Waiting(platformv1alpha1.CreatingReason, "Waiting for the cluster's id", r.PollInterval)
+	}
+	u, err := s.objects.Apply(ctx, otc.NodePool(otc.NodePoolParams{Object: s.object("pool"), ProviderConfigName: s.providerConfig,
+		ClusterID: id, Flavor: s.flavor, NodeCount: kc.Spec.NodeCount, AvailabilityZone: kc.Spec.NodeAvailableZone,
+		KeyPair: kc.Spec.KeyPair, DiskSize: kc.Spec.NodeDiskSize}))
+	if err != nil {
+		return err
+	}
+	if st, _, _ := unstructured.NestedString(u.Object, "status", "atProvider", "status"); strings.EqualFold(st, NodePoolSoldOut) {
+		return reconcile.Waiting(platformv1alpha1.SoldOutReason, fmt.Sprintf(
+			"OTC has no capacity for flavor %s in zone %s (node pool SoldOut): set spec.nodeAvailableZone: random to let OTC pick a zone with capacity, or pick another spec.nodeFlavor and/or a lower spec.nodeCount",
+			s.flavor, orDefault(kc.Spec.NodeAvailableZone, otc.DefaultNodeAvailabilityZone)), r.PollInterval)
+	}
+	if ready, reason, msg := crossplane.Observe(u, platformv1alpha1.CreatingReason); !ready {
+		return reconcile.Waiting(reason, msg, r.PollInterval)
+	}
+	reconcile.MarkTrue(kc, platformv1alpha1.NodePoolReadyCondition, commonv1alpha1.SucceededReason,
+		fmt.Sprintf("NodePoolV3 %s (%d × %s) is Synced and Ready", u.GetName(), kc.Spec.NodeCount, s.flavor))
+	return nil
+}
+
+// composite makes the ManagedCluster XR for a provider other than OTC and waits until Crossplane
+// says it is Synced and Ready: its Composition builds network, cluster and workers, and writes
+// the kubeconfig into Secret <base>-conn.
+func (r *Reconciler) composite(ctx context.Context, s *scope) error {
+	kc := s.kc
+	o := s.object("cluster")
+	p := xr.Params{Name: o.Name, Namespace: o.Namespace, Labels: o.Labels,
+		Provider: kc.Spec.ProviderRef.Type, Region: kc.Spec.Region, KubernetesVersion: kc.Spec.Kubernetes.Version,
+		AvailableZone: kc.Spec.AvailableZone, NodeAvailableZone: kc.Spec.NodeAvailableZone,
+		NodeFlavor: s.flavor, NodeCount: kc.Spec.NodeCount, VPCID: kc.Spec.VpcID, SubnetID: kc.Spec.SubnetID, KeyPair: kc.Spec.KeyPair,
+		CredentialsSecretName: s.credentialsSecret, CredentialsKey: crossplane.CredentialsKey,
+		KubeconfigSecretName: s.name("conn")}
+	if kc.Spec.NodeDiskSize != nil {
+		p.NodeDiskSizeGiB = otc.DiskSizeGiB(*kc.Spec.NodeDiskSize)
+	}
+	u, err := s.objects.Apply(ctx, xr.New(p).GetUnstructured())
+	if err != nil {
+		return err
+	}
+	if ready, reason, msg := xr.Status(xr.From(u)); !ready {
+		return reconcile.Waiting(reason, msg, r.PollInterval)
+	}
+	reconcile.MarkTrue(kc, platformv1alpha1.ClusterReadyCondition, commonv1alpha1.SucceededReason,
+		fmt.Sprintf("%s %s is Synced and Ready: network, cluster and %d × %s workers built by the %s composition", xr.Kind, u.GetName(), kc.Spec.NodeCount, s.flavor, kc.Spec.ProviderRef.Type))
+	return nil
+}
+
+// kubeconfig delivers the cluster's kubeconfig: from its connection Secret when that holds one
+// (key ConnectionSecretKey), otherwise built from the certificates the ClusterV3 observes (the
+// OTC provider publishes no connection details for CCE clusters: see otc.Kubeconfig).
+func (r *Reconciler) kubeconfig(ctx context.Context, s *scope) error {
+	kc := s.kc
+	conn := &corev1.Secret{}
+	err := s.Backend.Reader.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: s.name("conn")}, conn)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	raw := conn.Data[r.ConnectionSecretKey]
+	if len(raw) == 0 && !isOTC(kc) {
+		return reconcile.Waiting(commonv1alpha1.WaitingReason, fmt.Sprintf("Waiting for the %s composition to write the kubeconfig into Secret %s (key %q)", kc.Spec.ProviderRef.Type, s.name("conn"), r.ConnectionSecretKey), r.PollInterval)
+	}
+	if len(raw) == 0 {
+		cl := &unstructured.Unstructured{}
+		cl.SetGroupVersionKind(otc.ClusterGVK)
+		if err := s.Backend.Client.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: s.name("cluster")}, cl); err != nil {
+			return err
+		}
+		built, ok, err := otc.Kubeconfig(cl)
+		if err != nil {
+			return reconcile.Waiting(commonv1alpha1.WaitingReason, "The cluster's observed certificates cannot make a kubeconfig: "+err.Error(), r.PollInterval)
+		}
+		if !ok {
+			return reconcile.Waiting(commonv1alpha1.WaitingReason, fmt.Sprintf("Waiting for ClusterV3 %s to observe its certificates", cl.GetName()), r.PollInterval)
+		}
+		raw = built
+	}
+	name := s.kubeconfigSecret()
+	if err := s.Deliver(ctx, name, map[string][]byte{DeliveredKubeconfigKey: raw}); err != nil {
+		return err
+	}
+	kc.Status.KubeconfigSecret = name
+	reconcile.MarkTrue(kc, platformv1alpha1.KubeconfigDeliveredCondition, commonv1alpha1.SucceededReason, fmt.Sprintf("Kubeconfig delivered in Secret %s (key %q)", name, DeliveredKubeconfigKey))
+	return nil
+}
+
+// backendNamespace makes kcp-<fp> exist and belong to this workspace.
+func backendNamespace(ctx context.Context, s *scope) error {
+	return s.EnsureNamespaces(ctx, workspaces.NamespaceClaim{Name: s.Namespace})
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// deleteOf deletes this KubernetesCluster's managed resource of kind gvk and waits until it is
+// gone, so the next one is deleted only then.
+func (r *Reconciler) deleteOf(gvk schema.GroupVersionKind, suffix string, opts ...client.DeleteOption) func(context.Context, *scope) error {
+	return func(ctx context.Context, s *scope) error {
+		gone, name, err := s.objects.Delete(ctx, gvk, client.ObjectKey{Namespace: s.Namespace, Name: s.name(suffix)}, opts...)
+		if err != nil || gone {
+			return err
+		}
+		return reconcile.Waiting(commonv1alpha1.DeletingReason, fmt.Sprintf("Waiting for %s %s to be deleted", gvk.Kind, name), r.PollInterval)
+	}
+}
+
+// removeKubeconfig removes the delivered kubeconfig.
+func removeKubeconfig(ctx context.Context, s *scope) error {
+	return s.Undeliver(ctx, s.kubeconfigSecret())
+}
