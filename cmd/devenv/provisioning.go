@@ -190,7 +190,7 @@ The key is new at every make run: apply it again after a restart.
 // simulateControlPlane plays node 0 of a vanilla_kubeadm cluster once kubeadm init is done: it
 // publishes its admin.conf to SSM parameter /kubeopera/<fp>/<clusterID>/admin_kubeconfig (fp: the
 // fingerprint of the HostCluster's workspace, root:orgs:demo unless named), base64,
-// as a SecureString (seed 001; awsfake.SSM.PublishAdminKubeconfig), with a PutParameter signed
+// as a SecureString (docs/provisioner.md#kubeconfig-retrieval; awsfake.SSM.PublishAdminKubeconfig), with a PutParameter signed
 // by user devenv-admin through the local AWS endpoint. The admin.conf is the local target
 // cluster's kubeconfig: make run has no machines, so the "provisioned" cluster is that target.
 func simulateControlPlane(args []string) error {

@@ -13,8 +13,8 @@ import (
 	"github.com/kubeopera/kubeopera/internal/provisioner/jobs"
 )
 
-// config is the provisioner's configuration, read from the environment (seed 001's service
-// conventions).
+// config is the provisioner's configuration, read from the environment
+// (docs/provisioner.md#configuration).
 type config struct {
 	// APIKey (API_KEY, required) is the shared key of every /api/v1 request.
 	APIKey string

@@ -1,4 +1,4 @@
-// Command provisioner is the cluster provisioner (seed 001): an HTTP API that starts one
+// Command provisioner is the cluster provisioner (docs/provisioner.md): an HTTP API that starts one
 // Kubernetes Job per Terraform run in the jobs namespace and answers for it from the Job's live
 // state. It has no database: a run is its Job and the objects the Job owns, swept RUN_RETENTION
 // after it ended.

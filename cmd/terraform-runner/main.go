@@ -1,4 +1,4 @@
-// Command terraform-runner is the container of a provisioning run's Job (seed 001): it runs the
+// Command terraform-runner is the container of a provisioning run's Job (docs/provisioner.md#terraform-runner): it runs the
 // rendered Terraform root module with terraform-exec and publishes the cluster's kubeconfig on
 // the run's outputs Secret (see internal/terraform/runner). It takes no flags: the Job's
 // environment (api.Env*) and mounted files configure it. It talks to the Kubernetes API with the

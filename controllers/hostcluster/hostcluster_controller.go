@@ -28,10 +28,10 @@ import (
 
 const (
 	// ControllerName names the controller, its field owner and its event reporter, and is the
-	// managed-by label of its Secrets (seed 000: kubeopera.io/managed-by=host-cluster-controller).
+	// managed-by label of its Secrets (docs/hostcluster.md#secrets: kubeopera.io/managed-by=host-cluster-controller).
 	ControllerName = kov1alpha1.HostClusterManagedBy
 	// DefaultAccessGiveUp is how long an unreachable target is retried before the HostCluster
-	// fails (seed 000: 5 minutes).
+	// fails (docs/hostcluster.md#access: 5 minutes).
 	DefaultAccessGiveUp = 5 * time.Minute
 	// DefaultPollInterval is how often a HostCluster waiting on Flux, the scaffolder or the apps
 	// Kustomization is looked at again.
@@ -232,7 +232,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (ct
 	return r.kind.Reconcile(ctx, req)
 }
 
-// Secret names of a HostCluster (seed 000), in kcp-<fp> on the backend and, for the kubeconfig and
+// Secret names of a HostCluster (docs/hostcluster.md#secrets), in kcp-<fp> on the backend and, for the kubeconfig and
 // the admin password, in the HostCluster's namespace in its workspace.
 func kubeconfigSecretName(clusterID string) string { return "hostcluster-" + clusterID + "-kubeconfig" }
 func adminPasswordSecretName(clusterID string) string {

@@ -39,7 +39,7 @@ const (
 	// happen once per HostCluster, across passes and restarts.
 	AdminBootstrappedAnnotation = "kubeopera.io/admin-bootstrapped-at"
 	// AppsKustomization is the generated tree's Kustomization whose Ready means KubeOpera's
-	// application layer converged (seed 000).
+	// application layer converged (docs/hostcluster.md#installing-kubeopera).
 	AppsKustomization = "apps"
 )
 
@@ -69,7 +69,7 @@ func (r *Reconciler) deleteSteps() []reconcile.Step[*scope] {
 }
 
 // done reports whether a step's condition is True for the current generation, so a Ready cluster
-// does not redo it (seed 000: Ready is idempotent).
+// does not redo it (docs/hostcluster.md#state-machine: Ready is idempotent).
 func done(hc *kov1alpha1.HostCluster, condition string) bool {
 	c := reconcile.GetCondition(hc, condition)
 	return hc.Status.Phase == kov1alpha1.HostClusterPhaseReady && c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == hc.Generation
@@ -516,7 +516,7 @@ func (r *Reconciler) installKubeOpera(ctx context.Context, s *scope) error {
 	return nil
 }
 
-// bootstrapAdmin creates the initial super-admin once per HostCluster (seed 000), only when both
+// bootstrapAdmin creates the initial super-admin once per HostCluster (docs/hostcluster.md#admin-bootstrap), only when both
 // spec.adminEmail and spec.adminUsername are set. The password is generated and stored on the
 // backend before authapi is called, and the stored Secret is marked once authapi answered, so no
 // pass or restart ever calls it with a second password (a crash between the call and the mark

@@ -1,4 +1,4 @@
-// Package tenant is the Tenant reconciler (seed 003): one vCluster per Tenant, installed with the
+// Package tenant is the Tenant reconciler (docs/tenant.md): one vCluster per Tenant, installed with the
 // Helm SDK into the workspace's backend namespace kcp-<fp>-vc-<tenantName>, its kubeconfig stored
 // in kcp-<fp> and delivered into the Tenant's namespace as tenant-<cloudSpaceID>-kubeconfig.
 //

@@ -43,7 +43,7 @@ import (
 // virtual workspace and the project's fleet provider, as the manager binary does. The e2e suite
 // runs the binary itself; this one is the faster table of phase transitions, in process.
 
-// cloudSpaceCalls records kubeopera-api's CloudSpace PATCH callbacks (seed 003).
+// cloudSpaceCalls records kubeopera-api's CloudSpace PATCH callbacks (docs/tenant.md#callback).
 type cloudSpaceCalls struct {
 	mu    sync.Mutex
 	calls map[string]int

@@ -22,7 +22,7 @@ import (
 
 const (
 	// vclusterKubeconfigKey is the key vCluster writes its kubeconfig under in Secret vc-<vCluster
-	// name> (seed 003: "Secret vc-{releaseName}", key config).
+	// name> (docs/tenant.md#naming: Secret vc-<release>, key config).
 	vclusterKubeconfigKey = "config"
 	// DeliveredKubeconfigKey is the key of the kubeconfig in the stored and delivered Secrets.
 	DeliveredKubeconfigKey = "kubeconfig"

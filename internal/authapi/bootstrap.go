@@ -1,5 +1,5 @@
-// Package authapi creates a host cluster's initial super-admin account (seed 000, "Admin
-// Bootstrap"): authapi's internal /internal/bootstrap/super-admin endpoint is called on the target
+// Package authapi creates a host cluster's initial super-admin account (docs/hostcluster.md#admin-bootstrap):
+// authapi's internal /internal/bootstrap/super-admin endpoint is called on the target
 // through the Kubernetes API's service-proxy subresource, with the INTERNAL_API_KEY of the
 // authapi-secrets Secret read directly from the target.
 //

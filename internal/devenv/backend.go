@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"time"
 
@@ -26,6 +27,9 @@ type BackendOptions struct {
 	KubeconfigPath string
 	// Output receives kube-controller-manager's logs; nil discards them.
 	Output io.Writer
+	// Processes records etcd, kube-apiserver and kube-controller-manager under those names; nil
+	// records nothing. They die with this process either way.
+	Processes *Processes
 }
 
 // serviceRange is the backend's Service IP range.
@@ -35,9 +39,15 @@ const serviceRange = "10.0.0.0/16"
 // kube-controller-manager running the namespace and garbage-collector controllers (so deleted
 // namespaces really go away). There is no kubelet: Pods never run.
 type Backend struct {
-	env    *envtest.Environment
-	kcm    *exec.Cmd
-	kcmOut chan struct{}
+	env   *envtest.Environment
+	kcm   *Child
+	procs *Processes
+	// release lets the thread envtest started etcd and kube-apiserver from end (see Processes);
+	// closed by Stop once they exited.
+	release     chan struct{}
+	releaseOnce sync.Once
+	// removeScripts removes the scripts envtest runs etcd and kube-apiserver through.
+	removeScripts []func()
 	// Config is the admin config.
 	Config *rest.Config
 	// KubeconfigPath is the admin kubeconfig file.
@@ -52,21 +62,42 @@ func StartBackend(ctx context.Context, opts BackendOptions) (*Backend, error) {
 		}
 	}
 	env := &envtest.Environment{BinaryAssetsDirectory: opts.BinDir}
+	b := &Backend{env: env, procs: opts.Processes, KubeconfigPath: opts.KubeconfigPath, release: make(chan struct{})}
+	// envtest starts etcd and kube-apiserver itself: through scripts that tie them to this
+	// process (see Processes).
+	apiserver := env.ControlPlane.GetAPIServer()
+	etcd := &envtest.Etcd{DataDir: opts.DataDir}
+	for _, s := range []struct {
+		bin  string
+		path *string
+	}{{"etcd", &etcd.Path}, {"kube-apiserver", &apiserver.Path}} {
+		script, remove, err := opts.Processes.tiedBinary(s.bin, filepath.Join(opts.BinDir, s.bin))
+		if err != nil {
+			b.Stop()
+			return nil, fmt.Errorf("failed to prepare %s: %w", s.bin, err)
+		}
+		*s.path = script
+		b.removeScripts = append(b.removeScripts, remove)
+	}
 	// Every vCluster release has a Service; envtest's default range (a /24) holds about 250, a
 	// real backend's far more.
-	env.ControlPlane.GetAPIServer().Configure().Set("service-cluster-ip-range", serviceRange)
+	apiserver.Configure().Set("service-cluster-ip-range", serviceRange)
 	if opts.DataDir != "" {
 		if err := os.MkdirAll(opts.DataDir, 0o700); err != nil {
+			b.Stop()
 			return nil, err
 		}
-		env.ControlPlane.Etcd = &envtest.Etcd{DataDir: opts.DataDir}
 	}
-	cfg, err := env.Start()
+	env.ControlPlane.Etcd = etcd
+	err := onOwnThread(func() (err error) {
+		b.Config, err = env.Start()
+		return err
+	}, b.release)
 	if err != nil {
-		_ = env.Stop()
+		b.Stop()
 		return nil, fmt.Errorf("failed to start the backend kube-apiserver: %w", err)
 	}
-	b := &Backend{env: env, Config: cfg, KubeconfigPath: opts.KubeconfigPath}
+	cfg := b.Config
 	if err := WriteKubeconfig(cfg, opts.KubeconfigPath, "backend"); err != nil {
 		b.Stop()
 		return nil, err
@@ -75,21 +106,19 @@ func StartBackend(ctx context.Context, opts BackendOptions) (*Backend, error) {
 	if out == nil {
 		out = io.Discard
 	}
-	b.kcm = exec.Command(filepath.Join(opts.BinDir, "kube-controller-manager"),
+	kcm := exec.Command(filepath.Join(opts.BinDir, "kube-controller-manager"),
 		"--kubeconfig", opts.KubeconfigPath,
 		"--controllers", "namespace,garbagecollector",
 		"--leader-elect=false",
 		"--secure-port=0",
 		"--concurrent-namespace-syncs=4",
 	)
-	b.kcm.Stdout, b.kcm.Stderr = out, out
-	b.kcm.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := b.kcm.Start(); err != nil {
+	kcm.Stdout, kcm.Stderr = out, out
+	kcm.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if b.kcm, err = opts.Processes.Start("kube-controller-manager", kcm); err != nil {
 		b.Stop()
 		return nil, fmt.Errorf("failed to start kube-controller-manager: %w", err)
 	}
-	b.kcmOut = make(chan struct{})
-	go func() { _ = b.kcm.Wait(); close(b.kcmOut) }()
 	return b, nil
 }
 
@@ -98,10 +127,18 @@ func (b *Backend) Stop() {
 	if b == nil {
 		return
 	}
-	if b.kcm != nil && b.kcm.Process != nil {
-		StopProcessGroup(b.kcm, b.kcmOut, 10*time.Second)
+	if b.kcm != nil {
+		StopProcessGroup(b.kcm.Cmd, b.kcm.Done(), 10*time.Second)
 	}
 	_ = b.env.Stop()
+	b.releaseOnce.Do(func() { close(b.release) })
+	for _, remove := range b.removeScripts {
+		remove()
+	}
+	b.removeScripts = nil
+	for _, name := range []string{"etcd", "kube-apiserver"} {
+		b.procs.forgetExited(name)
+	}
 }
 
 // WriteKubeconfig writes cfg (certificate or token credentials) as a kubeconfig file.

@@ -1,6 +1,8 @@
 // Package devenv starts the servers of the local environment: a kcp server (built by
 // hack/build-tools.sh) and a backend kube-apiserver with etcd (the envtest binaries). `make run`
-// and the e2e suite use it, so both run on the same real servers.
+// and the e2e suite use it, so both run on the same real servers. Every process it starts dies
+// with the process that started it, and `make run` records them to stop what a killed run left
+// (Processes).
 package devenv
 
 import (
@@ -36,16 +38,17 @@ type KCPOptions struct {
 	SecurePort int
 	// Output receives kcp's logs; nil discards them.
 	Output io.Writer
+	// Processes records kcp as "kcp"; nil records nothing. kcp dies with this process either way.
+	Processes *Processes
 }
 
 // KCP is a running kcp server.
 type KCP struct {
-	cmd *exec.Cmd
+	proc *Child
 	// KubeconfigPath is kcp's admin kubeconfig (contexts root, base, system:admin).
 	KubeconfigPath string
 	// Config is the admin config of the root workspace.
 	Config *rest.Config
-	done   chan struct{}
 }
 
 // StartKCP starts kcp bound to 127.0.0.1, so every URL it advertises (workspaces, virtual
@@ -79,11 +82,11 @@ func StartKCP(ctx context.Context, opts KCPOptions) (*KCP, error) {
 	)
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
+	proc, err := opts.Processes.Start("kcp", cmd)
+	if err != nil {
 		return nil, fmt.Errorf("failed to start kcp: %w", err)
 	}
-	k := &KCP{cmd: cmd, KubeconfigPath: filepath.Join(opts.RootDir, "admin.kubeconfig"), done: make(chan struct{})}
-	go func() { _ = cmd.Wait(); close(k.done) }()
+	k := &KCP{proc: proc, KubeconfigPath: filepath.Join(opts.RootDir, "admin.kubeconfig")}
 
 	if err := k.waitReady(ctx, port); err != nil {
 		k.Stop()
@@ -99,7 +102,7 @@ func (k *KCP) waitReady(ctx context.Context, port int) error {
 	}}
 	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
 		select {
-		case <-k.done:
+		case <-k.proc.Done():
 			return false, errors.New("kcp exited before it became ready")
 		default:
 		}
@@ -142,10 +145,10 @@ func (k *KCP) ContextConfig(context string) (*rest.Config, error) {
 
 // Stop terminates kcp and waits for it to exit.
 func (k *KCP) Stop() {
-	if k == nil || k.cmd.Process == nil {
+	if k == nil {
 		return
 	}
-	StopProcessGroup(k.cmd, k.done, 30*time.Second)
+	StopProcessGroup(k.proc.Cmd, k.proc.Done(), 30*time.Second)
 }
 
 // StopProcessGroup sends SIGTERM to cmd's process group (started with Setpgid), waits until done

@@ -25,7 +25,7 @@ var (
 //
 //   - aws:///<zone>/<instance-id>, or aws:////<instance-id> without a zone:
 //     kubernetes/cloud-provider-aws, pkg/providers/v1/instances.go (KubernetesInstanceID).
-//     The region is the zone minus its trailing letter (eu-north-1a: eu-north-1), as seed 002
+//     The region is the zone minus its trailing letter (eu-north-1a: eu-north-1), as docs/fleet.md#provider-and-region
 //     says; for a Local or Wavelength Zone (us-west-2-lax-1a) it is the parent region.
 //   - gce://<project>/<zone>/<instance-name>: kubernetes/cloud-provider-gcp,
 //     providers/gce/gce_util.go (providerIDRE). Provider "gcp"; the region is the zone minus

@@ -1,7 +1,7 @@
 // Package health computes a cluster's health score from facts (Compute, a pure function) and
 // reads those facts, with the cluster's inventory, from a live cluster (Read).
 //
-// The score is the seed's penalty table (seed 002, "Cluster Health Score"): start at 100,
+// The score is the penalty table of docs/fleet.md#health-score: start at 100,
 // subtract a fixed penalty per issue found, clamp to 0..100. Every penalty that applied is
 // returned with its reason and detail, so the fleet overview can show why a score is what it is.
 package health
@@ -45,7 +45,7 @@ const (
 	ReasonMemoryHigh                     = "MemoryHigh"
 )
 
-// The penalty table of seed 002, in points subtracted from 100.
+// The penalty table (docs/fleet.md#health-score), in points subtracted from 100.
 const (
 	pointsNodeNotReady           = 5.0
 	pointsNodeMemoryPressure     = 3.0

@@ -1,5 +1,5 @@
 // Package hostregistration records the backend cluster, the cluster the platform runs on, as the
-// host (seed 002's self-registration, "Register This Cluster"): Inspect reads the facts from the
+// host (docs/fleet.md#self-registration): Inspect reads the facts from the
 // cluster with the caller's own identity (no kubeconfig to type in), Register writes them as
 // RegisteredCluster "host" in the platform workspace, idempotently. `manager register-host` is
 // its command.

@@ -13,7 +13,7 @@ import (
 )
 
 // EKSTokenHelper is the command an EKS kubeconfig built by the terraform-runner names
-// (cmd/eks-token-helper: it mints short-lived AWS-signed tokens, seed 000). The manager never runs
+// (cmd/eks-token-helper: it mints short-lived AWS-signed tokens, docs/provisioner.md#eks-token-helper). The manager never runs
 // it: it reads the kubeconfig with ParseEKS and mints the same tokens in process
 // (internal/aws/ekstoken). Whoever uses the delivered kubeconfig elsewhere installs the helper
 // there.

@@ -101,7 +101,7 @@ type Options struct {
 	// OTCAuthHosts are the hosts OTC credentials' auth_url may name (ProviderConfig).
 	OTCAuthHosts []string
 	// HostClusterAccessGiveUp is how long an unreachable target is retried before its HostCluster
-	// fails (seed 000: 5 minutes).
+	// fails (docs/hostcluster.md#access: 5 minutes).
 	HostClusterAccessGiveUp time.Duration
 	// HostClusterPollInterval is how often a HostCluster waiting on Flux, the scaffolder or its
 	// apps Kustomization is looked at again.

@@ -50,7 +50,7 @@ type Cluster struct {
 	ObservedAt *time.Time `json:"observedAt,omitempty"`
 	// Note says what the overview could not know about this cluster, e.g. why pods were not read.
 	Note string `json:"note,omitempty"`
-	// Nodes is the per-node breakdown, for a self-registered cluster only (seed 002); HostClusters
+	// Nodes is the per-node breakdown, for a self-registered cluster only (docs/fleet.md#overview); HostClusters
 	// keep their node facts in their health penalties.
 	Nodes []Node `json:"nodes,omitempty"`
 }

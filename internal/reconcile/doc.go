@@ -1,5 +1,5 @@
 // Package reconcile is the one reconcile skeleton every KubeOpera controller is built on (see
-// ../shared/STYLE.md, "What we absorb", and the README's "Adding a controller").
+// docs/architecture.md#reconcile-skeleton and the README's "Adding a controller").
 //
 // A pass (Pass.Run) has one shape everywhere: snapshot the object -> defer one status patch ->
 // reconcileDelete if the object is being deleted -> ensure the finalizer -> handle a retry request

@@ -1,5 +1,5 @@
 // Package scaffolder is the client of gitops-scaffolder, the service that generates and pushes a
-// host cluster's GitOps tree (seed 000, "GitOps Tree Generation"): POST /api/v1/scaffolds starts a
+// host cluster's GitOps tree (docs/hostcluster.md#gitops-scaffolder-api): POST /api/v1/scaffolds starts a
 // job, GET /api/v1/scaffolds/{id} polls it. Both carry the shared secret in the X-Api-Key header
 // (GITOPS_SCAFFOLDER_API_KEY, the service's own API_KEY). Beyond the seed's fields, a request
 // carries the workspace and UID of the HostCluster it is for, which the service records and
@@ -49,7 +49,7 @@ const maxMessage = 512
 const defaultTimeout = 30 * time.Second
 
 // ErrNotConfigured is returned by New without a base URL: GeneratingGitOpsTree fails fast and
-// clearly rather than hanging (seed 000, "Environment Variables").
+// clearly rather than hanging (docs/hostcluster.md#environment).
 var ErrNotConfigured = errors.New("GITOPS_SCAFFOLDER_BASE_URL is not set")
 
 // ErrUnauthorized is wrapped by the *Error of a 401 or 403 answer.

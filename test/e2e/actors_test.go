@@ -38,7 +38,7 @@ func secretMaterial(vc *actors.VClusterKubeconfig) []string {
 	return []string{lines[1], b64(string(vc.ClientKeyPEM))}
 }
 
-// kubeoperaAPI plays kubeopera-api's CloudSpace endpoint as seed 003 ("kubeopera-api Callback")
+// kubeoperaAPI plays kubeopera-api's CloudSpace endpoint as docs/tenant.md#callback
 // describes it: `PATCH /api/v1/cloudspaces/{cloudSpaceID}` with `Content-Type: application/json`,
 // a JSON body {vcluster_id, namespace, kubeconfig_secret, status}, and the bearer token
 // INTERNAL_SERVICE_TOKEN. It records every call and answers 200, except 503 for cloudSpaceIDs

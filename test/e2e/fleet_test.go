@@ -26,7 +26,7 @@ import (
 
 // Fleet targets: plain kube-apiservers standing in for connected clusters, each with nodes whose
 // conditions a kubelet would have written, so the HostCluster controller reads a known health
-// score from each: 100 − 5 per NotReady node (seed 002's penalty table). Their pods (written the
+// score from each: 100 − 5 per NotReady node (docs/fleet.md#health-score). Their pods (written the
 // way the scheduler and a kubelet would: bound, Running) request a known share of the CPU and
 // memory. No Flux runs there, so their HostClusters stay in BootstrappingFlux once the inventory
 // is read: the overview shows clusters on their way as well.

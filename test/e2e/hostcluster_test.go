@@ -74,7 +74,7 @@ func targetScheme() *runtime.Scheme {
 	return s
 }
 
-// seedHostCluster is the seed's HostCluster (seed 000), connecting the suite's target.
+// seedHostCluster is the example HostCluster (docs/hostcluster.md#example), connecting the suite's target.
 func (e *env) seedHostCluster(t *testing.T, name, clusterID, gitOpsPath string, admin bool) *kov1alpha1.HostCluster {
 	t.Helper()
 	y := fmt.Sprintf(`

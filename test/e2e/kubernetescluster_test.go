@@ -37,7 +37,7 @@ import (
 	"github.com/kubeopera/kubeopera/workspaces"
 )
 
-// KubernetesClusters (seed 004) through the manager binary: the tenant applies the seed's demo
+// KubernetesClusters (docs/kubernetescluster.md) through the manager binary: the tenant applies the demo
 // YAML (credentials Secret, ProviderConfig, MachineCapabilities, KubernetesCluster) in a workspace
 // and waits for Ready; the platform matched a flavor from the catalog kept in root:kubeopera and
 // built VpcV1, SubnetV1, ClusterV3 and NodePoolV3 in the workspace's kcp-<fp> namespace on the
@@ -248,7 +248,7 @@ var demoResources = []managedResource{
 }
 
 // backendName is the name of one of the demo cluster's managed resources on the backend
-// (deterministic from the KubernetesCluster's namespace and name, DESIGN.md).
+// (deterministic from the KubernetesCluster's namespace and name, docs/kubernetescluster.md#otc-resources).
 func backendName(suffix string) string {
 	return "kc-" + workspaces.ObjectName(kcNamespace, kcName, 40) + "-" + suffix
 }

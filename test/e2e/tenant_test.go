@@ -288,7 +288,7 @@ func TestReadyTenantGetsItsKubeconfigDeliveredAndKubeoperaAPICalled(t *testing.T
 		t.Errorf("callback = %+v", calls[0])
 	}
 	if calls[0].Body["kubeconfig_secret"] != "tenant-7e9d3a1b-acme-kubeconfig" || !strings.HasPrefix(calls[0].ContentType, "application/json") {
-		t.Errorf("callback = %+v, want kubeconfig_secret tenant-7e9d3a1b-acme-kubeconfig and a JSON body (seed 003)", calls[0])
+		t.Errorf("callback = %+v, want kubeconfig_secret tenant-7e9d3a1b-acme-kubeconfig and a JSON body (docs/tenant.md#callback)", calls[0])
 	}
 }
 

@@ -1,5 +1,5 @@
 // Package v1alpha1 contains the fleet.kubeopera.io/v1alpha1 API: RegisteredCluster, the platform's
-// record of a cluster it knows about (seed 002's clusters table). Today the only record is the
+// record of a cluster it knows about (docs/fleet.md#registeredcluster). Today the only record is the
 // backend cluster the platform runs on, written by `manager register-host`.
 //
 // The group is platform-only: its CRD is applied to the platform workspace by

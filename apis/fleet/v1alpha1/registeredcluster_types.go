@@ -4,7 +4,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// ClusterSource records how a RegisteredCluster came to exist (seed 002's clusters.source).
+// ClusterSource records how a RegisteredCluster came to exist (docs/fleet.md#registeredcluster).
 // +kubebuilder:validation:Enum=self_registered
 type ClusterSource string
 
@@ -111,13 +111,13 @@ type RegisteredClusterStatus struct {
 }
 
 // RegisteredCluster is a cluster the platform knows about, kept by platform admins in the platform
-// workspace (seed 002's clusters table). Today it records the backend cluster the platform runs on:
+// workspace (docs/fleet.md#registeredcluster). Today it records the backend cluster the platform runs on:
 // `manager register-host` creates the object "host" with isHost true. A RegisteredCluster is a
 // record, not a request: no controller reconciles it and registering never creates a HostCluster.
 //
 // At most one cluster is the host, and the API server enforces it, not the code that writes the
 // object: a CEL rule of this type lets only the object named "host" set spec.isHost, and names are
-// unique, so a second host is refused at admission whoever creates it (the seed's partial unique
+// unique, so a second host is refused at admission whoever creates it (the original partial unique
 // index on is_host). To move the host to another cluster, delete RegisteredCluster "host" first.
 //
 // +kubebuilder:object:root=true

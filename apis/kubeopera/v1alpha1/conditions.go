@@ -139,5 +139,5 @@ const (
 	AdminBootstrapFailedReason = "AdminBootstrapFailed"
 )
 
-// HostClusterManagedBy is the managed-by label value of the HostCluster's Secrets (seed 000).
+// HostClusterManagedBy is the managed-by label value of the HostCluster's Secrets (docs/hostcluster.md#secrets).
 const HostClusterManagedBy = "host-cluster-controller"

@@ -1,4 +1,4 @@
-// Package api is the provisioner's HTTP contract (seed 001, "API"), shared by the server
+// Package api is the provisioner's HTTP contract (docs/provisioner.md#http-api), shared by the server
 // (cmd/provisioner), its client (the HostCluster controller) and the runner's Job (the names and
 // keys the Job and its Secrets carry). Every route below /api/v1 takes the shared key in header
 // X-Api-Key. JSON in and out.

@@ -1,5 +1,5 @@
 // Package jobs keeps the provisioner's runs as Kubernetes objects in the jobs namespace (default
-// kubeopera-provisioning; seed 001, "Architecture: one Job per provisioning run"). There is no
+// kubeopera-provisioning; docs/provisioner.md#runs). There is no
 // database: a run IS its Job provision-<id> and the objects the Job owns, and every read is
 // computed from them (sync-on-read).
 //

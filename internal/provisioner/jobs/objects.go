@@ -18,7 +18,7 @@ import (
 )
 
 // RunnerImage is the terraform-runner image every Job runs, pinned by hand here and nowhere else
-// (seed 001, "Deployment": no Deployment runs this image, so nothing else would bump it).
+// (docs/provisioner.md#configuration: no Deployment runs this image, so nothing else would bump it).
 // Config.RunnerImage overrides it (RUNNER_IMAGE), for tests and air-gapped mirrors.
 const RunnerImage = "ghcr.io/kubeopera/terraform-runner:v0.1.0"
 

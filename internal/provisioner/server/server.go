@@ -1,4 +1,4 @@
-// Package server is the provisioner's HTTP API (seed 001, "API"; the contract is
+// Package server is the provisioner's HTTP API (docs/provisioner.md#http-api; the contract is
 // internal/provisioner/api): a net/http ServeMux over a run store (jobs.Client), behind the shared
 // X-Api-Key, plus the periodic sweep of finished runs.
 //

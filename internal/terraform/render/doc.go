@@ -1,5 +1,5 @@
-// Package render generates the Terraform root module of one provisioning run (seed 001,
-// "Generated Terraform environments") from a provisioner request.
+// Package render generates the Terraform root module of one provisioning run
+// (docs/provisioner.md#rendered-module) from a provisioner request.
 //
 // Module returns the root module's files by name (main.tf, backend.tf, versions.tf, outputs.tf),
 // which the provisioner stores in the run's ConfigMap. The root module calls the project's own

@@ -30,7 +30,7 @@ const (
 	EnvBackendConfigExtra = "PROVISION_BACKEND_CONFIG_EXTRA"
 )
 
-// Waits of the vanilla_kubeadm kubeconfig retrieval (seed 001: every 20 s, up to 20 minutes).
+// Waits of the vanilla_kubeadm kubeconfig retrieval (docs/provisioner.md#kubeconfig-retrieval: every 20 s, up to 20 minutes).
 const (
 	DefaultSSMPollInterval = 20 * time.Second
 	DefaultSSMPollTimeout  = 20 * time.Minute

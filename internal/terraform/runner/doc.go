@@ -1,5 +1,4 @@
-// Package runner is what cmd/terraform-runner does inside a provisioning run's Job (seed 001,
-// "terraform-runner (inside the Job)"; DESIGN.md, "Provisioner"):
+// Package runner is what cmd/terraform-runner does inside a provisioning run's Job (docs/provisioner.md#terraform-runner):
 //
 //  1. report phase planning on the run's outputs Secret (annotations api.AnnotationPhase and
 //     api.AnnotationMessage; the run's identity may only get and update that one Secret);

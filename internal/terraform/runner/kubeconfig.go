@@ -44,7 +44,7 @@ type EKSCluster struct {
 // EKSTokenHelper (exec API v1beta1, never interactive) with --cluster-name and --region, plus
 // --role-arn and --external-id for a role credential, and the credential's access key in
 // AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN. The credential is embedded
-// here, at construction (seed 001), never round-tripped through Terraform. The cluster's name and
+// here, at construction (docs/provisioner.md#kubeconfig-retrieval), never round-tripped through Terraform. The cluster's name and
 // endpoint come from Terraform's state in the tenant's account: the result must pass
 // kubeconfig.ParseEKS, the manager's check, or no kubeconfig is published.
 func EKSKubeconfig(c EKSCluster) ([]byte, error) {
@@ -128,7 +128,7 @@ var retryableSSMErrors = map[string]bool{
 // WaitForAdminKubeconfig reads SSM parameter name (with decryption) every interval, the first
 // time at once, until it holds something other than SSMPendingValue, and returns that decoded:
 // the control-plane node of a vanilla_kubeadm cluster writes its admin.conf there base64-encoded
-// once kubeadm init is done (seed 001). It gives up after timeout, or at once on an error that
+// once kubeadm init is done (docs/provisioner.md#kubeconfig-retrieval). It gives up after timeout, or at once on an error that
 // waiting cannot fix; the result must be a kubeconfig with a cluster.
 func WaitForAdminKubeconfig(ctx context.Context, client ParameterAPI, name string, interval, timeout time.Duration) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)

@@ -43,7 +43,7 @@ const (
 const authAPIServiceWait = 5 * time.Minute
 
 // AuthAPI plays authapi's Pod on a target cluster, and the sealed-secrets controller that unseals
-// its Secret there (seed 000, "Admin Bootstrap"). The target is a real kube-apiserver without a
+// its Secret there (docs/hostcluster.md#admin-bootstrap). The target is a real kube-apiserver without a
 // kubelet, so this process serves what the Pod would, and writes what the kubelet, the
 // endpoints controller and the sealed-secrets controller would write, nothing more:
 //

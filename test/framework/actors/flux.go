@@ -132,6 +132,9 @@ type FluxPods struct {
 	// Log receives the controllers' output, each line prefixed with its Deployment's name, and
 	// what FluxPods does; nil discards.
 	Log io.Writer
+	// Processes records each controller by its Deployment's name; nil records nothing. The
+	// controllers die with this process either way (devenv.Processes).
+	Processes *devenv.Processes
 
 	mu   sync.Mutex
 	pods map[string]*fluxPod // by Deployment name
@@ -427,7 +430,8 @@ func (f *FluxPods) start(ctx context.Context, cs kubernetes.Interface, d *appsv1
 	w := f.logs.writer(d.Name)
 	cmd.Stdout, cmd.Stderr = w, w
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
+	proc, err := f.Processes.Start(d.Name, cmd)
+	if err != nil {
 		return fmt.Errorf("failed to start %s: %w", p.binary, err)
 	}
 	f.logf("Deployment %s: started %s (pid %d) %s", d.Name, filepath.Base(p.binary), cmd.Process.Pid, strings.Join(args, " "))
@@ -439,7 +443,7 @@ func (f *FluxPods) start(ctx context.Context, cs kubernetes.Interface, d *appsv1
 	f.mu.Unlock()
 
 	go func() {
-		err := cmd.Wait()
+		err := proc.Wait()
 		cancel()
 		f.mu.Lock()
 		p.cmd, p.ready, p.pid = nil, false, 0

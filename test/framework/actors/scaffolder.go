@@ -28,7 +28,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 )
 
-// The gitops-scaffolder API (seed 000, "GitOps Tree Generation").
+// The gitops-scaffolder API (docs/hostcluster.md#gitops-scaffolder-api).
 const (
 	ScaffoldsPath         = "/api/v1/scaffolds"
 	ScaffolderKeyHeader   = "X-Api-Key"
@@ -84,7 +84,7 @@ type ScaffoldJob struct {
 }
 
 // Scaffolder plays gitops-scaffolder, the service the HostCluster controller delegates the GitOps
-// tree to (seed 000, "GitOps Tree Generation"): an HTTP server (127.0.0.1 by default) that takes
+// tree to (docs/hostcluster.md#gitops-scaffolder-api): an HTTP server (127.0.0.1 by default) that takes
 // POST /api/v1/scaffolds {slug, domain, region, kubeconfigSecretName, kubeconfigSecretNamespace,
 // gitCredentialsSecretRef?, registryPullSecretRef?, workspace?, ownerUID?} and GET
 // /api/v1/scaffolds/{id}, both behind the shared secret in X-Api-Key (401 without it). workspace

@@ -33,6 +33,8 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
+
+	"github.com/kubeopera/kubeopera/internal/devenv"
 )
 
 // The Job controller's and kubelet's constants the TerraformJob actor plays (Kubernetes v1.36.3).
@@ -55,8 +57,8 @@ const (
 )
 
 // TerraformJob plays the Job controller (kube-controller-manager) and the kubelet for the
-// provisioner's Jobs in Namespace of the backend cluster (there is neither here: DESIGN.md,
-// "Testing"): for each Job it runs RunnerBinary (cmd/terraform-runner, built by the test) as the
+// provisioner's Jobs in Namespace of the backend cluster (there is neither here: docs/testing.md#actors):
+// for each Job it runs RunnerBinary (cmd/terraform-runner, built by the test) as the
 // Job's one container, with the identity, environment and volumes the Pod would have, and
 // reports the outcome on the Pod and the Job as v1.36 does. It plays nothing else: the runner
 // does its own work against the API server with the Job ServiceAccount's real RBAC.
@@ -556,7 +558,14 @@ func (a *TerraformJob) runPod(ctx context.Context, cs kubernetes.Interface, job 
 	// The kubelet stops a container with SIGTERM and, after the grace period, SIGKILL.
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	cmd.WaitDelay = time.Duration(ptr.Deref(pod.Spec.TerminationGracePeriodSeconds, corev1.DefaultTerminationGracePeriodSeconds)) * time.Second
-	runErr := cmd.Run()
+	// The runner dies with this process, as a container with its node (devenv.StartTied).
+	runErr := func() error {
+		proc, err := devenv.StartTied(cmd)
+		if err != nil {
+			return err
+		}
+		return proc.Wait()
+	}()
 	exitCode := 0
 	var exitErr *exec.ExitError
 	switch {

@@ -1,4 +1,4 @@
-// Package actors plays what no process of the tests can run (DESIGN.md, "Testing"): each function
+// Package actors plays what no process of the tests can run (docs/testing.md#actors): each function
 // plays exactly one real component's observable behaviour, as that component's source does it,
 // and nothing more. It has no testing dependency, so bin/devenv uses it as well as the tests.
 package actors

@@ -1,4 +1,4 @@
-// Package awsfake plays AWS for the provisioner's tests (DESIGN.md, "Testing": AWS answering is
+// Package awsfake plays AWS for the provisioner's tests (docs/testing.md#rules: AWS answering is
 // something no process here can do). One local HTTP endpoint answers three services, told apart
 // by the service in each request's SigV4 credential scope, exactly as far as the terraform-runner
 // and Terraform's S3 backend use them:

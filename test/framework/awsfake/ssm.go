@@ -78,7 +78,7 @@ func (s *SSM) Get(name string) (Parameter, bool) {
 	return *p, true
 }
 
-// PublishAdminKubeconfig plays the control-plane node of a vanilla_kubeadm cluster (seed 001):
+// PublishAdminKubeconfig plays the control-plane node of a vanilla_kubeadm cluster (docs/provisioner.md#kubeconfig-retrieval):
 // once parameter name exists (Terraform creates it, seeded PENDING, before the node boots) the
 // node runs kubeadm init, which takes after here, and then overwrites the parameter with its
 // admin.conf, base64-encoded, as a SecureString. It returns at once; the node stops with the

@@ -42,6 +42,24 @@ type Target struct {
 // kcm.log; etcd's data in dir/etcd when keepData); binDir holds kube-apiserver, etcd,
 // kube-controller-manager and Flux's controllers. stop stops everything.
 func StartTarget(dir, binDir string, keepData bool) (t *Target, stop func(), err error) {
+	return StartTargetWith(TargetOptions{Dir: dir, BinDir: binDir, KeepData: keepData})
+}
+
+// TargetOptions configure StartTargetWith.
+type TargetOptions struct {
+	// Dir holds the target's state and logs; BinDir its binaries; KeepData keeps etcd's data in
+	// Dir/etcd (see StartTarget).
+	Dir, BinDir string
+	KeepData    bool
+	// Processes records the target's servers (target-etcd, target-kube-apiserver,
+	// target-kube-controller-manager) and Flux's controllers (target-flux-<Deployment>); nil
+	// records nothing.
+	Processes *devenv.Processes
+}
+
+// StartTargetWith starts a target as StartTarget does, recording its processes.
+func StartTargetWith(o TargetOptions) (t *Target, stop func(), err error) {
+	dir, binDir := o.Dir, o.BinDir
 	var stops []func()
 	stop = func() {
 		for i := len(stops) - 1; i >= 0; i-- {
@@ -63,14 +81,16 @@ func StartTarget(dir, binDir string, keepData bool) (t *Target, stop func(), err
 	stops = append(stops, func() { _ = kcmLog.Close() })
 	t = &Target{KubeconfigPath: filepath.Join(dir, "target.kubeconfig")}
 	dataDir := ""
-	if keepData {
+	if o.KeepData {
 		dataDir = filepath.Join(dir, "etcd")
 	}
+	procs := o.Processes.With("target")
 	t.Cluster, err = devenv.StartBackend(context.Background(), devenv.BackendOptions{
 		BinDir:         binDir,
 		DataDir:        dataDir,
 		KubeconfigPath: filepath.Join(dir, "admin.kubeconfig"),
 		Output:         kcmLog,
+		Processes:      procs,
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("failed to start the target cluster: %w", err)
@@ -87,7 +107,7 @@ func StartTarget(dir, binDir string, keepData bool) (t *Target, stop func(), err
 		return nil, nil, err
 	}
 	stops = append(stops, func() { _ = fluxLog.Close() })
-	t.Flux = &actors.FluxPods{Target: t.Cluster.Config, KubeconfigPath: t.KubeconfigPath, BinDir: binDir, WorkDir: filepath.Join(dir, "flux"), Log: fluxLog}
+	t.Flux = &actors.FluxPods{Target: t.Cluster.Config, KubeconfigPath: t.KubeconfigPath, BinDir: binDir, WorkDir: filepath.Join(dir, "flux"), Log: fluxLog, Processes: procs.With("flux")}
 	t.AuthAPI = &actors.AuthAPI{Target: t.Cluster.Config}
 	stops = append(stops, run(t.Flux.Run, fluxLog), run(t.AuthAPI.Run, fluxLog))
 	return t, stop, nil
