@@ -18,6 +18,7 @@ import (
 	"github.com/kubeopera/kubeopera/internal/helm"
 	"github.com/kubeopera/kubeopera/internal/kubeoperaapi"
 	"github.com/kubeopera/kubeopera/internal/reconcile"
+	"github.com/kubeopera/kubeopera/internal/vcluster"
 	"github.com/kubeopera/kubeopera/workspaces"
 )
 
@@ -160,7 +161,7 @@ func (r *Reconciler) scope(base *reconcile.Scope, t *kov1alpha1.Tenant) *scope {
 		releaseName:      release,
 		hostNamespace:    hostNamespace,
 		kubeconfigSecret: "tenant-" + t.Spec.CloudSpaceID + "-kubeconfig",
-		values:           vclusterValues(t, release, hostNamespace, r.Environment, r.IngressClass),
+		values:           vcluster.Values(t, release, hostNamespace, r.Environment, r.IngressClass),
 	}
 }
 

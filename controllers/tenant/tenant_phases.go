@@ -17,23 +17,16 @@ import (
 	"github.com/kubeopera/kubeopera/internal/kubeconfig"
 	"github.com/kubeopera/kubeopera/internal/kubeoperaapi"
 	"github.com/kubeopera/kubeopera/internal/reconcile"
+	"github.com/kubeopera/kubeopera/internal/vcluster"
 	"github.com/kubeopera/kubeopera/workspaces"
 )
 
 const (
-	// vclusterKubeconfigKey is the key vCluster writes its kubeconfig under in Secret vc-<vCluster
-	// name> (docs/tenant.md#naming: Secret vc-<release>, key config).
-	vclusterKubeconfigKey = "config"
 	// DeliveredKubeconfigKey is the key of the kubeconfig in the stored and delivered Secrets.
 	DeliveredKubeconfigKey = "kubeconfig"
 	// deleteNamespacePoll is how often deletion checks whether the host namespace is gone.
 	deleteNamespacePoll = 2 * time.Second
 )
-
-// VClusterKubeconfigSecret is the Secret vCluster writes its kubeconfig into, in its host
-// namespace: "vc-" + the vCluster name, and the vCluster name is the Helm release name. For
-// release vc-alice-default that is vc-vc-alice-default.
-func VClusterKubeconfigSecret(release string) string { return "vc-" + release }
 
 // normalSteps are reconcileNormal's steps, in order. Each pass is cheap: Helm never waits, and a
 // Provisioning Tenant is polled every RequeueInterval.
@@ -170,13 +163,13 @@ func helmError(s *scope, err error) error {
 // short-DNS name, stores it in kcp-<fp> and delivers it into the Tenant's namespace.
 func (r *Reconciler) kubeconfig(ctx context.Context, s *scope) error {
 	t := s.tenant
-	secretName := VClusterKubeconfigSecret(s.releaseName)
+	secretName := vcluster.KubeconfigSecret(s.releaseName)
 	sec := &corev1.Secret{}
 	err := s.Backend.Reader.Get(ctx, client.ObjectKey{Namespace: s.hostNamespace, Name: secretName}, sec)
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("failed to read vCluster kubeconfig Secret %s/%s: %w", s.hostNamespace, secretName, err)
 	}
-	raw := sec.Data[vclusterKubeconfigKey]
+	raw := sec.Data[vcluster.KubeconfigKey]
 	if len(raw) == 0 {
 		return reconcile.Waiting(kov1alpha1.WaitingReason,
 			fmt.Sprintf("Waiting for the vCluster to write Secret %s/%s", s.hostNamespace, secretName), r.RequeueInterval)

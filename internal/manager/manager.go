@@ -49,6 +49,7 @@ import (
 	"github.com/kubeopera/kubeopera/internal/overview"
 	pclient "github.com/kubeopera/kubeopera/internal/provisioner/client"
 	"github.com/kubeopera/kubeopera/internal/scaffolder"
+	"github.com/kubeopera/kubeopera/internal/vcluster"
 	"github.com/kubeopera/kubeopera/workspaces"
 )
 
@@ -270,7 +271,7 @@ func Run(ctx context.Context, o Options, cfgs *Configs) error {
 		return fmt.Errorf("failed to set up the kubernetescluster controller: %w", err)
 	}
 	// The backend admits tenant Ingresses of the allowed class only (config/policies).
-	if err := tenant.EnsureIngressClassParam(ctx, backend.Reader, backend.Client, o.ClaimsNamespace, o.VClusterIngressClass); err != nil {
+	if err := vcluster.EnsureIngressClassParam(ctx, backend.Reader, backend.Client, o.ClaimsNamespace, o.VClusterIngressClass); err != nil {
 		return err
 	}
 

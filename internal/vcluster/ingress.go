@@ -1,4 +1,4 @@
-package tenant
+package vcluster
 
 import (
 	"context"
@@ -18,6 +18,9 @@ const (
 	IngressClassParam = "kubeopera-ingress-class"
 	// IngressClassKey is its key holding the one allowed ingress class.
 	IngressClassKey = "ingressClass"
+	// managedBy is the parameter's managed-by label: the Tenant controller, whose vClusters it is
+	// for (the value it was first written with).
+	managedBy = "tenant-controller"
 )
 
 // EnsureIngressClassParam writes the admission policy's parameter so the backend admits exactly the
@@ -35,7 +38,7 @@ func EnsureIngressClassParam(ctx context.Context, r client.Reader, c client.Clie
 	err := r.Get(ctx, client.ObjectKeyFromObject(cm), cm)
 	switch {
 	case apierrors.IsNotFound(err):
-		cm.Labels = map[string]string{kov1alpha1.ManagedByLabel: ControllerName}
+		cm.Labels = map[string]string{kov1alpha1.ManagedByLabel: managedBy}
 		cm.Data = map[string]string{IngressClassKey: ingressClass}
 		err = c.Create(ctx, cm)
 	case err == nil && cm.Data[IngressClassKey] != ingressClass:

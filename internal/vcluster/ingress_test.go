@@ -1,4 +1,4 @@
-package tenant_test
+package vcluster_test
 
 import (
 	"context"
@@ -15,9 +15,9 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kubeopera/kubeopera/controllers/tenant"
 	imanager "github.com/kubeopera/kubeopera/internal/manager"
 	"github.com/kubeopera/kubeopera/internal/manifests"
+	"github.com/kubeopera/kubeopera/internal/vcluster"
 	"github.com/kubeopera/kubeopera/test/framework"
 	"github.com/kubeopera/kubeopera/workspaces"
 )
@@ -79,7 +79,7 @@ func TestIngressClassPolicy(t *testing.T) {
 		t.Errorf("an Ingress outside the tenants' namespaces was refused: %v", err)
 	}
 
-	if err := tenant.EnsureIngressClassParam(ctx, c, c, "kubeopera-system", "nginx"); err != nil {
+	if err := vcluster.EnsureIngressClassParam(ctx, c, c, "kubeopera-system", "nginx"); err != nil {
 		t.Fatal(err)
 	}
 	framework.Eventually(t, time.Minute, "an Ingress of the allowed class admitted", func() (bool, string) {
@@ -93,7 +93,7 @@ func TestIngressClassPolicy(t *testing.T) {
 	}
 
 	// Switching it off again: the parameter goes, and so do tenant Ingresses.
-	if err := tenant.EnsureIngressClassParam(ctx, c, c, "kubeopera-system", ""); err != nil {
+	if err := vcluster.EnsureIngressClassParam(ctx, c, c, "kubeopera-system", ""); err != nil {
 		t.Fatal(err)
 	}
 	framework.Eventually(t, time.Minute, "tenant Ingresses refused again", func() (bool, string) {

@@ -1,4 +1,4 @@
-package tenant
+package vcluster
 
 import (
 	"path/filepath"
@@ -22,8 +22,8 @@ func TestVClusterValues(t *testing.T) {
 		CloudSpaceID: "7e9d3a1b",
 		Quota:        kov1alpha1.TenantQuota{CPU: resource.MustParse("500m"), Memory: resource.MustParse("4Gi")},
 	}}
-	v := vclusterValues(tn, "vc-alice-default", "kcp-0123456789ab-vc-alice-default", "production", "")
-	withIngress := vclusterValues(tn, "vc-alice-default", "kcp-0123456789ab-vc-alice-default", "production", "nginx")
+	v := Values(tn, "vc-alice-default", "kcp-0123456789ab-vc-alice-default", "production", "")
+	withIngress := Values(tn, "vc-alice-default", "kcp-0123456789ab-vc-alice-default", "production", "nginx")
 
 	get := func(v map[string]any, path ...string) any {
 		var cur any = v
@@ -79,7 +79,7 @@ func TestVClusterValuesInTheChart(t *testing.T) {
 		Quota:        kov1alpha1.TenantQuota{CPU: resource.MustParse("1"), Memory: resource.MustParse("1Gi")},
 	}}
 	const release, namespace = "vc-alice", "kcp-0123456789ab-vc-alice"
-	objs := renderChart(t, release, namespace, vclusterValues(tn, release, namespace, "", ""))
+	objs := renderChart(t, release, namespace, Values(tn, release, namespace, "", ""))
 
 	work := &networkingv1.NetworkPolicy{}
 	decodeRendered(t, objs, "NetworkPolicy", "vc-work-"+release, work)

@@ -1,11 +1,11 @@
-package tenant
+package vcluster
 
 import (
 	kov1alpha1 "github.com/kubeopera/kubeopera/apis/kubeopera/v1alpha1"
 	"github.com/kubeopera/kubeopera/workspaces"
 )
 
-// vclusterValues are the seed's default values for every CloudSpace, with the quota as the
+// Values are the default values of every Tenant's vCluster (docs/tenant.md), with the quota as the
 // control-plane requests and limits, plus the isolation the seed left out: the chart's
 // NetworkPolicy (with cloud metadata out of reach), ResourceQuota and LimitRange policies on, so
 // one tenant's workloads cannot reach or starve another's on the shared backend, and the chart's
@@ -14,7 +14,7 @@ import (
 // config/policies/ingress-class.yaml refuses Ingresses of any other class in the backend's
 // tenant namespaces. (The chart's sync.fromHost.ingressClasses would need a ClusterRole, which the
 // manager's backend identity may not create.)
-func vclusterValues(t *kov1alpha1.Tenant, release, namespace, environment, ingressClass string) map[string]any {
+func Values(t *kov1alpha1.Tenant, release, namespace, environment, ingressClass string) map[string]any {
 	res := map[string]any{
 		"cpu":    t.Spec.Quota.CPU.String(),
 		"memory": t.Spec.Quota.Memory.String(),
