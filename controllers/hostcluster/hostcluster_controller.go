@@ -15,6 +15,7 @@ import (
 
 	kov1alpha1 "github.com/kubeopera/kubeopera/apis/kubeopera/v1alpha1"
 	"github.com/kubeopera/kubeopera/internal/authapi"
+	"github.com/kubeopera/kubeopera/internal/aws/ekstoken"
 	"github.com/kubeopera/kubeopera/internal/aws/externalid"
 	"github.com/kubeopera/kubeopera/internal/fleet"
 	"github.com/kubeopera/kubeopera/internal/flux"
@@ -23,6 +24,7 @@ import (
 	"github.com/kubeopera/kubeopera/internal/readlimit"
 	"github.com/kubeopera/kubeopera/internal/reconcile"
 	"github.com/kubeopera/kubeopera/internal/scaffolder"
+	"github.com/kubeopera/kubeopera/internal/target"
 	"github.com/kubeopera/kubeopera/workspaces"
 )
 
@@ -124,7 +126,7 @@ type Reconciler struct {
 	Guard *netguard.Guard
 
 	installs  *reconcile.Operations[mcreconcile.Request, flux.Result]
-	eksTokens eksTokens
+	eksTokens ekstoken.Cache
 	trigger   *fleet.Trigger
 	now       func() time.Time
 	// kind is the HostCluster described to the reconcile skeleton (SetupWithManager).
@@ -210,7 +212,7 @@ type scope struct {
 	// hc is the object reconciled.
 	hc *kov1alpha1.HostCluster
 	// target talks to the target cluster (access).
-	target *target
+	target *target.Target
 	// externalID is the workspace's AWS external ID (workspaceExternalID, first called by
 	// provision).
 	externalID string
