@@ -93,7 +93,7 @@ func TestPublishPhases(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			base := newClient(t)
 			var written []string
-			c := interceptor.NewClient(base.(client.WithWatch), interceptor.Funcs{
+			c := interceptor.NewClient(base, interceptor.Funcs{
 				SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
 					written = append(written, string(obj.(*kov1alpha1.Tenant).Status.Phase))
 					return c.SubResource(sub).Patch(ctx, obj, patch, opts...)

@@ -30,7 +30,7 @@ import (
 
 const finalizer = "kubeopera.io/test"
 
-func newClient(t *testing.T) client.Client {
+func newClient(t *testing.T) client.WithWatch {
 	t.Helper()
 	cluster := framework.StartCluster(t, framework.ClusterOptions{
 		CRDDirectoryPaths: []string{filepath.Join(framework.RepoRoot(), "config", "crd", "bases")},
@@ -38,7 +38,7 @@ func newClient(t *testing.T) client.Client {
 	s := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(s))
 	utilruntime.Must(kov1alpha1.AddToScheme(s))
-	c, err := client.New(cluster.Config, client.Options{Scheme: s})
+	c, err := client.NewWithWatch(cluster.Config, client.Options{Scheme: s})
 	if err != nil {
 		t.Fatal(err)
 	}
