@@ -3,6 +3,7 @@ package manager
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -142,35 +143,81 @@ func CheckKCP(ctx context.Context, cfg *rest.Config) error {
 	return nil
 }
 
-// Run builds the manager and runs it until ctx is done.
-func Run(ctx context.Context, o Options, cfgs *Configs) error {
+// Manager is the manager assembled: the multicluster manager, one workspace provider per export,
+// the backend and the dial guard. Controllers are registered on it from a list (Controllers).
+type Manager struct {
+	mcmanager.Manager
+	// Options and Configs are what it was built from.
+	Options Options
+	Configs *Configs
+	// Scheme holds every type the manager reads or writes.
+	Scheme *runtime.Scheme
+	// Workspaces are the providers of the exports' workspaces, by provider name
+	// (KubeoperaProvider, PlatformProvider).
+	Workspaces map[string]*fleet.Provider
+	// Backend reads (uncached) and writes the backend cluster with the manager's identity.
+	Backend workspaces.Backend
+	// Guard checks every address dialed on a tenant's behalf.
+	Guard *netguard.Guard
+	// Log is the manager's logger.
+	Log logr.Logger
+}
+
+// Controller is one entry of the manager's list: a name and how it registers itself.
+type Controller struct {
+	Name  string
+	Setup func(ctx context.Context, m *Manager) error
+}
+
+// Controllers are what the manager runs besides its providers, registered in this order by
+// Setup: the reconcilers, then the platform's own loops.
+var Controllers = []Controller{
+	{Name: "tenant", Setup: setupTenants},
+	{Name: "hostcluster", Setup: setupHostClusters},
+	{Name: "flavorcatalog", Setup: setupCatalog},
+	{Name: "machinecapabilities", Setup: setupMachineCapabilities},
+	{Name: "providerconfig", Setup: setupProviderConfigs},
+	{Name: "kubernetescluster", Setup: setupKubernetesClusters},
+	{Name: "terminator", Setup: setupTerminator},
+	{Name: "orphansweep", Setup: setupOrphanSweep},
+	{Name: "overview", Setup: setupFleetOverview},
+}
+
+// New builds the manager with no controller registered: the dial guard (the platform's own
+// addresses read before anything is served), one provider per export with one event sink for
+// every workspace, and the multicluster manager on the backend. overrides adjust
+// controller-runtime's manager options (a test's logger).
+func New(ctx context.Context, o Options, cfgs *Configs, overrides ...func(*manager.Options)) (*Manager, error) {
 	kcpCfg, backendCfg := cfgs.KCP, cfgs.Backend
 	log := ctrl.LoggerFrom(ctx).WithName("manager")
-	scheme := Scheme()
+	m := &Manager{Options: o, Configs: cfgs, Scheme: Scheme(), Workspaces: map[string]*fleet.Provider{}, Log: log}
 
 	// Every address the manager dials on a tenant's behalf is checked; the platform's own are
 	// read before anything is served.
 	guard, err := o.TargetGuard()
 	if err != nil {
-		return err
+		return nil, err
 	}
-	addrs := &PlatformAddresses{Guard: guard, Backend: backendCfg, KCP: []*rest.Config{kcpCfg, cfgs.Sweep}, Log: log.WithName("target-guard")}
+	m.Guard = guard
+	kcps := []*rest.Config{kcpCfg}
+	if cfgs.Sweep != nil {
+		kcps = append(kcps, cfgs.Sweep)
+	}
+	addrs := &PlatformAddresses{Guard: guard, Backend: backendCfg, KCP: kcps, Log: log.WithName("target-guard")}
 	addrs.Refresh(ctx)
 	log.Info("Tenants' targets are dialed through the guard", "denyCIDRs", o.TargetDenyCIDRs, "allowCIDRs", o.TargetAllowCIDRs,
 		"backendServiceCIDRs", o.BackendServiceCIDRs, "backendPodCIDRs", o.BackendPodCIDRs)
 
-	endpointSlices := map[string]string{KubeoperaProvider: o.KubeoperaEndpointSlice, PlatformProvider: o.PlatformEndpointSlice}
 	// One event sink for every workspace of both exports.
-	sink := &fleet.EventSink{Scheme: scheme, Log: log.WithName("events")}
-	fleets := map[string]*fleet.Provider{}
+	sink := &fleet.EventSink{Scheme: m.Scheme, Log: log.WithName("events")}
 	providers := multi.New(multi.Options{})
-	for name, slice := range endpointSlices {
+	for name, slice := range m.endpointSlices() {
 		plog := log.WithName("provider").WithValues("export", name)
 		p, err := fleet.New(fleet.Options{
 			Name:          name,
 			Config:        kcpCfg,
 			EndpointSlice: slice,
-			Scheme:        scheme,
+			Scheme:        m.Scheme,
 			Events:        sink,
 			Log:           plog,
 			// Every pass of every controller has a deadline, and one workspace holds a bounded
@@ -186,16 +233,16 @@ func Run(ctx context.Context, o Options, cfgs *Configs) error {
 			OnEndpoints: addrs.Endpoints(name),
 		})
 		if err != nil {
-			return fmt.Errorf("failed to create the workspace provider for %s: %w", name, err)
+			return nil, fmt.Errorf("failed to create the workspace provider for %s: %w", name, err)
 		}
 		if err := providers.AddProvider(name, p); err != nil {
-			return fmt.Errorf("failed to add provider %s: %w", name, err)
+			return nil, fmt.Errorf("failed to add provider %s: %w", name, err)
 		}
-		fleets[name] = p
+		m.Workspaces[name] = p
 	}
 
-	mgr, err := mcmanager.New(backendCfg, providers, manager.Options{
-		Scheme:                        scheme,
+	mo := manager.Options{
+		Scheme:                        m.Scheme,
 		Metrics:                       o.MetricsServerOptions(),
 		HealthProbeBindAddress:        o.ProbeAddr,
 		PprofBindAddress:              o.PprofAddr,
@@ -206,42 +253,82 @@ func Run(ctx context.Context, o Options, cfgs *Configs) error {
 		// Secrets, Namespaces and ConfigMaps (claim records) are read uncached so the manager never
 		// caches the whole backend.
 		Client: client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}, &corev1.Namespace{}, &corev1.ConfigMap{}}}},
-	})
-	if err != nil {
-		return fmt.Errorf("failed to create manager: %w", err)
 	}
-	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
-		return err
+	for _, o := range overrides {
+		o(&mo)
 	}
-	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
-		return err
+	if m.Manager, err = mcmanager.New(backendCfg, providers, mo); err != nil {
+		return nil, fmt.Errorf("failed to create manager: %w", err)
 	}
-
-	local := mgr.GetLocalManager()
-	backend := workspaces.Backend{Client: local.GetClient(), Reader: local.GetAPIReader()}
+	if err := m.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return nil, err
+	}
+	if err := m.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		return nil, err
+	}
+	local := m.GetLocalManager()
+	m.Backend = workspaces.Backend{Client: local.GetClient(), Reader: local.GetAPIReader()}
 	if err := local.Add(addrs); err != nil {
-		return fmt.Errorf("failed to add the target guard's refresh: %w", err)
+		return nil, fmt.Errorf("failed to add the target guard's refresh: %w", err)
 	}
+	if err := local.Add(sink); err != nil {
+		return nil, fmt.Errorf("failed to add the event sink: %w", err)
+	}
+	return m, nil
+}
 
-	helmClient, err := helm.New(backendCfg, helm.Options{
+// endpointSlices are the exports' endpoint slices by provider name.
+func (m *Manager) endpointSlices() map[string]string {
+	return map[string]string{KubeoperaProvider: m.Options.KubeoperaEndpointSlice, PlatformProvider: m.Options.PlatformEndpointSlice}
+}
+
+// Setup registers the named entries of Controllers, in the list's order (every entry when none
+// is named).
+func (m *Manager) Setup(ctx context.Context, names ...string) error {
+	for _, c := range Controllers {
+		if len(names) > 0 && !slices.Contains(names, c.Name) {
+			continue
+		}
+		if err := c.Setup(ctx, m); err != nil {
+			return fmt.Errorf("failed to set up %s: %w", c.Name, err)
+		}
+	}
+	return nil
+}
+
+// Run builds the manager, registers every controller and runs it until ctx is done.
+func Run(ctx context.Context, o Options, cfgs *Configs) error {
+	m, err := New(ctx, o, cfgs)
+	if err != nil {
+		return err
+	}
+	if err := m.Setup(ctx); err != nil {
+		return err
+	}
+	m.Log.Info("Starting manager", "platformWorkspace", o.PlatformWorkspace, "vclusterChart", o.VClusterChart, "vclusterChartVersion", o.VClusterChartVersion)
+	return m.Start(ctx)
+}
+
+// setupTenants registers the Tenant controller with its Helm client, and makes the backend admit
+// tenant Ingresses of the allowed class only (config/policies).
+func setupTenants(ctx context.Context, m *Manager) error {
+	o := m.Options
+	helmClient, err := helm.New(m.Configs.Backend, helm.Options{
 		ChartRef:     o.VClusterChart,
 		ChartVersion: o.VClusterChartVersion,
 		CacheDir:     o.HelmCacheDir,
-		Log:          log.WithName("helm"),
+		Log:          m.Log.WithName("helm"),
 	})
 	if err != nil {
 		return fmt.Errorf("failed to create Helm client: %w", err)
-	}
-	if err := local.Add(sink); err != nil {
-		return fmt.Errorf("failed to add the event sink: %w", err)
 	}
 	limits, err := o.TenantLimits()
 	if err != nil {
 		return err
 	}
 	if err := (&tenant.Reconciler{
-		Workspaces:         fleets[KubeoperaProvider],
-		Backend:            backend,
+		Workspaces:         m.Workspaces[KubeoperaProvider],
+		Backend:            m.Backend,
 		Helm:               helmClient,
 		API:                &kubeoperaapi.Client{BaseURL: o.KubeoperaAPIBaseURL, Token: o.InternalServiceToken},
 		Environment:        o.Environment,
@@ -254,40 +341,55 @@ func Run(ctx context.Context, o Options, cfgs *Configs) error {
 		// One workspace holds a bounded share of the install slots; every install has a deadline.
 		InstallsPerWorkspace: o.MaxOperationsPerWorkspace,
 		InstallTimeout:       o.OperationTimeout,
-	}).SetupWithManager(mgr); err != nil {
-		return fmt.Errorf("failed to set up the tenant controller: %w", err)
-	}
-	if err := setupHostClusters(ctx, mgr, o, fleets[KubeoperaProvider], backend, guard, log); err != nil {
+	}).SetupWithManager(m); err != nil {
 		return err
 	}
-	if err := setupCatalog(ctx, mgr, o, kcpCfg, scheme, fleets[PlatformProvider]); err != nil {
-		return err
-	}
-	if err := (&providerconfig.Reconciler{Workspaces: fleets[PlatformProvider], Backend: backend, AuthHosts: o.OTCAuthHosts, Concurrency: o.ProviderConfigConcurrency}).SetupWithManager(mgr); err != nil {
-		return fmt.Errorf("failed to set up the providerconfig controller: %w", err)
-	}
-	if err := (&kubernetescluster.Reconciler{Workspaces: fleets[PlatformProvider], Backend: backend, PollInterval: o.KubernetesClusterPollInterval,
-		MaxPerWorkspace: o.MaxKubernetesClustersPerWorkspace, Concurrency: o.KubernetesClusterConcurrency}).SetupWithManager(mgr); err != nil {
-		return fmt.Errorf("failed to set up the kubernetescluster controller: %w", err)
-	}
-	// The backend admits tenant Ingresses of the allowed class only (config/policies).
-	if err := vcluster.EnsureIngressClassParam(ctx, backend.Reader, backend.Client, o.ClaimsNamespace, o.VClusterIngressClass); err != nil {
-		return err
-	}
+	return vcluster.EnsureIngressClassParam(ctx, m.Backend.Reader, m.Backend.Client, o.ClaimsNamespace, o.VClusterIngressClass)
+}
 
-	if err := local.Add(&workspaces.Terminator{
-		KCPConfig:     kcpCfg,
+// setupProviderConfigs registers the ProviderConfig controller.
+func setupProviderConfigs(_ context.Context, m *Manager) error {
+	o := m.Options
+	return (&providerconfig.Reconciler{Workspaces: m.Workspaces[PlatformProvider], Backend: m.Backend, AuthHosts: o.OTCAuthHosts,
+		Concurrency: o.ProviderConfigConcurrency}).SetupWithManager(m)
+}
+
+// setupKubernetesClusters registers the KubernetesCluster controller.
+func setupKubernetesClusters(_ context.Context, m *Manager) error {
+	o := m.Options
+	return (&kubernetescluster.Reconciler{Workspaces: m.Workspaces[PlatformProvider], Backend: m.Backend, PollInterval: o.KubernetesClusterPollInterval,
+		MaxPerWorkspace: o.MaxKubernetesClustersPerWorkspace, Concurrency: o.KubernetesClusterConcurrency}).SetupWithManager(m)
+}
+
+// setupMachineCapabilities registers the MachineCapabilities controller.
+func setupMachineCapabilities(_ context.Context, m *Manager) error {
+	return (&machinecapabilities.Reconciler{Workspaces: m.Workspaces[PlatformProvider], Concurrency: m.Options.MachineCapabilitiesConcurrency}).SetupWithManager(m)
+}
+
+// setupTerminator removes the workspace type's terminator from a deleted workspace once its CRs
+// and backend namespaces are gone.
+func setupTerminator(_ context.Context, m *Manager) error {
+	return m.GetLocalManager().Add(&workspaces.Terminator{
+		KCPConfig:     m.Configs.KCP,
 		WorkspaceType: workspaces.TenantWorkspaceTypeName,
-		Backend:       backend,
-		Workspace:     workspaceObjects(kcpCfg, scheme, endpointSlices),
-		Interval:      o.TerminatorPollInterval,
-	}); err != nil {
-		return err
+		Backend:       m.Backend,
+		Workspace:     workspaceObjects(m.Configs.KCP, m.Scheme, m.endpointSlices()),
+		Interval:      m.Options.TerminatorPollInterval,
+	})
+}
+
+// setupOrphanSweep reports (and, when asked, deletes) backend namespaces whose workspace or
+// owner is gone.
+func setupOrphanSweep(_ context.Context, m *Manager) error {
+	o := m.Options
+	sweep := m.Configs.Sweep
+	if sweep == nil {
+		sweep = m.Configs.KCP
 	}
-	if err := local.Add(&workspaces.OrphanSweep{
-		Backend:    backend,
-		Workspaces: (&workspaces.ShardLookup{Config: cfgs.Sweep}).State,
-		OwnerExists: (&workspaces.OwnerLookup{KCPConfig: kcpCfg, Kinds: map[string]workspaces.OwnerKind{
+	return m.GetLocalManager().Add(&workspaces.OrphanSweep{
+		Backend:    m.Backend,
+		Workspaces: (&workspaces.ShardLookup{Config: sweep}).State,
+		OwnerExists: (&workspaces.OwnerLookup{KCPConfig: m.Configs.KCP, Kinds: map[string]workspaces.OwnerKind{
 			"Tenant":            {EndpointSlice: o.KubeoperaEndpointSlice, Resource: kov1alpha1.GroupVersion.WithResource("tenants"), Namespaced: true},
 			"HostCluster":       {EndpointSlice: o.KubeoperaEndpointSlice, Resource: kov1alpha1.GroupVersion.WithResource("hostclusters"), Namespaced: true},
 			"KubernetesCluster": {EndpointSlice: o.PlatformEndpointSlice, Resource: platformv1alpha1.GroupVersion.WithResource("kubernetesclusters"), Namespaced: true},
@@ -296,16 +398,7 @@ func Run(ctx context.Context, o Options, cfgs *Configs) error {
 		MinAge:       o.OrphanSweepInterval / 2,
 		Delete:       o.OrphanSweepDelete,
 		MaxDeletions: o.OrphanSweepMaxDeletions,
-	}); err != nil {
-		return err
-	}
-
-	if err := setupFleetOverview(mgr, o, kcpCfg, backendCfg, scheme, fleets[KubeoperaProvider], log); err != nil {
-		return err
-	}
-
-	log.Info("Starting manager", "platformWorkspace", o.PlatformWorkspace, "vclusterChart", o.VClusterChart, "vclusterChartVersion", o.VClusterChartVersion)
-	return mgr.Start(ctx)
+	})
 }
 
 // workspaceObjects returns the terminator's view of a workspace's CRs (workspaces.WorkspaceCRs):
@@ -344,7 +437,8 @@ func VirtualWorkspaceClient(ctx context.Context, kcpCfg *rest.Config, slice, log
 
 // setupHostClusters registers the HostCluster controller with its Flux installer and, when
 // GITOPS_SCAFFOLDER_BASE_URL is set, the gitops-scaffolder client.
-func setupHostClusters(ctx context.Context, mgr mcmanager.Manager, o Options, ws *fleet.Provider, backend workspaces.Backend, guard *netguard.Guard, log logr.Logger) error {
+func setupHostClusters(ctx context.Context, m *Manager) error {
+	o, ws, backend, guard, log := m.Options, m.Workspaces[KubeoperaProvider], m.Backend, m.Guard, m.Log
 	installer, err := flux.NewInstaller(flux.Options{
 		ChartRef:     o.FluxChart,
 		ChartVersion: o.FluxChartVersion,
@@ -381,7 +475,7 @@ func setupHostClusters(ctx context.Context, mgr mcmanager.Manager, o Options, ws
 	if err != nil {
 		return err
 	}
-	if err := (&hostcluster.Reconciler{
+	return (&hostcluster.Reconciler{
 		Workspaces:          ws,
 		Provisioner:         pc,
 		ProvisionerIdentity: o.ProvisionerIdentity,
@@ -405,37 +499,29 @@ func setupHostClusters(ctx context.Context, mgr mcmanager.Manager, o Options, ws
 		InstallsPerWorkspace: o.MaxOperationsPerWorkspace,
 		InstallTimeout:       o.OperationTimeout,
 		MaxRunsPerHour:       o.MaxProvisioningRunsPerHour,
-	}).SetupWithManager(mgr); err != nil {
-		return fmt.Errorf("failed to set up the hostcluster controller: %w", err)
-	}
-	return nil
+	}).SetupWithManager(m)
 }
 
 // setupCatalog publishes the machine-flavor catalog kept in the platform workspace (kcpCfg points
 // at it) to every workspace bound to the platform.edgeconnect.eu export.
-func setupCatalog(ctx context.Context, mgr mcmanager.Manager, o Options, kcpCfg *rest.Config, scheme *runtime.Scheme, ws *fleet.Provider) error {
+func setupCatalog(ctx context.Context, m *Manager) error {
 	// No ByObject: that would need the kind's REST mapping now, and the catalog's CRD may not be
 	// served yet right after the platform workspace was bootstrapped.
-	catalog, err := cache.New(kcpCfg, cache.Options{Scheme: scheme})
+	catalog, err := cache.New(m.Configs.KCP, cache.Options{Scheme: m.Scheme})
 	if err != nil {
 		return fmt.Errorf("failed to create the catalog cache: %w", err)
 	}
-	if err := mgr.GetLocalManager().Add(catalog); err != nil {
+	if err := m.GetLocalManager().Add(catalog); err != nil {
 		return err
 	}
-	if err := (&flavorcatalog.Reconciler{Workspaces: ws, Catalog: catalog, Concurrency: o.FlavorCatalogConcurrency}).SetupWithManager(ctx, mgr); err != nil {
-		return fmt.Errorf("failed to set up the flavor catalog controller: %w", err)
-	}
-	if err := (&machinecapabilities.Reconciler{Workspaces: ws, Concurrency: o.MachineCapabilitiesConcurrency}).SetupWithManager(mgr); err != nil {
-		return fmt.Errorf("failed to set up the machinecapabilities controller: %w", err)
-	}
-	return nil
+	return (&flavorcatalog.Reconciler{Workspaces: m.Workspaces[PlatformProvider], Catalog: catalog, Concurrency: m.Options.FlavorCatalogConcurrency}).SetupWithManager(ctx, m)
 }
 
 // setupFleetOverview serves the platform admins' fleet overview (unless its address is off) and
 // registers the fleet's gauges with the manager's metrics, both reading the same Source: the
 // HostClusters in the fleet's shared cache and the platform workspace's RegisteredClusters.
-func setupFleetOverview(mgr mcmanager.Manager, o Options, kcpCfg, backendCfg *rest.Config, scheme *runtime.Scheme, ws *fleet.Provider, log logr.Logger) error {
+func setupFleetOverview(_ context.Context, m *Manager) error {
+	o, kcpCfg, backendCfg, scheme, ws, log := m.Options, m.Configs.KCP, m.Configs.Backend, m.Scheme, m.Workspaces[KubeoperaProvider], m.Log
 	platform, err := client.New(kcpCfg, client.Options{Scheme: scheme})
 	if err != nil {
 		return err
@@ -467,7 +553,7 @@ func setupFleetOverview(mgr mcmanager.Manager, o Options, kcpCfg, backendCfg *re
 	if err != nil {
 		return err
 	}
-	return mgr.GetLocalManager().Add(srv)
+	return m.GetLocalManager().Add(srv)
 }
 
 // fleetCollector is the fleet's gauges in controller-runtime's metrics registry: registered once

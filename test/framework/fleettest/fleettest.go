@@ -24,18 +24,14 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
-	"sigs.k8s.io/multicluster-runtime/providers/multi"
 
 	kov1alpha1 "github.com/kubeopera/kubeopera/apis/kubeopera/v1alpha1"
 	platformv1alpha1 "github.com/kubeopera/kubeopera/apis/platform/v1alpha1"
-	"github.com/kubeopera/kubeopera/controllers/catalog"
 	"github.com/kubeopera/kubeopera/internal/devenv"
 	"github.com/kubeopera/kubeopera/internal/fleet"
 	imanager "github.com/kubeopera/kubeopera/internal/manager"
@@ -59,6 +55,9 @@ type Harness struct {
 	Fleet *fleet.Provider
 	// Manager is the multicluster manager; Run starts it.
 	Manager mcmanager.Manager
+	// Managed is the same manager as internal/manager assembles it (its providers, backend and
+	// guard): register the product's controllers by name with Managed.Setup.
+	Managed *imanager.Manager
 	// WS are admin clients of the tenant workspaces, LC their logical clusters, Path their paths,
 	// keyed by the names Start was given.
 	WS   map[string]client.Client
@@ -124,54 +123,34 @@ func StartExport(t *testing.T, provider, slice string, names ...string) *Harness
 	defaults := imanager.DefaultOptions()
 	kcpCfg.QPS, kcpCfg.Burst = defaults.KCPQPS, defaults.KCPBurst
 
-	scheme := imanager.Scheme()
 	h.Log = &LogBuffer{}
-	log := managerLog(t, h.Log).WithName("manager")
+	log := managerLog(t, h.Log)
 	ctrl.SetLogger(log)
-	sink := &fleet.EventSink{Scheme: scheme, Log: log.WithName("events")}
+	// The manager as internal/manager builds it, with no controller registered: the caller
+	// registers its own on h.Fleet. Metrics and probes are off; the tests' targets listen on
+	// AllowedTargets.
+	o := imanager.DefaultOptions()
+	o.TargetAllowCIDRs = []string{AllowedTargets}
+	o.MetricsAddr, o.ProbeAddr, o.LeaderElect = "0", "0", false
+	switch provider {
+	case imanager.KubeoperaProvider:
+		o.KubeoperaEndpointSlice = slice
+	case imanager.PlatformProvider:
+		o.PlatformEndpointSlice = slice
+	}
 	h.PlatformKCP = kcpCfg
-	if h.Guard, err = (imanager.Options{TargetAllowCIDRs: []string{AllowedTargets}}).TargetGuard(); err != nil {
-		t.Fatal(err)
-	}
-	addrs := &imanager.PlatformAddresses{Guard: h.Guard, Backend: h.BackendAs, KCP: []*rest.Config{kcpCfg}, Log: log.WithName("target-guard")}
-	addrs.Refresh(ctx)
-	h.Fleet, err = fleet.New(fleet.Options{
-		Name:          provider,
-		Config:        kcpCfg,
-		EndpointSlice: slice,
-		Scheme:        scheme,
-		Events:        sink,
-		Log:           log.WithName("provider"),
-		OnEndpoints:   addrs.Endpoints(provider),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	providers := multi.New(multi.Options{})
-	if err := providers.AddProvider(provider, h.Fleet); err != nil {
-		t.Fatal(err)
-	}
-	h.Manager, err = mcmanager.New(h.BackendAs, providers, manager.Options{
+	m, err := imanager.New(ctrl.LoggerInto(ctx, log), o, &imanager.Configs{KCP: kcpCfg, Backend: h.BackendAs}, func(mo *manager.Options) {
 		// Given explicitly: package framework sets controller-runtime's global logger to discard
 		// (the servers' client libraries log through it), which ctrl.SetLogger cannot undo.
-		Logger:                 log,
-		Scheme:                 scheme,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Client:                 client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}, &corev1.Namespace{}, &corev1.ConfigMap{}}}},
+		mo.Logger = log
 		// Several harnesses of one test binary register the same controllers, each in its own
 		// manager; controller-runtime's process-wide name check is for one manager per process.
-		Controller: ctrlconfig.Controller{SkipNameValidation: ptr.To(true)},
+		mo.Controller = ctrlconfig.Controller{SkipNameValidation: ptr.To(true)}
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := h.Manager.GetLocalManager().Add(sink); err != nil {
-		t.Fatal(err)
-	}
-	if err := h.Manager.GetLocalManager().Add(addrs); err != nil {
-		t.Fatal(err)
-	}
+	h.Managed, h.Manager, h.Fleet, h.Guard = m, m, m.Workspaces[provider], m.Guard
 
 	suffix := strconv.FormatInt(time.Now().UnixNano()%(1<<20), 36)
 	for _, name := range names {
@@ -181,7 +160,7 @@ func StartExport(t *testing.T, provider, slice string, names ...string) *Harness
 		if err != nil {
 			t.Fatal(err)
 		}
-		c, err := client.New(workspaces.ClusterConfig(h.KCP.Config, path), client.Options{Scheme: scheme})
+		c, err := client.New(workspaces.ClusterConfig(h.KCP.Config, path), client.Options{Scheme: m.Scheme})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -265,14 +244,7 @@ func (h *Harness) PublishCatalog(t *testing.T, flavors ...client.Object) {
 			return err == nil || apierrors.IsAlreadyExists(err), fmt.Sprint(err)
 		})
 	}
-	cat, err := cache.New(h.PlatformKCP, cache.Options{Scheme: imanager.Scheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := h.Manager.GetLocalManager().Add(cat); err != nil {
-		t.Fatal(err)
-	}
-	if err := (&catalog.Reconciler{Workspaces: h.Fleet, Catalog: cat}).SetupWithManager(ctx, h.Manager); err != nil {
+	if err := h.Managed.Setup(ctx, "flavorcatalog"); err != nil {
 		t.Fatal(err)
 	}
 }
