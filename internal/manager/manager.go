@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"sync"
-	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
@@ -530,11 +529,9 @@ func setupFleetOverview(_ context.Context, m *Manager) error {
 	if err != nil {
 		return err
 	}
-	reg := &registeredSource{platform: platform, backend: backend, platformWorkspace: o.PlatformWorkspace, now: time.Now}
 	// Pages, JSON requests and scrapes read the platform workspace and the backend's nodes at
 	// most every 10 s; HostClusters come from the shared cache on every call.
-	regCache := &ttlCache[[]overview.Cluster]{ttl: 10 * time.Second, fetch: reg.clusters}
-	src := &fleetSource{workspaces: ws, registered: regCache.get}
+	src := overview.NewFleetSource(ws, platform, backend, o.PlatformWorkspace)
 	fleetCollector.set(src)
 	if o.FleetOverviewAddr == "" || o.FleetOverviewAddr == "0" {
 		log.Info("The fleet overview is off (--fleet-overview-bind-address 0)")

@@ -1,4 +1,4 @@
-package manager
+package overview
 
 import (
 	"cmp"
@@ -17,26 +17,35 @@ import (
 
 	fleetv1alpha1 "github.com/kubeopera/kubeopera/apis/fleet/v1alpha1"
 	kov1alpha1 "github.com/kubeopera/kubeopera/apis/kubeopera/v1alpha1"
-	"github.com/kubeopera/kubeopera/internal/fleet"
+	wsprovider "github.com/kubeopera/kubeopera/internal/fleet"
 	"github.com/kubeopera/kubeopera/internal/health"
-	"github.com/kubeopera/kubeopera/internal/overview"
 	"github.com/kubeopera/kubeopera/internal/readlimit"
 )
+
+// NewFleetSource returns the overview's Source of the platform: every HostCluster of every
+// workspace the provider engaged (read from its shared cache on every call) and the
+// RegisteredClusters of the platform workspace (read through platform at most every 10 s, the
+// backend's own one with its live facts from backend).
+func NewFleetSource(workspaces *wsprovider.Provider, platform client.Reader, backend kubernetes.Interface, platformWorkspace string) Source {
+	reg := &registeredSource{platform: platform, backend: backend, platformWorkspace: platformWorkspace, now: time.Now}
+	regCache := &ttlCache[[]Cluster]{ttl: 10 * time.Second, fetch: reg.clusters}
+	return &fleetSource{workspaces: workspaces, registered: regCache.get}
+}
 
 // fleetSource is the fleet overview's Source: every HostCluster of every workspace engaged on the
 // kubeopera.io export, read from the fleet's shared cache (no request per workspace), and the
 // clusters registered in the platform workspace (registered).
 type fleetSource struct {
-	workspaces *fleet.Provider
+	workspaces *wsprovider.Provider
 	// registered lists the platform workspace's self-registered clusters; nil: none.
-	registered func(ctx context.Context) ([]overview.Cluster, error)
+	registered func(ctx context.Context) ([]Cluster, error)
 }
 
-var _ overview.Source = &fleetSource{}
+var _ Source = &fleetSource{}
 
-// Clusters implements overview.Source.
-func (s *fleetSource) Clusters(ctx context.Context) ([]overview.Cluster, error) {
-	var out []overview.Cluster
+// Clusters implements Source.
+func (s *fleetSource) Clusters(ctx context.Context) ([]Cluster, error) {
+	var out []Cluster
 	if s.registered != nil {
 		reg, err := s.registered(ctx)
 		if err != nil {
@@ -57,15 +66,15 @@ func (s *fleetSource) Clusters(ctx context.Context) ([]overview.Cluster, error) 
 			out = append(out, hostClusterRow(lc, &list.Items[i]))
 		}
 	}
-	slices.SortFunc(out, func(a, b overview.Cluster) int {
+	slices.SortFunc(out, func(a, b Cluster) int {
 		return cmp.Or(cmp.Compare(a.Workspace, b.Workspace), cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
 	})
 	return out, nil
 }
 
 // hostClusterRow is the overview's row of HostCluster hc of workspace lc.
-func hostClusterRow(lc string, hc *kov1alpha1.HostCluster) overview.Cluster {
-	row := overview.Cluster{
+func hostClusterRow(lc string, hc *kov1alpha1.HostCluster) Cluster {
+	row := Cluster{
 		Workspace: lc,
 		Namespace: hc.Namespace,
 		Name:      hc.Name,
@@ -92,9 +101,9 @@ func hostClusterRow(lc string, hc *kov1alpha1.HostCluster) overview.Cluster {
 		row.Provider, row.Region = inv.Provider, inv.Region
 	}
 	row.ObservedAt = timeOf(inv.ObservedAt)
-	h := &overview.Health{Score: inv.HealthScore, Band: inv.HealthBand, Penalties: []overview.Penalty{}}
+	h := &Health{Score: inv.HealthScore, Band: inv.HealthBand, Penalties: []Penalty{}}
 	for _, p := range inv.HealthPenalties {
-		h.Penalties = append(h.Penalties, overview.Penalty{Reason: p.Reason, Detail: p.Detail, Points: p.Points})
+		h.Penalties = append(h.Penalties, Penalty{Reason: p.Reason, Detail: p.Detail, Points: p.Points})
 	}
 	row.Health = h
 	return row
@@ -156,7 +165,7 @@ type registeredSource struct {
 	uid string
 }
 
-func (s *registeredSource) clusters(ctx context.Context) ([]overview.Cluster, error) {
+func (s *registeredSource) clusters(ctx context.Context) ([]Cluster, error) {
 	list := &fleetv1alpha1.RegisteredClusterList{}
 	if err := s.platform.List(ctx, list); err != nil {
 		if apimeta.IsNoMatchError(err) || apierrors.IsNotFound(err) {
@@ -168,16 +177,16 @@ func (s *registeredSource) clusters(ctx context.Context) ([]overview.Cluster, er
 		return nil, nil
 	}
 	backendUID := s.backendUID(ctx)
-	out := make([]overview.Cluster, 0, len(list.Items))
+	out := make([]Cluster, 0, len(list.Items))
 	for i := range list.Items {
 		rc := &list.Items[i]
-		row := overview.Cluster{
+		row := Cluster{
 			Workspace:  s.platformWorkspace,
 			Name:       rc.Name,
 			ClusterID:  rc.Spec.ClusterUID,
 			Source:     string(rc.Spec.Source),
 			IsHost:     rc.Spec.IsHost,
-			Phase:      overview.PhaseRegistered,
+			Phase:      PhaseRegistered,
 			Ready:      apimeta.IsStatusConditionTrue(rc.Status.Conditions, fleetv1alpha1.ReadyCondition),
 			Version:    rc.Status.KubernetesVersion,
 			Provider:   rc.Status.Provider,
@@ -187,10 +196,10 @@ func (s *registeredSource) clusters(ctx context.Context) ([]overview.Cluster, er
 			ObservedAt: timeOf(rc.Status.ObservedAt),
 		}
 		if row.Source == "" {
-			row.Source = overview.SourceSelfRegistered
+			row.Source = SourceSelfRegistered
 		}
 		for _, n := range rc.Status.Nodes {
-			row.Nodes = append(row.Nodes, overview.Node{Name: n.Name, Ready: n.Ready})
+			row.Nodes = append(row.Nodes, Node{Name: n.Name, Ready: n.Ready})
 		}
 		switch {
 		case backendUID == "":
@@ -208,9 +217,9 @@ func (s *registeredSource) clusters(ctx context.Context) ([]overview.Cluster, er
 			row.Version, row.Provider, row.Region = inv.KubernetesVersion, inv.Provider, inv.Region
 			row.NodesReady, row.NodesTotal = inv.ReadyNodeCount, inv.NodeCount
 			row.ObservedAt = &now
-			h := &overview.Health{Score: inv.Score.Value, Band: string(inv.Score.Band), Penalties: []overview.Penalty{}}
+			h := &Health{Score: inv.Score.Value, Band: string(inv.Score.Band), Penalties: []Penalty{}}
 			for _, p := range inv.Score.Summarize(32) {
-				h.Penalties = append(h.Penalties, overview.Penalty{Reason: p.Reason, Detail: p.Detail, Points: strconv.FormatFloat(p.Points, 'f', -1, 64)})
+				h.Penalties = append(h.Penalties, Penalty{Reason: p.Reason, Detail: p.Detail, Points: strconv.FormatFloat(p.Points, 'f', -1, 64)})
 			}
 			row.Health = h
 			row.Note = hostNote
@@ -239,10 +248,10 @@ func (s *registeredSource) backendUID(ctx context.Context) string {
 const maxNodes = fleetv1alpha1.MaxNodes
 
 // liveNodes is the per-node breakdown of node facts read from the backend, the first maxNodes.
-func liveNodes(facts []health.NodeFacts) []overview.Node {
-	out := make([]overview.Node, 0, min(len(facts), maxNodes))
+func liveNodes(facts []health.NodeFacts) []Node {
+	out := make([]Node, 0, min(len(facts), maxNodes))
 	for _, f := range facts[:min(len(facts), maxNodes)] {
-		n := overview.Node{Name: f.Name, Ready: f.Ready}
+		n := Node{Name: f.Name, Ready: f.Ready}
 		for _, c := range []struct {
 			on   bool
 			name string

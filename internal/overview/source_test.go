@@ -1,4 +1,4 @@
-package manager
+package overview
 
 import (
 	"context"
@@ -12,7 +12,6 @@ import (
 
 	kov1alpha1 "github.com/kubeopera/kubeopera/apis/kubeopera/v1alpha1"
 	"github.com/kubeopera/kubeopera/internal/health"
-	"github.com/kubeopera/kubeopera/internal/overview"
 )
 
 func TestHostClusterRow(t *testing.T) {
@@ -24,11 +23,11 @@ func TestHostClusterRow(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		hc   func(*kov1alpha1.HostCluster)
-		want overview.Cluster
+		want Cluster
 	}{{
 		name: "new: Pending, the spec's provider, no health",
 		hc:   func(*kov1alpha1.HostCluster) {},
-		want: overview.Cluster{Workspace: "lc", Namespace: "kubeopera-system", Name: "edge", ClusterID: "c-1", Source: "connect_existing",
+		want: Cluster{Workspace: "lc", Namespace: "kubeopera-system", Name: "edge", ClusterID: "c-1", Source: "connect_existing",
 			Phase: "Pending", Provider: "aws", Region: "eu-north-1"},
 	}, {
 		name: "inventory read: what was read wins, with the health and its penalties",
@@ -43,17 +42,17 @@ func TestHostClusterRow(t *testing.T) {
 				ObservedAt:      &metav1.Time{Time: observed},
 			}
 		},
-		want: overview.Cluster{Workspace: "lc", Namespace: "kubeopera-system", Name: "edge", ClusterID: "c-1", Source: "connect_existing",
+		want: Cluster{Workspace: "lc", Namespace: "kubeopera-system", Name: "edge", ClusterID: "c-1", Source: "connect_existing",
 			Phase: "Ready", Message: "ready", Ready: true, Provider: "gce", Region: "europe-west1", Version: "v1.34.0",
 			NodesReady: 2, NodesTotal: 3, CPUPercent: ptr.To[int32](40), MemoryPercent: ptr.To[int32](70), ObservedAt: &observed,
-			Health: &overview.Health{Score: 95, Band: "green", Penalties: []overview.Penalty{{Reason: "NodeNotReady", Detail: "node n-2 is not Ready", Points: "5"}}}},
+			Health: &Health{Score: 95, Band: "green", Penalties: []Penalty{{Reason: "NodeNotReady", Detail: "node n-2 is not Ready", Points: "5"}}}},
 	}, {
 		name: "an inventory never read (no observedAt) is no health, not a score of 0",
 		hc: func(hc *kov1alpha1.HostCluster) {
 			hc.Status.Phase = kov1alpha1.HostClusterPhaseValidatingAccess
 			hc.Status.Inventory = &kov1alpha1.HostClusterInventory{}
 		},
-		want: overview.Cluster{Workspace: "lc", Namespace: "kubeopera-system", Name: "edge", ClusterID: "c-1", Source: "connect_existing",
+		want: Cluster{Workspace: "lc", Namespace: "kubeopera-system", Name: "edge", ClusterID: "c-1", Source: "connect_existing",
 			Phase: "ValidatingAccess", Provider: "aws", Region: "eu-north-1"},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -101,7 +100,7 @@ func TestLiveNodes(t *testing.T) {
 		{Name: "a", Ready: true},
 		{Name: "b", MemoryPressure: true, NetworkUnavailable: true},
 	})
-	want := []overview.Node{{Name: "a", Ready: true}, {Name: "b", Conditions: []string{"MemoryPressure", "NetworkUnavailable"}}}
+	want := []Node{{Name: "a", Ready: true}, {Name: "b", Conditions: []string{"MemoryPressure", "NetworkUnavailable"}}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("liveNodes() mismatch (-want +got):\n%s", diff)
 	}
