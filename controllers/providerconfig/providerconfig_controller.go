@@ -49,7 +49,7 @@ type Reconciler struct {
 	// Backend reads (uncached) and writes backend namespaces and objects.
 	Backend workspaces.Backend
 	// AuthHosts are the hosts OTC credentials' auth_url may name (otc.AuthHostAllowed patterns);
-	// iotc.DefaultAuthHosts when nil.
+	// otc.DefaultAuthHosts when nil.
 	AuthHosts []string
 	// Concurrency is how many ProviderConfigs are reconciled at once; DefaultConcurrency when zero.
 	Concurrency int

@@ -15,7 +15,6 @@ import (
 	platformv1alpha1 "github.com/kubeopera/kubeopera/apis/platform/v1alpha1"
 	"github.com/kubeopera/kubeopera/internal/crossplane"
 	"github.com/kubeopera/kubeopera/internal/crossplane/otc"
-	iotc "github.com/kubeopera/kubeopera/internal/otc"
 	"github.com/kubeopera/kubeopera/internal/reconcile"
 	"github.com/kubeopera/kubeopera/workspaces"
 )
@@ -42,11 +41,11 @@ func (r *Reconciler) credentials(ctx context.Context, s *scope) error {
 	if !IsOTC(s.pc) {
 		return handOver(ctx, s, src, ref.Key, raw)
 	}
-	creds, err := iotc.ParseCredentials(raw)
+	creds, err := otc.ParseCredentials(raw)
 	if err != nil {
 		return invalid(src, ref.Key, err.Error())
 	}
-	if hosts := r.authHosts(); !iotc.AuthHostAllowed(creds.AuthURL, hosts) {
+	if hosts := r.authHosts(); !otc.AuthHostAllowed(creds.AuthURL, hosts) {
 		return invalid(src, ref.Key, fmt.Sprintf("auth_url's host is not an IAM endpoint this platform allows (%s)", strings.Join(hosts, ", ")))
 	}
 	data, err := creds.ProviderSecretData()
@@ -77,7 +76,7 @@ func invalid(src *corev1.Secret, key, what string) error {
 
 func (r *Reconciler) authHosts() []string {
 	if r.AuthHosts == nil {
-		return iotc.DefaultAuthHosts
+		return otc.DefaultAuthHosts
 	}
 	return r.AuthHosts
 }

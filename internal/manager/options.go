@@ -24,7 +24,7 @@ import (
 	"github.com/kubeopera/kubeopera/controllers/tenant"
 	"github.com/kubeopera/kubeopera/internal/aws/externalid"
 	"github.com/kubeopera/kubeopera/internal/flux"
-	"github.com/kubeopera/kubeopera/internal/otc"
+	"github.com/kubeopera/kubeopera/internal/crossplane/otc"
 	"github.com/kubeopera/kubeopera/internal/readlimit"
 	"github.com/kubeopera/kubeopera/internal/reconcile"
 )

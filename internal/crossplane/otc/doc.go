@@ -1,4 +1,6 @@
-// Package otc builds the Crossplane v2 objects of provider-opentelekomcloud
+// Package otc is the platform's knowledge of Open Telekom Cloud through Crossplane: it checks a
+// tenant's OTC credentials and renders them as the provider's credentials Secret
+// (credentials.go), and builds the Crossplane v2 objects of provider-opentelekomcloud
 // (github.com/opentelekomcloud/provider-opentelekomcloud) that the KubernetesCluster controller
 // writes into a workspace's backend namespace kcp-<fp>: the namespaced managed resources VpcV1,
 // SubnetV1 (vpc.opentelekomcloud.m.crossplane.io), ClusterV3, NodePoolV3

@@ -1,8 +1,9 @@
-// Package otc reads Open Telekom Cloud (OTC) provider credentials from a tenant's Secret, checks
-// their shape, and renders them as the credentials Secret of the Crossplane OTC provider
-// (provider-opentelekomcloud). Secret values never appear in errors, in String/GoString/Format
-// output, in JSON of the struct, or in slog output.
 package otc
+
+// Credentials: this file reads Open Telekom Cloud (OTC) provider credentials from a tenant's
+// Secret, checks their shape, and renders them as the credentials Secret of the Crossplane OTC
+// provider. Secret values never appear in errors, in String/GoString/Format output, in JSON of
+// the struct, or in slog output.
 
 import (
 	"bytes"
