@@ -32,7 +32,7 @@ import (
 	fleetv1alpha1 "github.com/kubeopera/kubeopera/apis/fleet/v1alpha1"
 	kov1alpha1 "github.com/kubeopera/kubeopera/apis/kubeopera/v1alpha1"
 	platformv1alpha1 "github.com/kubeopera/kubeopera/apis/platform/v1alpha1"
-	flavorcatalog "github.com/kubeopera/kubeopera/controllers/catalog"
+	"github.com/kubeopera/kubeopera/controllers/flavorcatalog"
 	"github.com/kubeopera/kubeopera/controllers/hostcluster"
 	"github.com/kubeopera/kubeopera/controllers/kubernetescluster"
 	"github.com/kubeopera/kubeopera/controllers/machinecapabilities"

@@ -1,4 +1,4 @@
-package catalog_test
+package flavorcatalog_test
 
 import (
 	"fmt"

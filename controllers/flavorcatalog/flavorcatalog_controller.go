@@ -1,18 +1,4 @@
-// Package catalog publishes the platform's machine-flavor catalog to every tenant workspace.
-//
-// ProviderMachineFlavors are the platform's: platform admins keep them in the platform workspace
-// (root:kubeopera), where bootstrap installs their CRD. Tenant workspaces bound to the
-// platform.edgeconnect.eu export see the same kind through the export; the exports' maximal
-// permission policy lets tenants only get, list and watch it, so they can read the catalog but
-// never create or change a flavor. This controller keeps, in every bound workspace, a copy of each
-// catalog flavor (labelled CatalogLabel), writing through the export's virtual workspace with the
-// manager's identity, which the policy does not restrict: a flavor added, changed or removed in the
-// platform workspace is added, changed or removed everywhere, and a new workspace gets the whole
-// catalog when it is bound.
-//
-// Watches: the catalog (one informer on the platform workspace) and the copies (the export's
-// shared wildcard cache, through fleet.NewController). A request is (workspace, flavor name).
-package catalog
+package flavorcatalog
 
 import (
 	"context"
@@ -42,7 +28,7 @@ import (
 
 const (
 	// ControllerName names the controller and its field owner.
-	ControllerName = "flavor-catalog"
+	ControllerName = "flavorcatalog"
 	// DefaultConcurrency is how many copies are written at once, across all workspaces.
 	DefaultConcurrency = 4
 	// CatalogLabel marks a workspace's ProviderMachineFlavor as the platform catalog's copy; only
@@ -90,14 +76,14 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr mcmanager.Manager
 			}
 		}()
 	})
-	return fleet.NewController(mgr, "flavorcatalog", r.Workspaces, &platformv1alpha1.ProviderMachineFlavor{},
+	return fleet.NewController(mgr, ControllerName, r.Workspaces, &platformv1alpha1.ProviderMachineFlavor{},
 		mccontroller.Options{Reconciler: r, MaxConcurrentReconciles: r.Concurrency}, fleet.Watch{Trigger: r.trigger})
 }
 
 // watchCatalog sets up the catalog's informer, retrying with backoff until the kind is served,
 // and fans every change out to every engaged workspace.
 func (r *Reconciler) watchCatalog(ctx context.Context) error {
-	log := ctrl.LoggerFrom(ctx).WithName("flavor-catalog")
+	log := ctrl.LoggerFrom(ctx).WithName(ControllerName)
 	backoff := wait.Backoff{Duration: time.Second, Factor: 2, Jitter: 0.2, Steps: 100, Cap: 30 * time.Second}
 	var inf cache.Informer
 	err := wait.ExponentialBackoffWithContext(ctx, backoff, func(ctx context.Context) (bool, error) {

@@ -1,30 +1,19 @@
-// Package machinecapabilities lists, in a MachineCapabilities' status, the flavors of the
-// platform's catalog (the copies in its workspace, see controllers/catalog) that satisfy it, for
-// every provider of the catalog, best first (internal/flavors' rule). It watches the
-// MachineCapabilities and the workspace's catalog: a flavor added, changed or removed re-matches
-// every MachineCapabilities of the workspace.
 package machinecapabilities
 
 import (
 	"context"
 	"errors"
-	"fmt"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/kcp-dev/logicalcluster/v3"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	mccontroller "sigs.k8s.io/multicluster-runtime/pkg/controller"
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
 	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
 
-	commonv1alpha1 "github.com/kubeopera/kubeopera/apis/common/v1alpha1"
 	platformv1alpha1 "github.com/kubeopera/kubeopera/apis/platform/v1alpha1"
-	"github.com/kubeopera/kubeopera/internal/flavors"
 	"github.com/kubeopera/kubeopera/internal/fleet"
 	"github.com/kubeopera/kubeopera/internal/reconcile"
 )
@@ -75,10 +64,8 @@ func (r *Reconciler) SetupWithManager(mgr mcmanager.Manager) error {
 		Normal: func(*platformv1alpha1.MachineCapabilities) []reconcile.Step[*scope] {
 			return []reconcile.Step[*scope]{{Name: "match the catalog", Condition: platformv1alpha1.FlavorMatchedCondition, Run: match}}
 		},
-		Delete: func(*platformv1alpha1.MachineCapabilities) []reconcile.Step[*scope] { return nil },
-		ReadyMessage: func(mc *platformv1alpha1.MachineCapabilities) string {
-			return fmt.Sprintf("%d flavors of the catalog satisfy these capabilities", len(mc.Status.MatchingFlavors))
-		},
+		Delete:       func(*platformv1alpha1.MachineCapabilities) []reconcile.Step[*scope] { return nil },
+		ReadyMessage: readyMessage,
 	}
 	return fleet.NewController(mgr, "machinecapabilities", r.Workspaces, &platformv1alpha1.MachineCapabilities{},
 		mccontroller.Options{Reconciler: r.kind, MaxConcurrentReconciles: r.Concurrency},
@@ -112,38 +99,4 @@ type scope struct {
 // Reconcile implements mcreconcile.Reconciler.
 func (r *Reconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (ctrl.Result, error) {
 	return r.kind.Reconcile(ctx, req)
-}
-
-// match lists every satisfying flavor of every provider of the workspace's catalog.
-func match(ctx context.Context, s *scope) error {
-	catalog := &platformv1alpha1.ProviderMachineFlavorList{}
-	if err := s.Workspace.List(ctx, catalog); err != nil {
-		return fmt.Errorf("failed to read the flavor catalog: %w", err)
-	}
-	var providers []string
-	for _, f := range catalog.Items {
-		if p := strings.ToUpper(f.Spec.ProviderRef.Type); p != "" && !slices.Contains(providers, p) {
-			providers = append(providers, p)
-		}
-	}
-	slices.Sort(providers)
-	var matching, missing []string
-	for _, p := range providers {
-		res := flavors.Match(catalog.Items, flavors.Request{Provider: p, Capabilities: s.mc.Spec})
-		matching = append(matching, res.Matching...)
-		if res.Best == nil {
-			missing = append(missing, res.Missing)
-		}
-	}
-	s.mc.Status.MatchingFlavors = matching
-	if len(matching) == 0 {
-		msg := "The platform's catalog has no flavors"
-		if len(missing) > 0 {
-			msg = strings.Join(missing, "; ")
-		}
-		return reconcile.Waiting(platformv1alpha1.NoMatchingFlavorReason, msg, wait.Jitter(noMatchRecheck, 0.2))
-	}
-	reconcile.MarkTrue(s.mc, platformv1alpha1.FlavorMatchedCondition, commonv1alpha1.SucceededReason,
-		fmt.Sprintf("Best per provider first: %s", strings.Join(matching, ", ")))
-	return nil
 }
