@@ -4,7 +4,7 @@
 // machine-flavor catalog (catalog/, a copy of config/crd/bases made by `make apiexports`: platform
 // admins keep ProviderMachineFlavors in the platform workspace), and the CRDs of the platform's
 // own, never exported API (platform/, copies of config/crd/platform: RegisteredCluster, the record
-// of the backend cluster written by `manager register-host`). workspaces.Bootstrap applies them.
+// of the backend cluster written by `manager register-host`). bootstrap.Bootstrap applies them.
 package apiexports
 
 import "embed"

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubeopera/kubeopera/workspaces/bootstrap"
+
 	apisv1alpha2 "github.com/kcp-dev/sdk/apis/apis/v1alpha2"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -37,14 +39,14 @@ func TestClaimsOnRealKCP(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	kcp := framework.StartKCP(t)
-	platform := workspaces.PlatformWorkspace
-	if err := workspaces.Bootstrap(ctx, kcp.Config, platform); err != nil {
+	platform := bootstrap.PlatformWorkspace
+	if err := bootstrap.Bootstrap(ctx, kcp.Config, platform); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := workspaces.EnsureWorkspace(ctx, kcp.Config, "root", "orgs", workspaces.WorkspaceType{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := workspaces.BindManagerRole(ctx, kcp.Config, platform, "user"); err != nil {
+	if err := bootstrap.BindManagerRole(ctx, kcp.Config, platform, "user"); err != nil {
 		t.Fatal(err)
 	}
 	lc, err := workspaces.EnsureWorkspace(ctx, kcp.Config, "root:orgs", "acme", workspaces.TenantWorkspaceTypeIn(platform))

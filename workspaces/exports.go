@@ -25,9 +25,9 @@ import (
 // pkg/reconciler/apis/apiexportendpointsliceurls: a shard without consumers removes its URL), so
 // the list covers every bound workspace once the slice's conditions are all True; it is an error
 // while they are not, because the list may then be stale.
-func exportEndpoints(ctx context.Context, r *restClients, kcpCfg *rest.Config, slice string) ([]string, error) {
+func exportEndpoints(ctx context.Context, r *RESTClients, kcpCfg *rest.Config, slice string) ([]string, error) {
 	es := &apisv1alpha1.APIExportEndpointSlice{}
-	if err := r.get(ctx, kcpCfg, kcpCfg.Host, "/apis/apis.kcp.io/v1alpha1/apiexportendpointslices/"+slice, es); err != nil {
+	if err := r.Get(ctx, kcpCfg, kcpCfg.Host, "/apis/apis.kcp.io/v1alpha1/apiexportendpointslices/"+slice, es); err != nil {
 		return nil, fmt.Errorf("failed to get APIExportEndpointSlice %s: %w", slice, err)
 	}
 	for _, cond := range es.Status.Conditions {
@@ -56,7 +56,7 @@ func virtualWorkspaceClient(cfg *rest.Config, vwURL, logicalCluster string, sche
 // pkg/virtual/apiexport/authorizer/binding.go: "APIBindings are always available from an
 // APIExport VW"). false is positive evidence: every shard with consumers of the export answered
 // and none holds a binding of logicalCluster. Any failed list is an error, never "not bound".
-func boundTo(ctx context.Context, r *restClients, kcpCfg *rest.Config, urls []string, logicalCluster string) (bool, error) {
+func boundTo(ctx context.Context, r *RESTClients, kcpCfg *rest.Config, urls []string, logicalCluster string) (bool, error) {
 	for _, u := range urls {
 		next := ""
 		for {
@@ -65,7 +65,7 @@ func boundTo(ctx context.Context, r *restClients, kcpCfg *rest.Config, urls []st
 			if next != "" {
 				path += "&continue=" + url.QueryEscape(next)
 			}
-			if err := r.get(ctx, kcpCfg, u, path, list); err != nil {
+			if err := r.Get(ctx, kcpCfg, u, path, list); err != nil {
 				return false, fmt.Errorf("failed to list APIBindings through %s: %w", u, err)
 			}
 			for _, b := range list.Items {
@@ -107,7 +107,7 @@ type WorkspaceCRs struct {
 	// Exports are the platform's exports and their kinds.
 	Exports []ExportKinds
 
-	rest restClients
+	rest RESTClients
 }
 
 // Remaining implements WorkspaceObjectsFunc.
@@ -200,7 +200,7 @@ type OwnerLookup struct {
 	// Kinds maps the kind named in an owner annotation to where it is served.
 	Kinds map[string]OwnerKind
 
-	rest restClients
+	rest RESTClients
 }
 
 // Exists implements OwnerExistsFunc. false needs a NotFound naming the object itself from the
@@ -229,11 +229,11 @@ func (l *OwnerLookup) Exists(ctx context.Context, logicalCluster, owner string) 
 	path += "/" + k.Resource.Resource + "/" + name
 	var errs []error
 	for _, u := range urls {
-		err := l.rest.get(ctx, l.KCPConfig, u, path, nil)
+		err := l.rest.Get(ctx, l.KCPConfig, u, path, nil)
 		switch {
 		case err == nil:
 			return true, nil
-		case isNotFoundOf(err, k.Resource.Group, name):
+		case IsNotFoundOf(err, k.Resource.Group, name):
 			return false, nil
 		}
 		errs = append(errs, fmt.Errorf("through %s: %w", u, err))
@@ -241,9 +241,9 @@ func (l *OwnerLookup) Exists(ctx context.Context, logicalCluster, owner string) 
 	return false, fmt.Errorf("cannot tell whether %s exists in %s: %w", owner, logicalCluster, errors.Join(errs...))
 }
 
-// restClients keeps one plain REST client per server; requests name their whole path, so no
+// RESTClients keeps one plain REST client per server; requests name their whole path, so no
 // discovery is needed per workspace.
-type restClients struct {
+type RESTClients struct {
 	mu      sync.Mutex
 	clients map[string]rest.Interface
 }
@@ -251,7 +251,7 @@ type restClients struct {
 // get GETs absPath (which may carry a query) below server (a URL, possibly with a path such as a virtual workspace's) with
 // cfg's credentials, decoding the answer into into unless it is nil; a failure is the server's
 // answer as an API error, with its status details.
-func (r *restClients) get(ctx context.Context, cfg *rest.Config, server, absPath string, into runtime.Object) error {
+func (r *RESTClients) Get(ctx context.Context, cfg *rest.Config, server, absPath string, into runtime.Object) error {
 	u, err := url.Parse(server)
 	if err != nil {
 		return err
@@ -277,7 +277,7 @@ func (r *restClients) get(ctx context.Context, cfg *rest.Config, server, absPath
 	return req.Do(ctx).Into(into)
 }
 
-func (r *restClients) client(cfg *rest.Config, host string) (rest.Interface, error) {
+func (r *RESTClients) client(cfg *rest.Config, host string) (rest.Interface, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if c, ok := r.clients[host]; ok {
@@ -286,7 +286,7 @@ func (r *restClients) client(cfg *rest.Config, host string) (rest.Interface, err
 	c := rest.CopyConfig(cfg)
 	c.Host, c.APIPath = host, ""
 	c.GroupVersion = &metav1.SchemeGroupVersion
-	c.NegotiatedSerializer = serializer.NewCodecFactory(kcpScheme()).WithoutConversion()
+	c.NegotiatedSerializer = serializer.NewCodecFactory(KCPScheme()).WithoutConversion()
 	rc, err := rest.RESTClientFor(c)
 	if err != nil {
 		return nil, err
@@ -310,9 +310,9 @@ func ParseOwner(owner string) (kind, namespace, name string, err error) {
 	return kind, "", ref, nil
 }
 
-// isNotFoundOf reports whether err is a NotFound whose details name the object asked for, i.e. an
+// IsNotFoundOf reports whether err is a NotFound whose details name the object asked for, i.e. an
 // answer of the storage that serves it, not of a proxy or an authorizer.
-func isNotFoundOf(err error, group, name string) bool {
+func IsNotFoundOf(err error, group, name string) bool {
 	var status apierrors.APIStatus
 	if !apierrors.IsNotFound(err) || !errors.As(err, &status) {
 		return false

@@ -45,8 +45,8 @@ func TestIsNotFoundOf(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			if got := isNotFoundOf(tc.err, "core.kcp.io", "cluster"); got != tc.want {
-				t.Errorf("isNotFoundOf(%v) = %v, want %v", tc.err, got, tc.want)
+			if got := IsNotFoundOf(tc.err, "core.kcp.io", "cluster"); got != tc.want {
+				t.Errorf("IsNotFoundOf(%v) = %v, want %v", tc.err, got, tc.want)
 			}
 		})
 	}

@@ -40,8 +40,8 @@ func ServerBase(host string) string {
 	return u.Scheme + "://" + u.Host
 }
 
-// kcpScheme knows the kcp types the bootstrap, the terminator and the orphan sweep use.
-func kcpScheme() *runtime.Scheme {
+// KCPScheme knows the kcp types the bootstrap, the terminator and the orphan sweep use.
+func KCPScheme() *runtime.Scheme {
 	s := runtime.NewScheme()
 	_ = clientgoscheme.AddToScheme(s)
 	_ = apisv1alpha1.AddToScheme(s)
@@ -68,7 +68,7 @@ func TenantWorkspaceTypeIn(platformWorkspace string) WorkspaceType {
 // EnsureWorkspace creates workspace name under parentPath (e.g. "root:orgs") unless it exists,
 // waits until it is Ready and returns its logical cluster name. An empty type uses kcp's default.
 func EnsureWorkspace(ctx context.Context, cfg *rest.Config, parentPath, name string, wsType WorkspaceType) (string, error) {
-	c, err := client.New(ClusterConfig(cfg, parentPath), client.Options{Scheme: kcpScheme()})
+	c, err := client.New(ClusterConfig(cfg, parentPath), client.Options{Scheme: KCPScheme()})
 	if err != nil {
 		return "", fmt.Errorf("failed to create client for workspace %s: %w", parentPath, err)
 	}
@@ -98,7 +98,7 @@ func EnsureWorkspace(ctx context.Context, cfg *rest.Config, parentPath, name str
 
 // DeleteWorkspace deletes workspace name under parentPath; a missing workspace is not an error.
 func DeleteWorkspace(ctx context.Context, cfg *rest.Config, parentPath, name string) error {
-	c, err := client.New(ClusterConfig(cfg, parentPath), client.Options{Scheme: kcpScheme()})
+	c, err := client.New(ClusterConfig(cfg, parentPath), client.Options{Scheme: KCPScheme()})
 	if err != nil {
 		return err
 	}
@@ -112,7 +112,7 @@ func LogicalClusterOf(ctx context.Context, cfg *rest.Config, path string) (strin
 	if i < 0 {
 		return "", fmt.Errorf("%q is not a workspace path below root", path)
 	}
-	c, err := client.New(ClusterConfig(cfg, path[:i]), client.Options{Scheme: kcpScheme()})
+	c, err := client.New(ClusterConfig(cfg, path[:i]), client.Options{Scheme: KCPScheme()})
 	if err != nil {
 		return "", err
 	}

@@ -8,13 +8,14 @@ import (
 	"flag"
 	"os"
 
+	"github.com/kubeopera/kubeopera/workspaces/bootstrap"
+
 	"github.com/spf13/pflag"
 	"go.uber.org/zap/zapcore"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/kubeopera/kubeopera/internal/manager"
-	"github.com/kubeopera/kubeopera/workspaces"
 )
 
 func main() {
@@ -49,7 +50,7 @@ func main() {
 	}
 	if opts.Bootstrap {
 		log.Info("Bootstrapping the platform workspace", "workspace", opts.PlatformWorkspace)
-		if err := workspaces.Bootstrap(ctx, cfgs.KCP, opts.PlatformWorkspace); err != nil {
+		if err := bootstrap.Bootstrap(ctx, cfgs.KCP, opts.PlatformWorkspace); err != nil {
 			log.Error(err, "Bootstrap failed")
 			os.Exit(1)
 		}

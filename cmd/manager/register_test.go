@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubeopera/kubeopera/workspaces/bootstrap"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -29,17 +31,17 @@ func TestRegisterHostCommand(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
 	defer cancel()
 	k := framework.StartKCP(t)
-	if err := workspaces.Bootstrap(ctx, k.Config, workspaces.PlatformWorkspace); err != nil {
+	if err := bootstrap.Bootstrap(ctx, k.Config, bootstrap.PlatformWorkspace); err != nil {
 		t.Fatal(err)
 	}
-	if err := workspaces.BindManagerRole(ctx, k.Config, workspaces.PlatformWorkspace, "user"); err != nil {
+	if err := bootstrap.BindManagerRole(ctx, k.Config, bootstrap.PlatformWorkspace, "user"); err != nil {
 		t.Fatal(err)
 	}
 	scheme := runtime.NewScheme()
 	if err := fleetv1alpha1.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
 	}
-	platformCfg := workspaces.ClusterConfig(k.Config, workspaces.PlatformWorkspace)
+	platformCfg := workspaces.ClusterConfig(k.Config, bootstrap.PlatformWorkspace)
 	// kcp establishes the bootstrap's CRD a few seconds after it is applied.
 	if err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		c, err := client.New(platformCfg, client.Options{Scheme: scheme})
@@ -84,7 +86,7 @@ func TestRegisterHostCommand(t *testing.T) {
 	flags := func(backendKubeconfig string, more ...string) []string {
 		return append([]string{
 			"--kcp-kubeconfig", k.KubeconfigPath, "--kcp-context", "user",
-			"--platform-workspace", workspaces.PlatformWorkspace,
+			"--platform-workspace", bootstrap.PlatformWorkspace,
 			"--backend-kubeconfig", backendKubeconfig,
 		}, more...)
 	}
@@ -93,7 +95,7 @@ func TestRegisterHostCommand(t *testing.T) {
 		code = runRegisterHost(ctx, args, &out, &errOut)
 		return code, out.String(), errOut.String()
 	}
-	facts := fmt.Sprintf("(RegisteredCluster host in %s): uid %s, provider aws, region eu-central-1, Kubernetes %s, nodes 1/1\n", workspaces.PlatformWorkspace, hostUID, version)
+	facts := fmt.Sprintf("(RegisteredCluster host in %s): uid %s, provider aws, region eu-central-1, Kubernetes %s, nodes 1/1\n", bootstrap.PlatformWorkspace, hostUID, version)
 
 	t.Run("registers the backend", func(t *testing.T) {
 		code, stdout, stderr := run(flags(hostKubeconfig))

@@ -11,5 +11,5 @@
 // catalog when it is bound.
 //
 // Watches: the catalog (one informer on the platform workspace) and the copies (the export's
-// shared wildcard cache, through fleet.NewController). A request is (workspace, flavor name).
+// shared wildcard cache, through apiexport.NewController). A request is (workspace, flavor name).
 package flavorcatalog

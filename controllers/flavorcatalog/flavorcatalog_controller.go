@@ -22,8 +22,8 @@ import (
 	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
 
 	platformv1alpha1 "github.com/kubeopera/kubeopera/apis/platform/v1alpha1"
-	"github.com/kubeopera/kubeopera/internal/fleet"
 	"github.com/kubeopera/kubeopera/internal/reconcile"
+	"github.com/kubeopera/kubeopera/workspaces/apiexport"
 )
 
 const (
@@ -39,14 +39,14 @@ const (
 // Reconciler keeps every bound workspace's copy of the catalog.
 type Reconciler struct {
 	// Workspaces serves every workspace bound to the platform.edgeconnect.eu export.
-	Workspaces *fleet.Provider
+	Workspaces *apiexport.Provider
 	// Catalog reads the platform workspace's ProviderMachineFlavors (a cache on it, started by
 	// the manager).
 	Catalog cache.Cache
 	// Concurrency is how many copies are written at once; DefaultConcurrency when zero.
 	Concurrency int
 
-	trigger *fleet.Trigger
+	trigger *apiexport.Trigger
 }
 
 // SetupWithManager registers the controller: copies are watched through the export, the
@@ -58,7 +58,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr mcmanager.Manager
 	if r.Concurrency == 0 {
 		r.Concurrency = DefaultConcurrency
 	}
-	r.trigger = &fleet.Trigger{}
+	r.trigger = &apiexport.Trigger{}
 	// The catalog's kind may not be served yet when the manager starts (its CRD was just applied):
 	// the watch is set up by a runnable that retries until it is.
 	if err := mgr.GetLocalManager().Add(manager.RunnableFunc(r.watchCatalog)); err != nil {
@@ -76,8 +76,8 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr mcmanager.Manager
 			}
 		}()
 	})
-	return fleet.NewController(mgr, ControllerName, r.Workspaces, &platformv1alpha1.ProviderMachineFlavor{},
-		mccontroller.Options{Reconciler: r, MaxConcurrentReconciles: r.Concurrency}, fleet.Watch{Trigger: r.trigger})
+	return apiexport.NewController(mgr, ControllerName, r.Workspaces, &platformv1alpha1.ProviderMachineFlavor{},
+		mccontroller.Options{Reconciler: r, MaxConcurrentReconciles: r.Concurrency}, apiexport.Watch{Trigger: r.trigger})
 }
 
 // watchCatalog sets up the catalog's informer, retrying with backoff until the kind is served,

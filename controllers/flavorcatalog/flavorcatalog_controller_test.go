@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubeopera/kubeopera/workspaces/bootstrap"
+
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -102,7 +104,7 @@ func TestCatalogIsPublishedReadOnly(t *testing.T) {
 
 	t.Run("a workspace bound later gets the whole catalog", func(t *testing.T) {
 		name := fmt.Sprintf("initech-%d", time.Now().UnixNano()%100000)
-		if _, err := workspaces.EnsureWorkspace(ctx, h.KCP.Config, "root:orgs", name, workspaces.TenantWorkspaceTypeIn(workspaces.PlatformWorkspace)); err != nil {
+		if _, err := workspaces.EnsureWorkspace(ctx, h.KCP.Config, "root:orgs", name, workspaces.TenantWorkspaceTypeIn(bootstrap.PlatformWorkspace)); err != nil {
 			t.Fatal(err)
 		}
 		c, err := client.New(workspaces.ClusterConfig(h.KCP.Config, "root:orgs:"+name), client.Options{Scheme: imanager.Scheme()})

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/kubeopera/kubeopera/syncer"
 
 	"k8s.io/apimachinery/pkg/util/wait"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -17,7 +19,6 @@ import (
 	"github.com/kubeopera/kubeopera/internal/authapi"
 	"github.com/kubeopera/kubeopera/internal/aws/ekstoken"
 	"github.com/kubeopera/kubeopera/internal/aws/externalid"
-	"github.com/kubeopera/kubeopera/internal/fleet"
 	"github.com/kubeopera/kubeopera/internal/flux"
 	"github.com/kubeopera/kubeopera/internal/netguard"
 	pclient "github.com/kubeopera/kubeopera/internal/provisioner/client"
@@ -25,7 +26,7 @@ import (
 	"github.com/kubeopera/kubeopera/internal/reconcile"
 	"github.com/kubeopera/kubeopera/internal/scaffolder"
 	"github.com/kubeopera/kubeopera/internal/target"
-	"github.com/kubeopera/kubeopera/workspaces"
+	"github.com/kubeopera/kubeopera/workspaces/apiexport"
 )
 
 const (
@@ -57,9 +58,9 @@ const (
 // Reconciler drives HostClusters through their state machine.
 type Reconciler struct {
 	// Workspaces serves every workspace bound to the kubeopera.io export.
-	Workspaces *fleet.Provider
+	Workspaces *apiexport.Provider
 	// Backend reads (uncached) and writes backend namespaces and Secrets.
-	Backend workspaces.Backend
+	Backend syncer.Backend
 	// Flux installs Flux on targets.
 	Flux *flux.Installer
 	// Scaffolder is the gitops-scaffolder client; nil when GITOPS_SCAFFOLDER_BASE_URL is unset,
@@ -127,7 +128,7 @@ type Reconciler struct {
 
 	installs  *reconcile.Operations[mcreconcile.Request, flux.Result]
 	eksTokens ekstoken.Cache
-	trigger   *fleet.Trigger
+	trigger   *apiexport.Trigger
 	now       func() time.Time
 	// kind is the HostCluster described to the reconcile skeleton (SetupWithManager).
 	kind *reconcile.Kind[*kov1alpha1.HostCluster, *scope]
@@ -178,7 +179,7 @@ func (r *Reconciler) SetupWithManager(mgr mcmanager.Manager) error {
 		r.Guard = netguard.New(nil, netguard.DefaultRules()...)
 	}
 	// A Flux install writes a dozen CRDs and takes seconds: never in a reconcile worker.
-	r.trigger = &fleet.Trigger{}
+	r.trigger = &apiexport.Trigger{}
 	r.installs = &reconcile.Operations[mcreconcile.Request, flux.Result]{
 		Limit: r.InstallConcurrency, PerWorkspace: r.InstallsPerWorkspace, Workspace: reconcile.RequestWorkspace,
 		Timeout: r.InstallTimeout, Done: r.trigger.Enqueue,
@@ -201,8 +202,8 @@ func (r *Reconciler) SetupWithManager(mgr mcmanager.Manager) error {
 		ReadyMessage:  readyMessage,
 		ReadyRequeue:  func(*kov1alpha1.HostCluster) time.Duration { return wait.Jitter(r.InventoryInterval, 0.2) },
 	}
-	return fleet.NewController(mgr, "hostcluster", r.Workspaces, &kov1alpha1.HostCluster{},
-		mccontroller.Options{Reconciler: r.kind, MaxConcurrentReconciles: r.Concurrency}, fleet.Watch{Trigger: r.trigger})
+	return apiexport.NewController(mgr, "hostcluster", r.Workspaces, &kov1alpha1.HostCluster{},
+		mccontroller.Options{Reconciler: r.kind, MaxConcurrentReconciles: r.Concurrency}, apiexport.Watch{Trigger: r.trigger})
 }
 
 // scope is what one reconcile pass knows of a HostCluster, around the shared workspace↔backend

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kubeopera/kubeopera/syncer"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -119,7 +121,7 @@ func (r *Reconciler) admit(ctx context.Context, s *scope) error {
 
 // backendNamespace makes kcp-<fp> exist and belong to this workspace.
 func (r *Reconciler) backendNamespace(ctx context.Context, s *scope) error {
-	if err := s.EnsureNamespaces(ctx, workspaces.NamespaceClaim{Name: s.Namespace}); err != nil {
+	if err := s.EnsureNamespaces(ctx, syncer.NamespaceClaim{Name: s.Namespace}); err != nil {
 		return err
 	}
 	reconcile.MarkTrue(s.hc, kov1alpha1.BackendNamespaceReadyCondition, kov1alpha1.SucceededReason, "Backend namespace "+s.Namespace+" is ready")
@@ -589,7 +591,7 @@ func (r *Reconciler) storedPassword(ctx context.Context, s *scope, name string) 
 			Namespace:   s.Namespace,
 			Name:        name,
 			Labels:      s.Labels,
-			Annotations: map[string]string{workspaces.LogicalClusterAnnotation: s.LogicalCluster, workspaces.OwnerAnnotation: s.Owner},
+			Annotations: map[string]string{workspaces.LogicalClusterAnnotation: s.LogicalCluster, syncer.OwnerAnnotation: s.Owner},
 		},
 		Type: corev1.SecretTypeOpaque,
 		Data: map[string][]byte{PasswordKey: []byte(password)},

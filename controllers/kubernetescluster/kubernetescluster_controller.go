@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/kubeopera/kubeopera/syncer"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -19,9 +21,8 @@ import (
 	"github.com/kubeopera/kubeopera/internal/crossplane"
 	"github.com/kubeopera/kubeopera/internal/crossplane/otc"
 	"github.com/kubeopera/kubeopera/internal/crossplane/xr"
-	"github.com/kubeopera/kubeopera/internal/fleet"
 	"github.com/kubeopera/kubeopera/internal/reconcile"
-	"github.com/kubeopera/kubeopera/workspaces"
+	"github.com/kubeopera/kubeopera/workspaces/apiexport"
 )
 
 const (
@@ -52,9 +53,9 @@ const (
 // Reconciler drives KubernetesClusters.
 type Reconciler struct {
 	// Workspaces serves every workspace bound to the platform.edgeconnect.eu export.
-	Workspaces *fleet.Provider
+	Workspaces *apiexport.Provider
 	// Backend reads (uncached) and writes the backend.
-	Backend workspaces.Backend
+	Backend syncer.Backend
 	// ConnectionSecretKey is the key of the kubeconfig in the cluster resource's connection Secret.
 	ConnectionSecretKey string
 	// PollInterval; DefaultPollInterval when zero.
@@ -107,15 +108,15 @@ func (r *Reconciler) SetupWithManager(mgr mcmanager.Manager) error {
 			return 2 * time.Minute
 		},
 	}
-	return fleet.NewController(mgr, "kubernetescluster", r.Workspaces, &platformv1alpha1.KubernetesCluster{},
+	return apiexport.NewController(mgr, "kubernetescluster", r.Workspaces, &platformv1alpha1.KubernetesCluster{},
 		mccontroller.Options{Reconciler: r.kind, MaxConcurrentReconciles: r.Concurrency},
-		fleet.Watch{Object: &platformv1alpha1.ProviderConfig{}, Map: r.naming(func(kc *platformv1alpha1.KubernetesCluster) string {
+		apiexport.Watch{Object: &platformv1alpha1.ProviderConfig{}, Map: r.naming(func(kc *platformv1alpha1.KubernetesCluster) string {
 			if kc.Spec.ProviderRef.ConfigRef == nil {
 				return ""
 			}
 			return kc.Spec.ProviderRef.ConfigRef.Name
 		})},
-		fleet.Watch{Object: &platformv1alpha1.MachineCapabilities{}, Map: r.naming(func(kc *platformv1alpha1.KubernetesCluster) string {
+		apiexport.Watch{Object: &platformv1alpha1.MachineCapabilities{}, Map: r.naming(func(kc *platformv1alpha1.KubernetesCluster) string {
 			return kc.Spec.MachineCapabilitiesRef.Name
 		})})
 }
@@ -126,7 +127,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (ct
 }
 
 // naming maps an object to the KubernetesClusters of its namespace whose ref names it.
-func (r *Reconciler) naming(ref func(*platformv1alpha1.KubernetesCluster) string) fleet.MapFunc {
+func (r *Reconciler) naming(ref func(*platformv1alpha1.KubernetesCluster) string) apiexport.MapFunc {
 	return func(obj client.Object) []types.NamespacedName {
 		ws, ok := r.Workspaces.Workspace(r.Workspaces.ClusterName(logicalClusterOf(obj)))
 		if !ok {

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/kubeopera/kubeopera/syncer"
+
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -322,7 +324,7 @@ func (r *Reconciler) kubeconfig(ctx context.Context, s *scope) error {
 
 // backendNamespace makes kcp-<fp> exist and belong to this workspace.
 func backendNamespace(ctx context.Context, s *scope) error {
-	return s.EnsureNamespaces(ctx, workspaces.NamespaceClaim{Name: s.Namespace})
+	return s.EnsureNamespaces(ctx, syncer.NamespaceClaim{Name: s.Namespace})
 }
 
 func orDefault(s, def string) string {

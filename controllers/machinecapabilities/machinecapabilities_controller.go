@@ -14,8 +14,8 @@ import (
 	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
 
 	platformv1alpha1 "github.com/kubeopera/kubeopera/apis/platform/v1alpha1"
-	"github.com/kubeopera/kubeopera/internal/fleet"
 	"github.com/kubeopera/kubeopera/internal/reconcile"
+	"github.com/kubeopera/kubeopera/workspaces/apiexport"
 )
 
 // ControllerName names the controller and its event reporter.
@@ -35,7 +35,7 @@ const noMatchRecheck = 10 * time.Minute
 // Reconciler matches MachineCapabilities to the catalog.
 type Reconciler struct {
 	// Workspaces serves every workspace bound to the platform.edgeconnect.eu export.
-	Workspaces *fleet.Provider
+	Workspaces *apiexport.Provider
 	// Concurrency is how many MachineCapabilities are matched at once; DefaultConcurrency when
 	// zero.
 	Concurrency int
@@ -67,9 +67,9 @@ func (r *Reconciler) SetupWithManager(mgr mcmanager.Manager) error {
 		Delete:       func(*platformv1alpha1.MachineCapabilities) []reconcile.Step[*scope] { return nil },
 		ReadyMessage: readyMessage,
 	}
-	return fleet.NewController(mgr, "machinecapabilities", r.Workspaces, &platformv1alpha1.MachineCapabilities{},
+	return apiexport.NewController(mgr, "machinecapabilities", r.Workspaces, &platformv1alpha1.MachineCapabilities{},
 		mccontroller.Options{Reconciler: r.kind, MaxConcurrentReconciles: r.Concurrency},
-		fleet.Watch{Object: &platformv1alpha1.ProviderMachineFlavor{}, Map: r.allOfWorkspace})
+		apiexport.Watch{Object: &platformv1alpha1.ProviderMachineFlavor{}, Map: r.allOfWorkspace})
 }
 
 // allOfWorkspace maps a flavor of a workspace's catalog to every MachineCapabilities there.

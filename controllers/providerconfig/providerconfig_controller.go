@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/kubeopera/kubeopera/syncer"
+
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -15,9 +17,9 @@ import (
 
 	platformv1alpha1 "github.com/kubeopera/kubeopera/apis/platform/v1alpha1"
 	"github.com/kubeopera/kubeopera/internal/crossplane"
-	"github.com/kubeopera/kubeopera/internal/fleet"
 	"github.com/kubeopera/kubeopera/internal/reconcile"
 	"github.com/kubeopera/kubeopera/workspaces"
+	"github.com/kubeopera/kubeopera/workspaces/apiexport"
 )
 
 const (
@@ -45,9 +47,9 @@ const (
 // Reconciler drives ProviderConfigs.
 type Reconciler struct {
 	// Workspaces serves every workspace bound to the platform.edgeconnect.eu export.
-	Workspaces *fleet.Provider
+	Workspaces *apiexport.Provider
 	// Backend reads (uncached) and writes backend namespaces and objects.
-	Backend workspaces.Backend
+	Backend syncer.Backend
 	// AuthHosts are the hosts OTC credentials' auth_url may name (otc.AuthHostAllowed patterns);
 	// otc.DefaultAuthHosts when nil.
 	AuthHosts []string
@@ -88,11 +90,11 @@ func (r *Reconciler) SetupWithManager(mgr mcmanager.Manager) error {
 		ReadyMessage: readyMessage,
 		ReadyRequeue: func(*platformv1alpha1.ProviderConfig) time.Duration { return readyRecheck },
 	}
-	return fleet.NewController(mgr, "providerconfig", r.Workspaces, &platformv1alpha1.ProviderConfig{},
+	return apiexport.NewController(mgr, "providerconfig", r.Workspaces, &platformv1alpha1.ProviderConfig{},
 		mccontroller.Options{Reconciler: r.kind, MaxConcurrentReconciles: r.Concurrency},
 		// A ProviderConfig being deleted waits for the KubernetesClusters naming it: one going
 		// is looked at at once.
-		fleet.Watch{Object: &platformv1alpha1.KubernetesCluster{}, Map: func(obj client.Object) []types.NamespacedName {
+		apiexport.Watch{Object: &platformv1alpha1.KubernetesCluster{}, Map: func(obj client.Object) []types.NamespacedName {
 			kc, ok := obj.(*platformv1alpha1.KubernetesCluster)
 			if !ok || kc.Spec.ProviderRef.ConfigRef == nil {
 				return nil

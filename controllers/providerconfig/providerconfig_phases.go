@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/kubeopera/kubeopera/syncer"
+
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -107,7 +109,7 @@ func handOver(ctx context.Context, s *scope, src *corev1.Secret, key string, raw
 
 // store writes the credentials Secret into the workspace's backend namespace.
 func store(ctx context.Context, s *scope, data []byte) error {
-	if err := s.EnsureNamespaces(ctx, workspaces.NamespaceClaim{Name: s.Namespace}); err != nil {
+	if err := s.EnsureNamespaces(ctx, syncer.NamespaceClaim{Name: s.Namespace}); err != nil {
 		return err
 	}
 	return s.Store(ctx, crossplane.CredentialsSecretName(s.pc.Namespace, s.pc.Name), corev1.SecretTypeOpaque, map[string][]byte{crossplane.CredentialsKey: data})
@@ -115,7 +117,7 @@ func store(ctx context.Context, s *scope, data []byte) error {
 
 // ownerAnnotations say which workspace and object a backend object is for.
 func ownerAnnotations(s *scope) map[string]string {
-	return map[string]string{workspaces.LogicalClusterAnnotation: s.LogicalCluster, workspaces.OwnerAnnotation: s.Owner}
+	return map[string]string{workspaces.LogicalClusterAnnotation: s.LogicalCluster, syncer.OwnerAnnotation: s.Owner}
 }
 
 // unused waits while a KubernetesCluster of the namespace names this ProviderConfig: Crossplane

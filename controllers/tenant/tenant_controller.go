@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/kubeopera/kubeopera/syncer"
+
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/wait"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -14,12 +16,12 @@ import (
 	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
 
 	kov1alpha1 "github.com/kubeopera/kubeopera/apis/kubeopera/v1alpha1"
-	"github.com/kubeopera/kubeopera/internal/fleet"
 	"github.com/kubeopera/kubeopera/internal/helm"
 	"github.com/kubeopera/kubeopera/internal/kubeoperaapi"
 	"github.com/kubeopera/kubeopera/internal/reconcile"
 	"github.com/kubeopera/kubeopera/internal/vcluster"
 	"github.com/kubeopera/kubeopera/workspaces"
+	"github.com/kubeopera/kubeopera/workspaces/apiexport"
 )
 
 const (
@@ -47,9 +49,9 @@ type Limits struct {
 type Reconciler struct {
 	// Workspaces serves every workspace bound to the kubeopera.io export: their cached and
 	// uncached (Secrets are never cached) clients and event recorders, shared by all.
-	Workspaces *fleet.Provider
+	Workspaces *apiexport.Provider
 	// Backend reads (uncached) and writes backend namespaces and Secrets.
-	Backend workspaces.Backend
+	Backend syncer.Backend
 	// Helm installs vCluster releases on the backend.
 	Helm helm.Client
 	// API is the optional kubeopera-api callback client; nil or without base URL skips it.
@@ -81,12 +83,12 @@ type Reconciler struct {
 
 	// installs run Helm installs and upgrades; each one's end requeues its Tenant (trigger).
 	installs *reconcile.Operations[mcreconcile.Request, helm.Observation]
-	trigger  *fleet.Trigger
+	trigger  *apiexport.Trigger
 	// kind is the Tenant described to the reconcile skeleton (SetupWithManager).
 	kind *reconcile.Kind[*kov1alpha1.Tenant, *scope]
 }
 
-// SetupWithManager registers the controller with the workspaces' provider (fleet.NewController:
+// SetupWithManager registers the controller with the workspaces' provider (apiexport.NewController:
 // one handler per informer for all workspaces).
 func (r *Reconciler) SetupWithManager(mgr mcmanager.Manager) error {
 	if r.Workspaces == nil {
@@ -106,7 +108,7 @@ func (r *Reconciler) SetupWithManager(mgr mcmanager.Manager) error {
 	}
 	// A Helm install takes about a second even with Wait=false; run in the reconcile workers it
 	// would hold them from every other Tenant's quick pass.
-	r.trigger = &fleet.Trigger{}
+	r.trigger = &apiexport.Trigger{}
 	r.installs = &reconcile.Operations[mcreconcile.Request, helm.Observation]{
 		Limit: r.InstallConcurrency, PerWorkspace: r.InstallsPerWorkspace, Workspace: reconcile.RequestWorkspace,
 		Timeout: r.InstallTimeout, Done: r.trigger.Enqueue,
@@ -128,8 +130,8 @@ func (r *Reconciler) SetupWithManager(mgr mcmanager.Manager) error {
 		ReadyMessage: readyMessage,
 		ReadyRequeue: func(*kov1alpha1.Tenant) time.Duration { return wait.Jitter(r.ReadyRecheckInterval, 0.2) },
 	}
-	return fleet.NewController(mgr, "tenant", r.Workspaces, &kov1alpha1.Tenant{},
-		mccontroller.Options{Reconciler: r.kind, MaxConcurrentReconciles: r.Concurrency}, fleet.Watch{Trigger: r.trigger})
+	return apiexport.NewController(mgr, "tenant", r.Workspaces, &kov1alpha1.Tenant{},
+		mccontroller.Options{Reconciler: r.kind, MaxConcurrentReconciles: r.Concurrency}, apiexport.Watch{Trigger: r.trigger})
 }
 
 // scope is what one reconcile pass knows of a Tenant, around the shared workspace↔backend Scope.

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubeopera/kubeopera/syncer"
+
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -487,8 +489,8 @@ func TestTenantReleaseRecordedInItsHostNamespace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	backend := workspaces.Backend{Client: mgr, Reader: mgr}
-	if err := backend.EnsureNamespaces(ctx, lc, workspaces.NamespaceClaim{Name: store}, workspaces.NamespaceClaim{Name: host, Owner: "Tenant default/olda"}); err != nil {
+	backend := syncer.Backend{Client: mgr, Reader: mgr}
+	if err := backend.EnsureNamespaces(ctx, lc, syncer.NamespaceClaim{Name: store}, syncer.NamespaceClaim{Name: host, Owner: "Tenant default/olda"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.helm.Client.InstallOrUpgrade(ctx, helm.Release{Namespace: host, Name: release}, nil); err != nil {

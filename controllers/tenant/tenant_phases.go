@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/kubeopera/kubeopera/syncer"
+
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -79,8 +81,8 @@ func (r *Reconciler) backendNamespaces(ctx context.Context, s *scope) error {
 	t.Status.VClusterName = s.releaseName
 	t.Status.Namespace = s.hostNamespace
 	if err := s.EnsureNamespaces(ctx,
-		workspaces.NamespaceClaim{Name: s.Namespace},
-		workspaces.NamespaceClaim{Name: s.hostNamespace, Owner: s.Owner}); err != nil {
+		syncer.NamespaceClaim{Name: s.Namespace},
+		syncer.NamespaceClaim{Name: s.hostNamespace, Owner: s.Owner}); err != nil {
 		return err
 	}
 	reconcile.MarkTrue(t, kov1alpha1.BackendNamespaceReadyCondition, kov1alpha1.SucceededReason,
@@ -292,7 +294,7 @@ func (r *Reconciler) claimCloudSpace(ctx context.Context, s *scope) error {
 			Labels:    map[string]string{kov1alpha1.ManagedByLabel: ControllerName, workspaces.FingerprintLabel: workspaces.Fingerprint(s.LogicalCluster)},
 			Annotations: map[string]string{
 				workspaces.LogicalClusterAnnotation: s.LogicalCluster,
-				workspaces.OwnerAnnotation:          s.Owner,
+				syncer.OwnerAnnotation:              s.Owner,
 				CloudSpaceIDAnnotation:              id,
 			},
 		}}
@@ -316,7 +318,7 @@ func (r *Reconciler) claimCloudSpace(ctx context.Context, s *scope) error {
 				return nil
 			}
 			if cur.Annotations[workspaces.LogicalClusterAnnotation] == s.LogicalCluster {
-				return reconcile.Stalledf(kov1alpha1.NameConflictReason, "cloudSpaceID %q is already used by %s in this workspace", id, cur.Annotations[workspaces.OwnerAnnotation])
+				return reconcile.Stalledf(kov1alpha1.NameConflictReason, "cloudSpaceID %q is already used by %s in this workspace", id, cur.Annotations[syncer.OwnerAnnotation])
 			}
 			// Never say which workspace: that is another customer's business.
 			return reconcile.Stalledf(kov1alpha1.NameConflictReason, "cloudSpaceID %q is already claimed by another workspace", id)

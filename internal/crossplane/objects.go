@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/kubeopera/kubeopera/syncer"
+
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -22,7 +24,7 @@ import (
 type Objects struct {
 	// Client reads and writes the backend.
 	Client client.Client
-	// LogicalCluster and Owner are whose the objects are (workspaces.OwnedBy).
+	// LogicalCluster and Owner are whose the objects are (syncer.OwnedBy).
 	LogicalCluster, Owner string
 }
 
@@ -61,14 +63,14 @@ func (o Objects) Apply(ctx context.Context, u *unstructured.Unstructured) (*unst
 	cur.SetGroupVersionKind(u.GroupVersionKind())
 	err := o.Client.Get(ctx, client.ObjectKeyFromObject(u), cur)
 	switch {
-	case err == nil && !workspaces.OwnedBy(cur, o.LogicalCluster, o.Owner):
-		return nil, &NotOwnedError{Kind: u.GetKind(), Namespace: u.GetNamespace(), Name: u.GetName(), Owner: cur.GetAnnotations()[workspaces.OwnerAnnotation]}
+	case err == nil && !syncer.OwnedBy(cur, o.LogicalCluster, o.Owner):
+		return nil, &NotOwnedError{Kind: u.GetKind(), Namespace: u.GetNamespace(), Name: u.GetName(), Owner: cur.GetAnnotations()[syncer.OwnerAnnotation]}
 	case err != nil && !apierrors.IsNotFound(err):
 		return nil, err
 	case err == nil && Contains(cur.Object["spec"], u.Object["spec"]) && Contains(cur.GetLabels(), u.GetLabels()):
 		return cur, nil
 	}
-	u.SetAnnotations(map[string]string{workspaces.LogicalClusterAnnotation: o.LogicalCluster, workspaces.OwnerAnnotation: o.Owner})
+	u.SetAnnotations(map[string]string{workspaces.LogicalClusterAnnotation: o.LogicalCluster, syncer.OwnerAnnotation: o.Owner})
 	if err := Apply(ctx, o.Client, u); err != nil {
 		if apierrors.IsInvalid(err) {
 			return nil, &InvalidError{Kind: u.GetKind(), Name: u.GetName(), Causes: invalidCauses(err)}
@@ -90,7 +92,7 @@ func (o Objects) Delete(ctx context.Context, gvk schema.GroupVersionKind, key cl
 		return true, key.Name, nil
 	case err != nil:
 		return false, key.Name, err
-	case !workspaces.OwnedBy(u, o.LogicalCluster, o.Owner):
+	case !syncer.OwnedBy(u, o.LogicalCluster, o.Owner):
 		return true, key.Name, nil
 	}
 	if u.GetDeletionTimestamp() == nil {

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubeopera/kubeopera/workspaces/bootstrap"
+
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -31,7 +33,7 @@ import (
 )
 
 // These tests run on real servers: one kcp for the package, bootstrapped as the product does it
-// (workspaces.Bootstrap applies the RegisteredCluster CRD), with the manager's kcp identity
+// (bootstrap.Bootstrap applies the RegisteredCluster CRD), with the manager's kcp identity
 // (kcp's unprivileged "user" with the platform role the product ships), and kube-apiservers as
 // backends, one of them inspected with the manager's shipped backend identity (config/rbac).
 
@@ -68,13 +70,13 @@ func platform(t *testing.T) (admin, asManager client.Client, adminCfg *rest.Conf
 		kcpStop = func() { stop(); _ = os.RemoveAll(dir) }
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 		defer cancel()
-		if kcpErr = workspaces.Bootstrap(ctx, kcpEnv.Config, workspaces.PlatformWorkspace); kcpErr != nil {
+		if kcpErr = bootstrap.Bootstrap(ctx, kcpEnv.Config, bootstrap.PlatformWorkspace); kcpErr != nil {
 			return
 		}
-		if kcpErr = workspaces.BindManagerRole(ctx, kcpEnv.Config, workspaces.PlatformWorkspace, "user"); kcpErr != nil {
+		if kcpErr = bootstrap.BindManagerRole(ctx, kcpEnv.Config, bootstrap.PlatformWorkspace, "user"); kcpErr != nil {
 			return
 		}
-		kcpErr = waitServed(ctx, workspaces.ClusterConfig(kcpEnv.Config, workspaces.PlatformWorkspace))
+		kcpErr = waitServed(ctx, workspaces.ClusterConfig(kcpEnv.Config, bootstrap.PlatformWorkspace))
 	})
 	if kcpErr != nil {
 		t.Fatal(kcpErr)
@@ -83,7 +85,7 @@ func platform(t *testing.T) (admin, asManager client.Client, adminCfg *rest.Conf
 	if err := fleetv1alpha1.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
 	}
-	adminCfg = workspaces.ClusterConfig(kcpEnv.Config, workspaces.PlatformWorkspace)
+	adminCfg = workspaces.ClusterConfig(kcpEnv.Config, bootstrap.PlatformWorkspace)
 	admin, err := client.New(adminCfg, client.Options{Scheme: scheme})
 	if err != nil {
 		t.Fatal(err)
@@ -92,7 +94,7 @@ func platform(t *testing.T) (admin, asManager client.Client, adminCfg *rest.Conf
 	if err != nil {
 		t.Fatal(err)
 	}
-	asManager, err = client.New(workspaces.ClusterConfig(userCfg, workspaces.PlatformWorkspace), client.Options{Scheme: scheme})
+	asManager, err = client.New(workspaces.ClusterConfig(userCfg, bootstrap.PlatformWorkspace), client.Options{Scheme: scheme})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +118,7 @@ func waitServed(ctx context.Context, cfg *rest.Config) error {
 		return err == nil, nil
 	})
 	if err != nil {
-		return fmt.Errorf("RegisteredClusters are not served in %s: %w (last error: %v)", workspaces.PlatformWorkspace, err, lastErr)
+		return fmt.Errorf("RegisteredClusters are not served in %s: %w (last error: %v)", bootstrap.PlatformWorkspace, err, lastErr)
 	}
 	return nil
 }
@@ -422,7 +424,7 @@ func assertNoHostClusters(ctx context.Context, t *testing.T, platformCfg *rest.C
 	if _, err := workspaces.EnsureWorkspace(ctx, kcpEnv.Config, "root", "orgs", workspaces.WorkspaceType{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := workspaces.EnsureWorkspace(ctx, kcpEnv.Config, "root:orgs", "acme", workspaces.TenantWorkspaceTypeIn(workspaces.PlatformWorkspace)); err != nil {
+	if _, err := workspaces.EnsureWorkspace(ctx, kcpEnv.Config, "root:orgs", "acme", workspaces.TenantWorkspaceTypeIn(bootstrap.PlatformWorkspace)); err != nil {
 		t.Fatal(err)
 	}
 	hostClusters := schema.GroupVersionResource{Group: "kubeopera.io", Version: "v1alpha1", Resource: "hostclusters"}

@@ -6,6 +6,10 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/kubeopera/kubeopera/syncer"
+	"github.com/kubeopera/kubeopera/workspaces/sweep"
+	"github.com/kubeopera/kubeopera/workspaces/terminator"
+
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -40,7 +44,6 @@ import (
 	"github.com/kubeopera/kubeopera/controllers/tenant"
 	"github.com/kubeopera/kubeopera/internal/authapi"
 	"github.com/kubeopera/kubeopera/internal/aws/externalid"
-	"github.com/kubeopera/kubeopera/internal/fleet"
 	"github.com/kubeopera/kubeopera/internal/flux"
 	"github.com/kubeopera/kubeopera/internal/helm"
 	"github.com/kubeopera/kubeopera/internal/kcpversion"
@@ -51,6 +54,7 @@ import (
 	"github.com/kubeopera/kubeopera/internal/scaffolder"
 	"github.com/kubeopera/kubeopera/internal/vcluster"
 	"github.com/kubeopera/kubeopera/workspaces"
+	"github.com/kubeopera/kubeopera/workspaces/apiexport"
 )
 
 // Provider names in the multi provider; cluster names are "<provider>#<logical cluster>".
@@ -153,9 +157,9 @@ type Manager struct {
 	Scheme *runtime.Scheme
 	// Workspaces are the providers of the exports' workspaces, by provider name
 	// (KubeoperaProvider, PlatformProvider).
-	Workspaces map[string]*fleet.Provider
+	Workspaces map[string]*apiexport.Provider
 	// Backend reads (uncached) and writes the backend cluster with the manager's identity.
-	Backend workspaces.Backend
+	Backend syncer.Backend
 	// Guard checks every address dialed on a tenant's behalf.
 	Guard *netguard.Guard
 	// Log is the manager's logger.
@@ -189,7 +193,7 @@ var Controllers = []Controller{
 func New(ctx context.Context, o Options, cfgs *Configs, overrides ...func(*manager.Options)) (*Manager, error) {
 	kcpCfg, backendCfg := cfgs.KCP, cfgs.Backend
 	log := ctrl.LoggerFrom(ctx).WithName("manager")
-	m := &Manager{Options: o, Configs: cfgs, Scheme: Scheme(), Workspaces: map[string]*fleet.Provider{}, Log: log}
+	m := &Manager{Options: o, Configs: cfgs, Scheme: Scheme(), Workspaces: map[string]*apiexport.Provider{}, Log: log}
 
 	// Every address the manager dials on a tenant's behalf is checked; the platform's own are
 	// read before anything is served.
@@ -208,11 +212,11 @@ func New(ctx context.Context, o Options, cfgs *Configs, overrides ...func(*manag
 		"backendServiceCIDRs", o.BackendServiceCIDRs, "backendPodCIDRs", o.BackendPodCIDRs)
 
 	// One event sink for every workspace of both exports.
-	sink := &fleet.EventSink{Scheme: m.Scheme, Log: log.WithName("events")}
+	sink := &apiexport.EventSink{Scheme: m.Scheme, Log: log.WithName("events")}
 	providers := multi.New(multi.Options{})
 	for name, slice := range m.endpointSlices() {
 		plog := log.WithName("provider").WithValues("export", name)
-		p, err := fleet.New(fleet.Options{
+		p, err := apiexport.New(apiexport.Options{
 			Name:          name,
 			Config:        kcpCfg,
 			EndpointSlice: slice,
@@ -266,7 +270,7 @@ func New(ctx context.Context, o Options, cfgs *Configs, overrides ...func(*manag
 		return nil, err
 	}
 	local := m.GetLocalManager()
-	m.Backend = workspaces.Backend{Client: local.GetClient(), Reader: local.GetAPIReader()}
+	m.Backend = syncer.Backend{Client: local.GetClient(), Reader: local.GetAPIReader()}
 	if err := local.Add(addrs); err != nil {
 		return nil, fmt.Errorf("failed to add the target guard's refresh: %w", err)
 	}
@@ -368,7 +372,7 @@ func setupMachineCapabilities(_ context.Context, m *Manager) error {
 // setupTerminator removes the workspace type's terminator from a deleted workspace once its CRs
 // and backend namespaces are gone.
 func setupTerminator(_ context.Context, m *Manager) error {
-	return m.GetLocalManager().Add(&workspaces.Terminator{
+	return m.GetLocalManager().Add(&terminator.Terminator{
 		KCPConfig:     m.Configs.KCP,
 		WorkspaceType: workspaces.TenantWorkspaceTypeName,
 		Backend:       m.Backend,
@@ -381,13 +385,13 @@ func setupTerminator(_ context.Context, m *Manager) error {
 // owner is gone.
 func setupOrphanSweep(_ context.Context, m *Manager) error {
 	o := m.Options
-	sweep := m.Configs.Sweep
-	if sweep == nil {
-		sweep = m.Configs.KCP
+	sweepCfg := m.Configs.Sweep
+	if sweepCfg == nil {
+		sweepCfg = m.Configs.KCP
 	}
-	return m.GetLocalManager().Add(&workspaces.OrphanSweep{
+	return m.GetLocalManager().Add(&sweep.OrphanSweep{
 		Backend:    m.Backend,
-		Workspaces: (&workspaces.ShardLookup{Config: sweep}).State,
+		Workspaces: (&sweep.ShardLookup{Config: sweepCfg}).State,
 		OwnerExists: (&workspaces.OwnerLookup{KCPConfig: m.Configs.KCP, Kinds: map[string]workspaces.OwnerKind{
 			"Tenant":            {EndpointSlice: o.KubeoperaEndpointSlice, Resource: kov1alpha1.GroupVersion.WithResource("tenants"), Namespaced: true},
 			"HostCluster":       {EndpointSlice: o.KubeoperaEndpointSlice, Resource: kov1alpha1.GroupVersion.WithResource("hostclusters"), Namespaced: true},
@@ -403,7 +407,7 @@ func setupOrphanSweep(_ context.Context, m *Manager) error {
 // workspaceObjects returns the terminator's view of a workspace's CRs (workspaces.WorkspaceCRs):
 // read uncached through the exports' virtual workspaces with the manager's identity, never taken
 // for absent when they cannot be read.
-func workspaceObjects(kcpCfg *rest.Config, scheme *runtime.Scheme, slices map[string]string) workspaces.WorkspaceObjectsFunc {
+func workspaceObjects(kcpCfg *rest.Config, scheme *runtime.Scheme, slices map[string]string) terminator.WorkspaceObjectsFunc {
 	return (&workspaces.WorkspaceCRs{
 		KCPConfig: kcpCfg,
 		Scheme:    scheme,

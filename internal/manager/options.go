@@ -23,8 +23,8 @@ import (
 	"github.com/kubeopera/kubeopera/controllers/hostcluster"
 	"github.com/kubeopera/kubeopera/controllers/tenant"
 	"github.com/kubeopera/kubeopera/internal/aws/externalid"
-	"github.com/kubeopera/kubeopera/internal/flux"
 	"github.com/kubeopera/kubeopera/internal/crossplane/otc"
+	"github.com/kubeopera/kubeopera/internal/flux"
 	"github.com/kubeopera/kubeopera/internal/readlimit"
 	"github.com/kubeopera/kubeopera/internal/reconcile"
 )

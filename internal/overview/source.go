@@ -17,16 +17,16 @@ import (
 
 	fleetv1alpha1 "github.com/kubeopera/kubeopera/apis/fleet/v1alpha1"
 	kov1alpha1 "github.com/kubeopera/kubeopera/apis/kubeopera/v1alpha1"
-	wsprovider "github.com/kubeopera/kubeopera/internal/fleet"
 	"github.com/kubeopera/kubeopera/internal/health"
 	"github.com/kubeopera/kubeopera/internal/readlimit"
+	"github.com/kubeopera/kubeopera/workspaces/apiexport"
 )
 
 // NewFleetSource returns the overview's Source of the platform: every HostCluster of every
 // workspace the provider engaged (read from its shared cache on every call) and the
 // RegisteredClusters of the platform workspace (read through platform at most every 10 s, the
 // backend's own one with its live facts from backend).
-func NewFleetSource(workspaces *wsprovider.Provider, platform client.Reader, backend kubernetes.Interface, platformWorkspace string) Source {
+func NewFleetSource(workspaces *apiexport.Provider, platform client.Reader, backend kubernetes.Interface, platformWorkspace string) Source {
 	reg := &registeredSource{platform: platform, backend: backend, platformWorkspace: platformWorkspace, now: time.Now}
 	regCache := &ttlCache[[]Cluster]{ttl: 10 * time.Second, fetch: reg.clusters}
 	return &fleetSource{workspaces: workspaces, registered: regCache.get}
@@ -36,7 +36,7 @@ func NewFleetSource(workspaces *wsprovider.Provider, platform client.Reader, bac
 // kubeopera.io export, read from the fleet's shared cache (no request per workspace), and the
 // clusters registered in the platform workspace (registered).
 type fleetSource struct {
-	workspaces *wsprovider.Provider
+	workspaces *apiexport.Provider
 	// registered lists the platform workspace's self-registered clusters; nil: none.
 	registered func(ctx context.Context) ([]Cluster, error)
 }

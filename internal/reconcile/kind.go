@@ -4,12 +4,14 @@ import (
 	"context"
 	"time"
 
+	"github.com/kubeopera/kubeopera/syncer"
+
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
 	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
 
-	"github.com/kubeopera/kubeopera/internal/fleet"
 	"github.com/kubeopera/kubeopera/workspaces"
+	"github.com/kubeopera/kubeopera/workspaces/apiexport"
 )
 
 // Kind is one reconciled kind, described to the skeleton: how its objects are read, what its
@@ -22,9 +24,9 @@ type Kind[O Object, S any] struct {
 	// GVK is the kind reconciled.
 	GVK schema.GroupVersionKind
 	// Workspaces serves every workspace bound to the kind's export.
-	Workspaces *fleet.Provider
+	Workspaces *apiexport.Provider
 	// Backend reads (uncached) and writes the backend cluster.
-	Backend workspaces.Backend
+	Backend syncer.Backend
 	// Finalizer is the kind's finalizer.
 	Finalizer string
 	// New returns an empty object of the kind.

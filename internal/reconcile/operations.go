@@ -44,7 +44,7 @@ type Operations[R comparable, T any] struct {
 	// Timeout bounds each operation from when it got its slot (DefaultOperationTimeout when
 	// zero): its context ends then, and its result is what it returns.
 	Timeout time.Duration
-	// Done is told the request of each operation that ended (e.g. fleet.Trigger.Enqueue).
+	// Done is told the request of each operation that ended (e.g. apiexport.Trigger.Enqueue).
 	Done func(R)
 
 	once    sync.Once
@@ -73,7 +73,7 @@ type Result[T any] struct {
 }
 
 // RequestWorkspace is the logical cluster of a multicluster request: Operations.Workspace for
-// controllers registered with internal/fleet.
+// controllers registered with workspaces/apiexport.
 func RequestWorkspace(req mcreconcile.Request) string {
 	return workspaces.LogicalCluster(req.ClusterName)
 }

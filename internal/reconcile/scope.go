@@ -42,7 +42,7 @@ type Scope struct {
 	// Recorder emits events into the object's workspace.
 	Recorder events.EventRecorder
 	// Backend reads (uncached) and writes the backend cluster.
-	Backend workspaces.Backend
+	Backend syncer.Backend
 	// Namespace is the workspace's backend namespace, kcp-<fp>.
 	Namespace string
 	// Owner identifies the object on the backend objects that are exclusively its:
@@ -65,7 +65,7 @@ func (s *Scope) Event(eventType, reason, note string) {
 
 // Owns reports whether a backend object (a namespace, a stored Secret) is this object's.
 func (s *Scope) Owns(obj metav1.Object) bool {
-	return workspaces.OwnedBy(obj, s.LogicalCluster, s.Owner)
+	return syncer.OwnedBy(obj, s.LogicalCluster, s.Owner)
 }
 
 // ReferencedSecret reads Secret name from the object's own namespace in its workspace (never
@@ -83,15 +83,15 @@ func (s *Scope) ReferencedSecret(ctx context.Context, name string) (*corev1.Secr
 }
 
 // EnsureNamespaces makes the claimed backend namespaces exist for the object's workspace
-// (workspaces.Backend.EnsureNamespaces: all checked before any is created). One that belongs to
+// (syncer.Backend.EnsureNamespaces: all checked before any is created). One that belongs to
 // another workspace stalls the object with FingerprintCollision, one claimed by another object of
 // this workspace with NameConflict; nothing is written then.
-func (s *Scope) EnsureNamespaces(ctx context.Context, claims ...workspaces.NamespaceClaim) error {
+func (s *Scope) EnsureNamespaces(ctx context.Context, claims ...syncer.NamespaceClaim) error {
 	err := s.Backend.EnsureNamespaces(ctx, s.LogicalCluster, claims...)
 	switch {
-	case workspaces.IsCollision(err):
+	case syncer.IsCollision(err):
 		return Stalled(commonv1alpha1.FingerprintCollisionReason, err.Error())
-	case workspaces.IsClaimed(err):
+	case syncer.IsClaimed(err):
 		return Stalled(commonv1alpha1.NameConflictReason, err.Error())
 	}
 	return err
@@ -108,7 +108,7 @@ func (s *Scope) Store(ctx context.Context, name string, typ corev1.SecretType, d
 			Labels:    s.Labels,
 			Annotations: map[string]string{
 				workspaces.LogicalClusterAnnotation: s.LogicalCluster,
-				workspaces.OwnerAnnotation:          s.Owner,
+				syncer.OwnerAnnotation:              s.Owner,
 			},
 		},
 		Type: typ,
@@ -124,7 +124,7 @@ func (s *Scope) Store(ctx context.Context, name string, typ corev1.SecretType, d
 
 // nameConflict is the outcome of finding another object's Secret under one of this object's names.
 func (s *Scope) nameConflict(cur metav1.Object) error {
-	return Stalledf(commonv1alpha1.NameConflictReason, "%s is already used by %s in this workspace", s.NamedBy, cur.GetAnnotations()[workspaces.OwnerAnnotation])
+	return Stalledf(commonv1alpha1.NameConflictReason, "%s is already used by %s in this workspace", s.NamedBy, cur.GetAnnotations()[syncer.OwnerAnnotation])
 }
 
 // Stored reads Secret name from kcp-<fp>: found is false when there is none. Another object's

@@ -17,6 +17,7 @@ import (
 
 	kov1alpha1 "github.com/kubeopera/kubeopera/apis/kubeopera/v1alpha1"
 	"github.com/kubeopera/kubeopera/internal/helm"
+	"github.com/kubeopera/kubeopera/syncer"
 	"github.com/kubeopera/kubeopera/test/framework"
 	"github.com/kubeopera/kubeopera/workspaces"
 )
@@ -39,7 +40,7 @@ func TestHostNamespaceRefusesEscapingPods(t *testing.T) {
 	ctx := t.Context()
 	m := framework.StartBackendAsManager(t)
 	b, id, admin, mgr := m.Backend, m.Identity, m.Admin, m.Manager
-	backend := workspaces.Backend{Client: mgr, Reader: mgr}
+	backend := syncer.Backend{Client: mgr, Reader: mgr}
 	hc, err := helm.New(id.Config, helm.Options{ChartRef: filepath.Join(framework.RepoRoot(), "test", "charts", "vcluster"), CacheDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
@@ -58,7 +59,7 @@ func TestHostNamespaceRefusesEscapingPods(t *testing.T) {
 		}}
 		host, release := workspaces.VClusterNamespace(lc, tenantName), "vc-"+tenantName
 		owner := "Tenant default/" + tenantName
-		if err := backend.EnsureNamespaces(ctx, lc, workspaces.NamespaceClaim{Name: store}, workspaces.NamespaceClaim{Name: host, Owner: owner}); err != nil {
+		if err := backend.EnsureNamespaces(ctx, lc, syncer.NamespaceClaim{Name: store}, syncer.NamespaceClaim{Name: host, Owner: owner}); err != nil {
 			t.Fatalf("EnsureNamespaces as the manager: %v", err)
 		}
 		rel := helm.Release{Namespace: host, Name: release, Storage: store}
@@ -68,15 +69,15 @@ func TestHostNamespaceRefusesEscapingPods(t *testing.T) {
 		return host, release, asServiceAccount(t, b.Config, host, "vc-"+release)
 	}
 
-	host, release, syncer := install(t, "alice")
+	host, release, vcs := install(t, "alice")
 
 	t.Run("the host namespace enforces baseline", func(t *testing.T) {
 		ns := &corev1.Namespace{}
 		if err := admin.Get(ctx, client.ObjectKey{Name: host}, ns); err != nil {
 			t.Fatal(err)
 		}
-		if ns.Labels[workspaces.PodSecurityEnforceLabel] != "baseline" || ns.Labels[workspaces.PodSecurityEnforceVersionLabel] != workspaces.PodSecurityVersion {
-			t.Errorf("host namespace labels = %v, want enforce baseline at %s", ns.Labels, workspaces.PodSecurityVersion)
+		if ns.Labels[syncer.PodSecurityEnforceLabel] != "baseline" || ns.Labels[syncer.PodSecurityEnforceVersionLabel] != syncer.PodSecurityVersion {
+			t.Errorf("host namespace labels = %v, want enforce baseline at %s", ns.Labels, syncer.PodSecurityVersion)
 		}
 	})
 
@@ -84,7 +85,7 @@ func TestHostNamespaceRefusesEscapingPods(t *testing.T) {
 		for name, c := range escapingPods() {
 			t.Run(name, func(t *testing.T) {
 				pod := c.pod(host)
-				err := syncer.Create(ctx, pod)
+				err := vcs.Create(ctx, pod)
 				refusedByPodSecurity(t, err, "baseline", c.check)
 			})
 		}
@@ -92,7 +93,7 @@ func TestHostNamespaceRefusesEscapingPods(t *testing.T) {
 
 	t.Run("the syncer creates a baseline Pod the same way", func(t *testing.T) {
 		pod := basePod(host, "tenant-app")
-		if err := syncer.Create(ctx, pod); err != nil {
+		if err := vcs.Create(ctx, pod); err != nil {
 			t.Fatalf("a baseline Pod created as the syncer was refused: %v", err)
 		}
 	})
@@ -124,7 +125,7 @@ func TestHostNamespaceRefusesEscapingPods(t *testing.T) {
 		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
 			Name:        old,
 			Labels:      map[string]string{workspaces.FingerprintLabel: workspaces.Fingerprint(lc)},
-			Annotations: map[string]string{workspaces.LogicalClusterAnnotation: lc, workspaces.OwnerAnnotation: "Tenant default/" + tenantName},
+			Annotations: map[string]string{workspaces.LogicalClusterAnnotation: lc, syncer.OwnerAnnotation: "Tenant default/" + tenantName},
 		}}
 		if err := admin.Create(ctx, ns); err != nil {
 			t.Fatal(err)
@@ -135,9 +136,9 @@ func TestHostNamespaceRefusesEscapingPods(t *testing.T) {
 		if err := admin.Create(ctx, before); err != nil {
 			t.Fatalf("a privileged Pod in an unlabelled namespace: %v; want it admitted (nothing else refuses it)", err)
 		}
-		_, _, syncer := install(t, tenantName)
-		refusedByPodSecurity(t, syncer.Create(ctx, escapingPods()["privileged"].pod(old)), "baseline", "privileged")
-		if err := syncer.Create(ctx, basePod(old, "tenant-app")); err != nil {
+		_, _, vcs := install(t, tenantName)
+		refusedByPodSecurity(t, vcs.Create(ctx, escapingPods()["privileged"].pod(old)), "baseline", "privileged")
+		if err := vcs.Create(ctx, basePod(old, "tenant-app")); err != nil {
 			t.Fatalf("a baseline Pod created as the syncer was refused: %v", err)
 		}
 	})
@@ -196,7 +197,7 @@ func refusedByPodSecurity(t *testing.T, err error, level, check string) {
 		t.Fatalf("want Forbidden by Pod Security, got %v", err)
 	}
 	msg := err.Error()
-	if !strings.Contains(msg, `violates PodSecurity "`+level+":"+workspaces.PodSecurityVersion+`"`) || !strings.Contains(msg, check) {
+	if !strings.Contains(msg, `violates PodSecurity "`+level+":"+syncer.PodSecurityVersion+`"`) || !strings.Contains(msg, check) {
 		t.Fatalf("refused, but not by Pod Security %s for %s: %v", level, check, err)
 	}
 	t.Logf("refused: %v", err)

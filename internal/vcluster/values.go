@@ -2,7 +2,7 @@ package vcluster
 
 import (
 	kov1alpha1 "github.com/kubeopera/kubeopera/apis/kubeopera/v1alpha1"
-	"github.com/kubeopera/kubeopera/workspaces"
+	"github.com/kubeopera/kubeopera/syncer"
 )
 
 // Values are the default values of every Tenant's vCluster (docs/tenant.md), with the quota as the
@@ -58,9 +58,9 @@ func Values(t *kov1alpha1.Tenant, release, namespace, environment, ingressClass 
 			// virtual namespace with it (pkg/controllers/podsecurity). The chart itself only adds a
 			// RuntimeDefault seccomp profile to CoreDNS (templates/coredns-configmap.yaml). The
 			// backend's own guard is the host namespace's Pod Security label (the same level,
-			// workspaces.PodSecurityLevel), which the tenant cannot change; this value makes the
+			// syncer.PodSecurityLevel), which the tenant cannot change; this value makes the
 			// refusal visible inside the vCluster instead of as a Pod that never appears.
-			"podSecurityStandard": workspaces.PodSecurityBaseline,
+			"podSecurityStandard": syncer.PodSecurityBaseline,
 		},
 	}
 }

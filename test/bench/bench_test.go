@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubeopera/kubeopera/workspaces/bootstrap"
+
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -434,7 +436,7 @@ func (r *run) addWorkspaces(ctx context.Context, names []string) ([]*workspace, 
 }
 
 func (r *run) addWorkspace(ctx context.Context, name string) (*workspace, error) {
-	lc, err := workspaces.EnsureWorkspace(ctx, r.kcpCfg, "root:orgs", name, workspaces.TenantWorkspaceTypeIn(workspaces.PlatformWorkspace))
+	lc, err := workspaces.EnsureWorkspace(ctx, r.kcpCfg, "root:orgs", name, workspaces.TenantWorkspaceTypeIn(bootstrap.PlatformWorkspace))
 	if err != nil {
 		return nil, err
 	}

@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/kubeopera/kubeopera/workspaces/bootstrap"
+
 	apisv1alpha1 "github.com/kcp-dev/sdk/apis/apis/v1alpha1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
@@ -243,7 +245,7 @@ func (e *env) exportURLs(ctx context.Context) ([]string, error) {
 	if err := apisv1alpha1.AddToScheme(scheme); err != nil {
 		return nil, err
 	}
-	c, err := client.New(workspaces.ClusterConfig(e.kcp.Config, workspaces.PlatformWorkspace), client.Options{Scheme: scheme})
+	c, err := client.New(workspaces.ClusterConfig(e.kcp.Config, bootstrap.PlatformWorkspace), client.Options{Scheme: scheme})
 	if err != nil {
 		return nil, err
 	}

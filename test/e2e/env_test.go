@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubeopera/kubeopera/workspaces/bootstrap"
+
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/rest"
@@ -374,7 +376,7 @@ func (e *env) tenantWorkspace(t *testing.T, prefix string) (client.Client, strin
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	name := fmt.Sprintf("%s-%d", prefix, e.workspaceSeq.Add(1))
-	lc, err := workspaces.EnsureWorkspace(ctx, e.kcp.Config, "root:orgs", name, workspaces.TenantWorkspaceTypeIn(workspaces.PlatformWorkspace))
+	lc, err := workspaces.EnsureWorkspace(ctx, e.kcp.Config, "root:orgs", name, workspaces.TenantWorkspaceTypeIn(bootstrap.PlatformWorkspace))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -413,7 +415,7 @@ func (e *env) virtualWorkspaceClient(t *testing.T, export, logicalCluster string
 	var c client.Client
 	framework.Eventually(t, time.Minute, "virtual workspace of "+export, func() (bool, string) {
 		var err error
-		c, err = manager.VirtualWorkspaceClient(context.Background(), e.kcpConfig(workspaces.PlatformWorkspace), export, logicalCluster, manager.Scheme())
+		c, err = manager.VirtualWorkspaceClient(context.Background(), e.kcpConfig(bootstrap.PlatformWorkspace), export, logicalCluster, manager.Scheme())
 		return err == nil, fmt.Sprint(err)
 	})
 	return c

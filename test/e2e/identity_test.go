@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kubeopera/kubeopera/syncer"
+
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/testr"
 	"helm.sh/helm/v4/pkg/action"
@@ -33,7 +35,7 @@ func TestManagerBackendIdentity(t *testing.T) {
 	ctx := context.Background()
 	m := framework.StartBackendAsManager(t)
 	id, admin, mgr := m.Identity, m.Admin, m.Manager
-	backend := workspaces.Backend{Client: mgr, Reader: mgr}
+	backend := syncer.Backend{Client: mgr, Reader: mgr}
 	const lc = "1bg4baqdjkcw9lz4"
 	store, host := workspaces.Namespace(lc), workspaces.VClusterNamespace(lc, "alice")
 	const owner = "Tenant default/alice"
@@ -67,17 +69,17 @@ func TestManagerBackendIdentity(t *testing.T) {
 			if err := admin.Get(ctx, client.ObjectKey{Name: ns}, got); err != nil {
 				t.Fatal(err)
 			}
-			if want := workspaces.PodSecurityLevel(lc, ns); got.Labels[workspaces.PodSecurityEnforceLabel] != want {
-				t.Errorf("namespace %s enforces Pod Security %q, want %q", ns, got.Labels[workspaces.PodSecurityEnforceLabel], want)
+			if want := syncer.PodSecurityLevel(lc, ns); got.Labels[syncer.PodSecurityEnforceLabel] != want {
+				t.Errorf("namespace %s enforces Pod Security %q, want %q", ns, got.Labels[syncer.PodSecurityEnforceLabel], want)
 			}
 		}
 		rb := &rbacv1.RoleBinding{}
-		if err := admin.Get(ctx, client.ObjectKey{Namespace: host, Name: workspaces.NamespaceRoleBinding}, rb); err != nil {
+		if err := admin.Get(ctx, client.ObjectKey{Namespace: host, Name: syncer.NamespaceRoleBinding}, rb); err != nil {
 			t.Fatal(err)
 		}
 		want := "system:serviceaccount:kubeopera-system:kubeopera-manager"
-		if rb.RoleRef.Name != workspaces.NamespaceRole || len(rb.Subjects) != 1 || rb.Subjects[0].Name != want {
-			t.Errorf("RoleBinding %s/%s = %v %v, want %s bound to %s only", host, rb.Name, rb.RoleRef, rb.Subjects, workspaces.NamespaceRole, want)
+		if rb.RoleRef.Name != syncer.NamespaceRole || len(rb.Subjects) != 1 || rb.Subjects[0].Name != want {
+			t.Errorf("RoleBinding %s/%s = %v %v, want %s bound to %s only", host, rb.Name, rb.RoleRef, rb.Subjects, syncer.NamespaceRole, want)
 		}
 	})
 
@@ -86,7 +88,7 @@ func TestManagerBackendIdentity(t *testing.T) {
 		if err := admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
 			Name:        old,
 			Labels:      map[string]string{workspaces.FingerprintLabel: workspaces.Fingerprint(lc)},
-			Annotations: map[string]string{workspaces.LogicalClusterAnnotation: lc, workspaces.OwnerAnnotation: "Tenant default/old"},
+			Annotations: map[string]string{workspaces.LogicalClusterAnnotation: lc, syncer.OwnerAnnotation: "Tenant default/old"},
 		}}); err != nil {
 			t.Fatal(err)
 		}
@@ -97,7 +99,7 @@ func TestManagerBackendIdentity(t *testing.T) {
 		if err := admin.Get(ctx, client.ObjectKey{Name: old}, got); err != nil {
 			t.Fatal(err)
 		}
-		if got.Labels[workspaces.PodSecurityEnforceLabel] != workspaces.PodSecurityBaseline {
+		if got.Labels[syncer.PodSecurityEnforceLabel] != syncer.PodSecurityBaseline {
 			t.Errorf("namespace %s labels = %v, want enforce baseline", old, got.Labels)
 		}
 		if _, err := backend.DeleteNamespace(ctx, lc, old, "Tenant default/old"); err != nil {
@@ -224,7 +226,7 @@ func TestManagerBackendIdentity(t *testing.T) {
 			{"deleting namespace someone-else", mgr.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "someone-else"}})},
 			{"deleting an unlabelled kcp-* namespace", mgr.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "kcp-system-components"}})},
 			{"creating an unlabelled kcp-* namespace", mgr.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "kcp-unlabelled"}})},
-			{"labelling namespace someone-else", labelNamespace(ctx, mgr, "someone-else", map[string]any{workspaces.PodSecurityEnforceLabel: "privileged"})},
+			{"labelling namespace someone-else", labelNamespace(ctx, mgr, "someone-else", map[string]any{syncer.PodSecurityEnforceLabel: "privileged"})},
 			{"claiming an unlabelled kcp-* namespace with a fingerprint label", labelNamespace(ctx, mgr, "kcp-system-components", map[string]any{workspaces.FingerprintLabel: workspaces.Fingerprint(lc)})},
 			{"removing the fingerprint label of its own namespace", labelNamespace(ctx, mgr, host, map[string]any{workspaces.FingerprintLabel: nil})},
 			{"moving its own namespace to another fingerprint", labelNamespace(ctx, mgr, host, map[string]any{workspaces.FingerprintLabel: "000000000000"})},
@@ -244,7 +246,7 @@ func TestManagerBackendIdentity(t *testing.T) {
 			})},
 			{"creating a ClusterRoleBinding", mgr.Create(ctx, &rbacv1.ClusterRoleBinding{
 				ObjectMeta: metav1.ObjectMeta{Name: "kubeopera-manager-tenant-everywhere"},
-				RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: workspaces.NamespaceRole},
+				RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: syncer.NamespaceRole},
 				Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: "system:serviceaccount:kubeopera-system:kubeopera-manager"}},
 			})},
 		} {
@@ -259,7 +261,7 @@ func TestManagerBackendIdentity(t *testing.T) {
 			if err := admin.Get(ctx, client.ObjectKey{Name: name}, ns); err != nil || ns.DeletionTimestamp != nil {
 				t.Errorf("namespace %s was touched: %v %v", name, err, ns.DeletionTimestamp)
 			}
-			if _, labelled := ns.Labels[workspaces.FingerprintLabel]; labelled || ns.Labels[workspaces.PodSecurityEnforceLabel] != "" {
+			if _, labelled := ns.Labels[workspaces.FingerprintLabel]; labelled || ns.Labels[syncer.PodSecurityEnforceLabel] != "" {
 				t.Errorf("namespace %s was labelled: %v", name, ns.Labels)
 			}
 		}
@@ -309,7 +311,7 @@ func refused(t *testing.T, what string, err error) {
 func selfBinding(namespace, user string) *rbacv1.RoleBinding {
 	return &rbacv1.RoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "kubeopera-manager-" + strings.ReplaceAll(user, ":", "-")},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: workspaces.NamespaceRole},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: syncer.NamespaceRole},
 		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
 	}
 }

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubeopera/kubeopera/workspaces/bootstrap"
+
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -66,7 +68,7 @@ func installOTC(ctx context.Context, e *env) error {
 	if err != nil {
 		return err
 	}
-	c, err := client.New(e.kcpConfig(workspaces.PlatformWorkspace), client.Options{})
+	c, err := client.New(e.kcpConfig(bootstrap.PlatformWorkspace), client.Options{})
 	if err != nil {
 		return err
 	}
@@ -78,7 +80,7 @@ func installOTC(ctx context.Context, e *env) error {
 			return last == nil || apierrors.IsAlreadyExists(last), nil
 		})
 		if err != nil {
-			return fmt.Errorf("failed to create ProviderMachineFlavor %s from %s in %s: %v (%w)", o.GetName(), catalogFile, workspaces.PlatformWorkspace, last, err)
+			return fmt.Errorf("failed to create ProviderMachineFlavor %s from %s in %s: %v (%w)", o.GetName(), catalogFile, bootstrap.PlatformWorkspace, last, err)
 		}
 	}
 	return nil

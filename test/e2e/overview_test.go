@@ -11,13 +11,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubeopera/kubeopera/workspaces/bootstrap"
+
 	"github.com/chromedp/chromedp"
 
 	"github.com/kubeopera/kubeopera/internal/devenv"
 	"github.com/kubeopera/kubeopera/internal/overview"
 	"github.com/kubeopera/kubeopera/test/framework"
 	"github.com/kubeopera/kubeopera/test/framework/browser"
-	"github.com/kubeopera/kubeopera/workspaces"
 )
 
 // Computed background colours of the overview's health badges (internal/overview's stylesheet):
@@ -61,7 +62,7 @@ func TestFleetOverviewInABrowser(t *testing.T) {
 	if out, err := reg.CombinedOutput(); err != nil || !strings.Contains(string(out), "the host") {
 		t.Fatalf("manager register-host: %v\n%s", err, out)
 	}
-	hostKey := workspaces.PlatformWorkspace + "/_/host"
+	hostKey := bootstrap.PlatformWorkspace + "/_/host"
 
 	base := "https://" + e.overviewAddr
 	viewer, err := devenv.FleetViewerToken(ctx, e.backend.Config, time.Hour)

@@ -3,7 +3,7 @@
 // backend cluster the platform runs on, written by `manager register-host`.
 //
 // The group is platform-only: its CRD is applied to the platform workspace by
-// workspaces.Bootstrap (apiexports/platform/) and is part of no APIExport, so tenants never see it.
+// bootstrap.Bootstrap (apiexports/platform/) and is part of no APIExport, so tenants never see it.
 //
 // +kubebuilder:object:generate=true
 // +groupName=fleet.kubeopera.io

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubeopera/kubeopera/workspaces/bootstrap"
+
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -52,8 +54,8 @@ func TestSecretRefNamespaceAdmissionOnRealKCP(t *testing.T) {
 		return c
 	}
 
-	const platform = workspaces.PlatformWorkspace
-	if err := workspaces.Bootstrap(ctx, kcp.Config, platform); err != nil {
+	const platform = bootstrap.PlatformWorkspace
+	if err := bootstrap.Bootstrap(ctx, kcp.Config, platform); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := workspaces.EnsureWorkspace(ctx, kcp.Config, "root", "orgs", workspaces.WorkspaceType{}); err != nil {

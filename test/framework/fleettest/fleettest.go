@@ -16,6 +16,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubeopera/kubeopera/syncer"
+	"github.com/kubeopera/kubeopera/workspaces/bootstrap"
+
 	"github.com/go-logr/logr"
 	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
@@ -33,11 +36,11 @@ import (
 	kov1alpha1 "github.com/kubeopera/kubeopera/apis/kubeopera/v1alpha1"
 	platformv1alpha1 "github.com/kubeopera/kubeopera/apis/platform/v1alpha1"
 	"github.com/kubeopera/kubeopera/internal/devenv"
-	"github.com/kubeopera/kubeopera/internal/fleet"
 	imanager "github.com/kubeopera/kubeopera/internal/manager"
 	"github.com/kubeopera/kubeopera/internal/netguard"
 	"github.com/kubeopera/kubeopera/test/framework"
 	"github.com/kubeopera/kubeopera/workspaces"
+	"github.com/kubeopera/kubeopera/workspaces/apiexport"
 )
 
 // Harness is a manager, not started yet, serving the kubeopera.io export's workspaces.
@@ -52,7 +55,7 @@ type Harness struct {
 	KCP         *devenv.KCP
 	PlatformKCP *rest.Config
 	// Fleet serves the kubeopera.io export's workspaces; register controllers on it.
-	Fleet *fleet.Provider
+	Fleet *apiexport.Provider
 	// Manager is the multicluster manager; Run starts it.
 	Manager mcmanager.Manager
 	// Managed is the same manager as internal/manager assembles it (its providers, backend and
@@ -104,13 +107,13 @@ func StartExport(t *testing.T, provider, slice string, names ...string) *Harness
 	}
 
 	h.KCP = framework.StartKCP(t)
-	if err := workspaces.Bootstrap(ctx, h.KCP.Config, workspaces.PlatformWorkspace); err != nil {
+	if err := bootstrap.Bootstrap(ctx, h.KCP.Config, bootstrap.PlatformWorkspace); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := workspaces.EnsureWorkspace(ctx, h.KCP.Config, "root", "orgs", workspaces.WorkspaceType{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := workspaces.BindManagerRole(ctx, h.KCP.Config, workspaces.PlatformWorkspace, "user"); err != nil {
+	if err := bootstrap.BindManagerRole(ctx, h.KCP.Config, bootstrap.PlatformWorkspace, "user"); err != nil {
 		t.Fatal(err)
 	}
 	userCfg, err := h.KCP.ContextConfig("user")
@@ -119,7 +122,7 @@ func StartExport(t *testing.T, provider, slice string, names ...string) *Harness
 	}
 	// Pointed at the platform workspace with the manager's default request rate, as
 	// internal/manager.Configs makes it.
-	kcpCfg := workspaces.ClusterConfig(userCfg, workspaces.PlatformWorkspace)
+	kcpCfg := workspaces.ClusterConfig(userCfg, bootstrap.PlatformWorkspace)
 	defaults := imanager.DefaultOptions()
 	kcpCfg.QPS, kcpCfg.Burst = defaults.KCPQPS, defaults.KCPBurst
 
@@ -156,7 +159,7 @@ func StartExport(t *testing.T, provider, slice string, names ...string) *Harness
 	for _, name := range names {
 		wsName := name + "-" + suffix
 		path := "root:orgs:" + wsName
-		lc, err := workspaces.EnsureWorkspace(ctx, h.KCP.Config, "root:orgs", wsName, workspaces.TenantWorkspaceTypeIn(workspaces.PlatformWorkspace))
+		lc, err := workspaces.EnsureWorkspace(ctx, h.KCP.Config, "root:orgs", wsName, workspaces.TenantWorkspaceTypeIn(bootstrap.PlatformWorkspace))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -176,10 +179,10 @@ func StartExport(t *testing.T, provider, slice string, names ...string) *Harness
 	return h
 }
 
-// BackendStore returns the manager's view of the backend for controllers (workspaces.Backend).
-func (h *Harness) BackendStore() workspaces.Backend {
+// BackendStore returns the manager's view of the backend for controllers (syncer.Backend).
+func (h *Harness) BackendStore() syncer.Backend {
 	l := h.Manager.GetLocalManager()
-	return workspaces.Backend{Client: l.GetClient(), Reader: l.GetAPIReader()}
+	return syncer.Backend{Client: l.GetClient(), Reader: l.GetAPIReader()}
 }
 
 // Run starts the manager until the test ends.
@@ -224,7 +227,7 @@ func managerLog(t *testing.T, out *LogBuffer) logr.Logger {
 // PlatformAdmin returns a kcp admin client of the platform workspace.
 func (h *Harness) PlatformAdmin(t *testing.T) client.Client {
 	t.Helper()
-	c, err := client.New(workspaces.ClusterConfig(h.KCP.Config, workspaces.PlatformWorkspace), client.Options{Scheme: imanager.Scheme()})
+	c, err := client.New(workspaces.ClusterConfig(h.KCP.Config, bootstrap.PlatformWorkspace), client.Options{Scheme: imanager.Scheme()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/kubeopera/kubeopera/workspaces/bootstrap"
+
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -29,7 +31,7 @@ type Platform struct {
 }
 
 // Start starts kcp and a backend with their state in dir (kcp/, backend/) and installs
-// the platform: the platform workspace (workspaces.Bootstrap), root:orgs for tenant workspaces,
+// the platform: the platform workspace (bootstrap.Bootstrap), root:orgs for tenant workspaces,
 // the manager's platform role (apiexports/bootstrap/manager-rbac.yaml) bound to ManagerKCPUser,
 // and the backend namespace kubeopera-system. stop stops both servers.
 func Start(ctx context.Context, dir string) (p *Platform, stop func(), err error) {
@@ -60,13 +62,13 @@ func Start(ctx context.Context, dir string) (p *Platform, stop func(), err error
 		return nil, nil, err
 	}
 	stops = append(stops, s)
-	if err := workspaces.Bootstrap(ctx, p.KCP.Config, workspaces.PlatformWorkspace); err != nil {
+	if err := bootstrap.Bootstrap(ctx, p.KCP.Config, bootstrap.PlatformWorkspace); err != nil {
 		return nil, nil, err
 	}
 	if _, err := workspaces.EnsureWorkspace(ctx, p.KCP.Config, "root", "orgs", workspaces.WorkspaceType{}); err != nil {
 		return nil, nil, err
 	}
-	if err := workspaces.BindManagerRole(ctx, p.KCP.Config, workspaces.PlatformWorkspace, ManagerKCPUser); err != nil {
+	if err := bootstrap.BindManagerRole(ctx, p.KCP.Config, bootstrap.PlatformWorkspace, ManagerKCPUser); err != nil {
 		return nil, nil, err
 	}
 	cs, err := kubernetes.NewForConfig(p.Backend.Config)

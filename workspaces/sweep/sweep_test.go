@@ -1,4 +1,4 @@
-package workspaces
+package sweep
 
 import (
 	"context"
@@ -8,6 +8,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kubeopera/kubeopera/syncer"
+	"github.com/kubeopera/kubeopera/workspaces"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
@@ -20,14 +23,14 @@ import (
 
 func TestConsistent(t *testing.T) {
 	const lc, other = "1bg4baqdjkcw9lz4", "2xyzother0000000"
-	fp := Fingerprint(lc)
+	fp := workspaces.Fingerprint(lc)
 	ns := func(name, label, annotation string) *corev1.Namespace {
 		n := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{}, Annotations: map[string]string{}}}
 		if label != "" {
-			n.Labels[FingerprintLabel] = label
+			n.Labels[workspaces.FingerprintLabel] = label
 		}
 		if annotation != "" {
-			n.Annotations[LogicalClusterAnnotation] = annotation
+			n.Annotations[workspaces.LogicalClusterAnnotation] = annotation
 		}
 		return n
 	}
@@ -35,16 +38,16 @@ func TestConsistent(t *testing.T) {
 		ns   *corev1.Namespace
 		want bool
 	}{
-		"main namespace":                {ns: ns(Namespace(lc), fp, lc), want: true},
-		"vCluster namespace":            {ns: ns(VClusterNamespace(lc, "alice"), fp, lc), want: true},
-		"shortened suffixed namespace":  {ns: ns(SuffixedNamespace(lc, "vc-"+strings.Repeat("a", 60)), fp, lc), want: true},
-		"name of another workspace":     {ns: ns(Namespace(other), fp, lc), want: false},
-		"label of another workspace":    {ns: ns(Namespace(lc), Fingerprint(other), lc), want: false},
-		"annotation of another":         {ns: ns(Namespace(lc), fp, other), want: false},
-		"no annotation":                 {ns: ns(Namespace(lc), fp, ""), want: false},
-		"no label":                      {ns: ns(Namespace(lc), "", lc), want: false},
-		"fingerprint not a name prefix": {ns: ns(Namespace(lc)+"x", fp, lc), want: false},
-		"empty suffix":                  {ns: ns(Namespace(lc)+"-", fp, lc), want: false},
+		"main namespace":                {ns: ns(workspaces.Namespace(lc), fp, lc), want: true},
+		"vCluster namespace":            {ns: ns(workspaces.VClusterNamespace(lc, "alice"), fp, lc), want: true},
+		"shortened suffixed namespace":  {ns: ns(workspaces.SuffixedNamespace(lc, "vc-"+strings.Repeat("a", 60)), fp, lc), want: true},
+		"name of another workspace":     {ns: ns(workspaces.Namespace(other), fp, lc), want: false},
+		"label of another workspace":    {ns: ns(workspaces.Namespace(lc), workspaces.Fingerprint(other), lc), want: false},
+		"annotation of another":         {ns: ns(workspaces.Namespace(lc), fp, other), want: false},
+		"no annotation":                 {ns: ns(workspaces.Namespace(lc), fp, ""), want: false},
+		"no label":                      {ns: ns(workspaces.Namespace(lc), "", lc), want: false},
+		"fingerprint not a name prefix": {ns: ns(workspaces.Namespace(lc)+"x", fp, lc), want: false},
+		"empty suffix":                  {ns: ns(workspaces.Namespace(lc)+"-", fp, lc), want: false},
 		"not a kcp- name":               {ns: ns("tenant-"+fp, fp, lc), want: false},
 	}
 	for name, tc := range tests {
@@ -68,7 +71,7 @@ func TestOrphanSweepRules(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	backend := Backend{Client: c, Reader: c}
+	backend := syncer.Backend{Client: c, Reader: c}
 
 	const live, unknown = "live000000000001", "unknown000000001"
 	var gone []string
@@ -98,31 +101,31 @@ func TestOrphanSweepRules(t *testing.T) {
 		}
 	}
 	meta := func(lc string) (map[string]string, map[string]string) {
-		return map[string]string{FingerprintLabel: Fingerprint(lc)}, map[string]string{LogicalClusterAnnotation: lc}
+		return map[string]string{workspaces.FingerprintLabel: workspaces.Fingerprint(lc)}, map[string]string{workspaces.LogicalClusterAnnotation: lc}
 	}
 	var orphans []string
 	for _, lc := range gone {
 		l, a := meta(lc)
-		create(Namespace(lc), l, a)
-		orphans = append(orphans, Namespace(lc))
+		create(workspaces.Namespace(lc), l, a)
+		orphans = append(orphans, workspaces.Namespace(lc))
 	}
 	l, a := meta(live)
-	create(Namespace(live), l, a)
-	create(VClusterNamespace(live, "alice"), l, map[string]string{LogicalClusterAnnotation: live, OwnerAnnotation: "Tenant default/alice"})
-	create(VClusterNamespace(live, "ghost"), l, map[string]string{LogicalClusterAnnotation: live, OwnerAnnotation: "Tenant default/ghost"})
+	create(workspaces.Namespace(live), l, a)
+	create(workspaces.VClusterNamespace(live, "alice"), l, map[string]string{workspaces.LogicalClusterAnnotation: live, syncer.OwnerAnnotation: "Tenant default/alice"})
+	create(workspaces.VClusterNamespace(live, "ghost"), l, map[string]string{workspaces.LogicalClusterAnnotation: live, syncer.OwnerAnnotation: "Tenant default/ghost"})
 	l, a = meta(unknown)
-	create(Namespace(unknown), l, a)
+	create(workspaces.Namespace(unknown), l, a)
 	// Each of these names a gone workspace somewhere, so only the agreement rule keeps them.
 	inconsistent := map[string]func(){
 		// named after gone[0], annotated and labelled for gone[1]
-		Namespace(gone[0]) + "-x": func() { l, a := meta(gone[1]); create(Namespace(gone[0])+"-x", l, a) },
+		workspaces.Namespace(gone[0]) + "-x": func() { l, a := meta(gone[1]); create(workspaces.Namespace(gone[0])+"-x", l, a) },
 		// name and annotation agree, the label names another workspace
-		Namespace(gone[2]) + "-y": func() {
-			create(Namespace(gone[2])+"-y", map[string]string{FingerprintLabel: Fingerprint(live)}, map[string]string{LogicalClusterAnnotation: gone[2]})
+		workspaces.Namespace(gone[2]) + "-y": func() {
+			create(workspaces.Namespace(gone[2])+"-y", map[string]string{workspaces.FingerprintLabel: workspaces.Fingerprint(live)}, map[string]string{workspaces.LogicalClusterAnnotation: gone[2]})
 		},
 		// labelled, not annotated
-		Namespace(gone[3]) + "-z": func() {
-			create(Namespace(gone[3])+"-z", map[string]string{FingerprintLabel: Fingerprint(gone[3])}, nil)
+		workspaces.Namespace(gone[3]) + "-z": func() {
+			create(workspaces.Namespace(gone[3])+"-z", map[string]string{workspaces.FingerprintLabel: workspaces.Fingerprint(gone[3])}, nil)
 		},
 		// not a kcp-<fp> name at all
 		"someone-elses": func() { l, a := meta(gone[4]); create("someone-elses", l, a) },
@@ -166,10 +169,10 @@ func TestOrphanSweepRules(t *testing.T) {
 			if !sameSet(r.Inconsistent, keys(inconsistent)) {
 				t.Errorf("inconsistent = %v, want %v", r.Inconsistent, keys(inconsistent))
 			}
-			if !sameSet(r.Ownerless, []string{VClusterNamespace(live, "ghost")}) {
+			if !sameSet(r.Ownerless, []string{workspaces.VClusterNamespace(live, "ghost")}) {
 				t.Errorf("ownerless = %v", r.Ownerless)
 			}
-			if !sameSet(r.Unverified, []string{Namespace(unknown)}) {
+			if !sameSet(r.Unverified, []string{workspaces.Namespace(unknown)}) {
 				t.Errorf("unverified = %v", r.Unverified)
 			}
 		}

@@ -1,4 +1,4 @@
-package workspaces
+package bootstrap
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/kubeopera/kubeopera/workspaces"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -43,7 +45,7 @@ func Bootstrap(ctx context.Context, cfg *rest.Config, platformWorkspace string) 
 	if err != nil {
 		return err
 	}
-	pcfg := ClusterConfig(cfg, platformWorkspace)
+	pcfg := workspaces.ClusterConfig(cfg, platformWorkspace)
 	// Schemas and exports first; RBAC, slices and the type after. kcp may need a moment to serve
 	// newly registered kinds, so each object is retried briefly.
 	c, err := client.New(pcfg, client.Options{})
@@ -102,7 +104,7 @@ func ensureWorkspacePath(ctx context.Context, cfg *rest.Config, path string) err
 		return fmt.Errorf("platform workspace %q is not a workspace path below root", path)
 	}
 	for i := 1; i < len(parts); i++ {
-		if _, err := EnsureWorkspace(ctx, cfg, strings.Join(parts[:i], ":"), parts[i], WorkspaceType{}); err != nil {
+		if _, err := workspaces.EnsureWorkspace(ctx, cfg, strings.Join(parts[:i], ":"), parts[i], workspaces.WorkspaceType{}); err != nil {
 			return err
 		}
 	}
@@ -193,7 +195,7 @@ const ManagerRole = "kubeopera:manager"
 
 // BindManagerRole binds ManagerRole in platformWorkspace to user, idempotently.
 func BindManagerRole(ctx context.Context, cfg *rest.Config, platformWorkspace, user string) error {
-	c, err := client.New(ClusterConfig(cfg, platformWorkspace), client.Options{})
+	c, err := client.New(workspaces.ClusterConfig(cfg, platformWorkspace), client.Options{})
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-// Package fleet serves every kcp workspace bound to one APIExport at a cost that does not grow
+// Package apiexport serves every kcp workspace bound to one APIExport at a cost that does not grow
 // per workspace beyond a map entry and the workspace's own objects in a shared cache.
 //
 // It replaces multicluster-provider's apiexport provider, which builds per engaged workspace a
@@ -11,4 +11,4 @@
 // routes each event by its logical cluster to the owning controller's queue. Engaging a workspace
 // adds it to a map; events of a workspace not engaged yet wait for it. Events are written by one
 // sink for every workspace.
-package fleet
+package apiexport

@@ -1,4 +1,4 @@
-package workspaces_test
+package syncer_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kubeopera/kubeopera/syncer"
 	"github.com/kubeopera/kubeopera/test/framework"
 	"github.com/kubeopera/kubeopera/workspaces"
 )
@@ -21,7 +22,7 @@ func TestBackendNamespaces(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	backend := workspaces.Backend{Client: c, Reader: c}
+	backend := syncer.Backend{Client: c, Reader: c}
 	const lc, other = "1bg4baqdjkcw9lz4", "2xyzother0000000"
 	name := workspaces.VClusterNamespace(lc, "alice")
 
@@ -38,7 +39,7 @@ func TestBackendNamespaces(t *testing.T) {
 		if ns.Labels[workspaces.FingerprintLabel] != workspaces.Fingerprint(lc) || ns.Annotations[workspaces.LogicalClusterAnnotation] != lc {
 			t.Errorf("namespace metadata = %v %v", ns.Labels, ns.Annotations)
 		}
-		if got := ns.Labels[workspaces.PodSecurityEnforceLabel]; got != workspaces.PodSecurityBaseline {
+		if got := ns.Labels[syncer.PodSecurityEnforceLabel]; got != syncer.PodSecurityBaseline {
 			t.Errorf("vCluster host namespace enforces Pod Security %q, want baseline: %v", got, ns.Labels)
 		}
 		got, err := backend.WorkspaceNamespaces(ctx, lc)
@@ -56,7 +57,7 @@ func TestBackendNamespaces(t *testing.T) {
 				Annotations: map[string]string{workspaces.LogicalClusterAnnotation: lc},
 			}}
 			if owner != "" {
-				ns.Annotations[workspaces.OwnerAnnotation] = owner
+				ns.Annotations[syncer.OwnerAnnotation] = owner
 			}
 			if err := c.Create(ctx, ns); err != nil {
 				t.Fatal(err)
@@ -67,7 +68,7 @@ func TestBackendNamespaces(t *testing.T) {
 		old(host, "Tenant default/bob")
 		old(host2, "Tenant default/carol")
 		if err := backend.EnsureNamespaces(ctx, lc,
-			workspaces.NamespaceClaim{Name: store}, workspaces.NamespaceClaim{Name: host, Owner: "Tenant default/bob"}); err != nil {
+			syncer.NamespaceClaim{Name: store}, syncer.NamespaceClaim{Name: host, Owner: "Tenant default/bob"}); err != nil {
 			t.Fatal(err)
 		}
 		if err := backend.EnsureNamespace(ctx, lc, host2, "Tenant default/carol"); err != nil {
@@ -78,7 +79,7 @@ func TestBackendNamespaces(t *testing.T) {
 			if err := c.Get(ctx, client.ObjectKey{Name: name}, ns); err != nil {
 				t.Fatal(err)
 			}
-			for k, v := range workspaces.PodSecurityLabels(lc, name) {
+			for k, v := range syncer.PodSecurityLabels(lc, name) {
 				if ns.Labels[k] != v {
 					t.Errorf("namespace %s label %s = %q, want %q", name, k, ns.Labels[k], v)
 				}
@@ -86,7 +87,7 @@ func TestBackendNamespaces(t *testing.T) {
 			if ns.Labels[workspaces.FingerprintLabel] != workspaces.Fingerprint(lc) || ns.Annotations[workspaces.LogicalClusterAnnotation] != lc {
 				t.Errorf("namespace %s lost its metadata: %v %v", name, ns.Labels, ns.Annotations)
 			}
-			if _, err := backend.DeleteNamespace(ctx, lc, name, ns.Annotations[workspaces.OwnerAnnotation]); err != nil {
+			if _, err := backend.DeleteNamespace(ctx, lc, name, ns.Annotations[syncer.OwnerAnnotation]); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -94,7 +95,7 @@ func TestBackendNamespaces(t *testing.T) {
 
 	t.Run("refuses a namespace of another logical cluster and writes nothing", func(t *testing.T) {
 		err := backend.EnsureNamespace(ctx, other, name, "Tenant default/alice")
-		if !workspaces.IsCollision(err) {
+		if !syncer.IsCollision(err) {
 			t.Fatalf("want a collision, got %v", err)
 		}
 		ns := &corev1.Namespace{}
@@ -115,7 +116,7 @@ func TestBackendNamespaces(t *testing.T) {
 
 	t.Run("refuses a namespace another object of the same workspace claimed", func(t *testing.T) {
 		err := backend.EnsureNamespace(ctx, lc, name, "Tenant other/alice")
-		if !workspaces.IsClaimed(err) {
+		if !syncer.IsClaimed(err) {
 			t.Fatalf("want a claim conflict, got %v", err)
 		}
 		if owns, err := backend.Owns(ctx, lc, name, "Tenant other/alice"); err != nil || owns {
@@ -135,14 +136,14 @@ func TestBackendNamespaces(t *testing.T) {
 			t.Fatal(err)
 		}
 		err := backend.EnsureNamespace(ctx, lc, "kcp-"+workspaces.Fingerprint(lc)+"-taken", "")
-		if !workspaces.IsCollision(err) {
+		if !syncer.IsCollision(err) {
 			t.Fatalf("want a collision for an unmanaged namespace, got %v", err)
 		}
 		ns := &corev1.Namespace{}
 		if err := c.Get(ctx, client.ObjectKey{Name: "kcp-" + workspaces.Fingerprint(lc) + "-taken"}, ns); err != nil {
 			t.Fatal(err)
 		}
-		if _, labelled := ns.Labels[workspaces.PodSecurityEnforceLabel]; labelled {
+		if _, labelled := ns.Labels[syncer.PodSecurityEnforceLabel]; labelled {
 			t.Errorf("an unmanaged namespace was labelled: %v", ns.Labels)
 		}
 	})

@@ -1,9 +1,11 @@
-package workspaces
+package syncer
 
 import (
 	"context"
 	"errors"
 	"fmt"
+
+	"github.com/kubeopera/kubeopera/workspaces"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -96,7 +98,7 @@ func (b Backend) EnsureNamespace(ctx context.Context, logicalCluster, name, owne
 	case err != nil:
 		return fmt.Errorf("failed to get backend namespace %s: %w", name, err)
 	}
-	if lc := ns.Annotations[LogicalClusterAnnotation]; lc != logicalCluster {
+	if lc := ns.Annotations[workspaces.LogicalClusterAnnotation]; lc != logicalCluster {
 		return &CollisionError{Namespace: name, LogicalCluster: logicalCluster, Owner: lc}
 	}
 	if current := ns.Annotations[OwnerAnnotation]; current != owner {
@@ -115,11 +117,11 @@ func (b Backend) EnsureNamespace(ctx context.Context, logicalCluster, name, owne
 // its fingerprint and Pod Security labels.
 func newNamespace(logicalCluster, name, owner string) *corev1.Namespace {
 	labels := PodSecurityLabels(logicalCluster, name)
-	labels[FingerprintLabel] = Fingerprint(logicalCluster)
+	labels[workspaces.FingerprintLabel] = workspaces.Fingerprint(logicalCluster)
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
 		Name:        name,
 		Labels:      labels,
-		Annotations: map[string]string{LogicalClusterAnnotation: logicalCluster},
+		Annotations: map[string]string{workspaces.LogicalClusterAnnotation: logicalCluster},
 	}}
 	if owner != "" {
 		ns.Annotations[OwnerAnnotation] = owner
@@ -131,7 +133,7 @@ func newNamespace(logicalCluster, name, owner string) *corev1.Namespace {
 // and, when owner is set, for owner.
 func OwnedBy(obj metav1.Object, logicalCluster, owner string) bool {
 	a := obj.GetAnnotations()
-	return a[LogicalClusterAnnotation] == logicalCluster && (owner == "" || a[OwnerAnnotation] == owner)
+	return a[workspaces.LogicalClusterAnnotation] == logicalCluster && (owner == "" || a[OwnerAnnotation] == owner)
 }
 
 // Owns reports whether backend namespace name exists and belongs to logicalCluster and owner.
@@ -170,12 +172,12 @@ func (b Backend) DeleteNamespace(ctx context.Context, logicalCluster, name, owne
 // against the annotation).
 func (b Backend) WorkspaceNamespaces(ctx context.Context, logicalCluster string) ([]corev1.Namespace, error) {
 	list := &corev1.NamespaceList{}
-	if err := b.Reader.List(ctx, list, client.MatchingLabels{FingerprintLabel: Fingerprint(logicalCluster)}); err != nil {
+	if err := b.Reader.List(ctx, list, client.MatchingLabels{workspaces.FingerprintLabel: workspaces.Fingerprint(logicalCluster)}); err != nil {
 		return nil, fmt.Errorf("failed to list backend namespaces of %s: %w", logicalCluster, err)
 	}
 	out := list.Items[:0]
 	for _, ns := range list.Items {
-		if ns.Annotations[LogicalClusterAnnotation] == logicalCluster {
+		if ns.Annotations[workspaces.LogicalClusterAnnotation] == logicalCluster {
 			out = append(out, ns)
 		}
 	}

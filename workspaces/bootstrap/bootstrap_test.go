@@ -1,4 +1,4 @@
-package workspaces_test
+package bootstrap_test
 
 import (
 	"context"
@@ -9,6 +9,11 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kubeopera/kubeopera/syncer"
+	"github.com/kubeopera/kubeopera/workspaces/bootstrap"
+	"github.com/kubeopera/kubeopera/workspaces/sweep"
+	"github.com/kubeopera/kubeopera/workspaces/terminator"
 
 	apisv1alpha1 "github.com/kcp-dev/sdk/apis/apis/v1alpha1"
 	apisv1alpha2 "github.com/kcp-dev/sdk/apis/apis/v1alpha2"
@@ -55,7 +60,7 @@ func TestPlatformWorkspaceOnRealKCP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	backend := workspaces.Backend{Client: bc, Reader: bc}
+	backend := syncer.Backend{Client: bc, Reader: bc}
 	scheme := manager.Scheme()
 	shardAdmin, err := kcp.ContextConfig("system:admin")
 	if err != nil {
@@ -75,12 +80,12 @@ func TestPlatformWorkspaceOnRealKCP(t *testing.T) {
 	}
 
 	for i := range 2 {
-		if err := workspaces.Bootstrap(ctx, kcp.Config, platform); err != nil {
+		if err := bootstrap.Bootstrap(ctx, kcp.Config, platform); err != nil {
 			t.Fatalf("bootstrap run %d: %v", i+1, err)
 		}
 	}
-	if err := kc(kcp.Config, "root").Get(ctx, client.ObjectKey{Name: workspaces.PlatformWorkspaceName}, &tenancyv1alpha1.Workspace{}); !apierrors.IsNotFound(err) {
-		t.Fatalf("the bootstrap touched the default platform workspace %s: %v", workspaces.PlatformWorkspace, err)
+	if err := kc(kcp.Config, "root").Get(ctx, client.ObjectKey{Name: bootstrap.PlatformWorkspaceName}, &tenancyv1alpha1.Workspace{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("the bootstrap touched the default platform workspace %s: %v", bootstrap.PlatformWorkspace, err)
 	}
 	for _, slice := range []string{"kubeopera.io", "platform.edgeconnect.eu"} {
 		es := &apisv1alpha1.APIExportEndpointSlice{}
@@ -133,7 +138,7 @@ func TestPlatformWorkspaceOnRealKCP(t *testing.T) {
 	}
 
 	managerKCP := workspaces.ClusterConfig(userCfg, platform)
-	term := &workspaces.Terminator{
+	term := &terminator.Terminator{
 		KCPConfig:     managerKCP,
 		WorkspaceType: workspaces.TenantWorkspaceTypeName,
 		Backend:       backend,
@@ -194,7 +199,7 @@ func TestPlatformWorkspaceOnRealKCP(t *testing.T) {
 	})
 
 	t.Run("with the shipped role the terminator finalizes the CRs, cleans the backend and lets kcp finish", func(t *testing.T) {
-		if err := workspaces.BindManagerRole(ctx, kcp.Config, platform, "user"); err != nil {
+		if err := bootstrap.BindManagerRole(ctx, kcp.Config, platform, "user"); err != nil {
 			t.Fatal(err)
 		}
 		// The Tenant is deleted through the virtual workspace and waits for its finalizer; the
@@ -277,8 +282,8 @@ func TestPlatformWorkspaceOnRealKCP(t *testing.T) {
 			t.Logf("shard %s: baseURL %s, externalURL %s, virtualWorkspaceURL %s", s.Name, s.Spec.BaseURL, s.Spec.ExternalURL, s.Spec.VirtualWorkspaceURL)
 		}
 
-		lookup := &workspaces.ShardLookup{Config: shardAdmin}
-		for lc, want := range map[string]workspaces.WorkspaceState{beta: workspaces.WorkspaceLive, acme: workspaces.WorkspaceGone, never: workspaces.WorkspaceGone} {
+		lookup := &sweep.ShardLookup{Config: shardAdmin}
+		for lc, want := range map[string]sweep.WorkspaceState{beta: sweep.WorkspaceLive, acme: sweep.WorkspaceGone, never: sweep.WorkspaceGone} {
 			if got, err := lookup.State(ctx, lc); err != nil || got != want {
 				t.Errorf("shard-admin lookup of %s = %v, %v; want %v", lc, got, err, want)
 			}
@@ -287,7 +292,7 @@ func TestPlatformWorkspaceOnRealKCP(t *testing.T) {
 		// not read: never "gone".
 		for name, cfg := range map[string]*rest.Config{"kcp-admin": kcp.Config, "user": userCfg} {
 			for _, lc := range []string{acme, never} {
-				if got, err := (&workspaces.ShardLookup{Config: cfg}).State(ctx, lc); err == nil {
+				if got, err := (&sweep.ShardLookup{Config: cfg}).State(ctx, lc); err == nil {
 					t.Errorf("%s lookup of %s = %v, want cannot tell", name, lc, got)
 				}
 			}
@@ -317,7 +322,7 @@ func TestPlatformWorkspaceOnRealKCP(t *testing.T) {
 		}}).Exists
 
 		// An identity that cannot tell: everything unverified, nothing deleted.
-		blind := &workspaces.OrphanSweep{Backend: backend, Workspaces: (&workspaces.ShardLookup{Config: userCfg}).State, Delete: true, MaxDeletions: 5}
+		blind := &sweep.OrphanSweep{Backend: backend, Workspaces: (&sweep.ShardLookup{Config: userCfg}).State, Delete: true, MaxDeletions: 5}
 		for range 2 {
 			r, err := blind.Sweep(ctx)
 			if err != nil || len(r.Orphans) != 0 || len(r.Deleted) != 0 || len(r.Unverified) != 4 {
@@ -325,8 +330,8 @@ func TestPlatformWorkspaceOnRealKCP(t *testing.T) {
 			}
 		}
 
-		sweep := &workspaces.OrphanSweep{Backend: backend, Workspaces: (&workspaces.ShardLookup{Config: shardAdmin}).State, OwnerExists: owners}
-		r, err := sweep.Sweep(ctx)
+		sw := &sweep.OrphanSweep{Backend: backend, Workspaces: (&sweep.ShardLookup{Config: shardAdmin}).State, OwnerExists: owners}
+		r, err := sw.Sweep(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -336,8 +341,8 @@ func TestPlatformWorkspaceOnRealKCP(t *testing.T) {
 		if fmt.Sprint(r.Ownerless) != fmt.Sprint([]string{workspaces.VClusterNamespace(beta, "ghost")}) {
 			t.Fatalf("ownerless = %v, want only the ghost's namespace", r.Ownerless)
 		}
-		sweep.Delete, sweep.MaxDeletions = true, 5
-		if r, err = sweep.Sweep(ctx); err != nil || fmt.Sprint(r.Deleted) != fmt.Sprint([]string{workspaces.Namespace(never)}) {
+		sw.Delete, sw.MaxDeletions = true, 5
+		if r, err = sw.Sweep(ctx); err != nil || fmt.Sprint(r.Deleted) != fmt.Sprint([]string{workspaces.Namespace(never)}) {
 			t.Fatalf("second sighting: deleted %v, %v", r, err)
 		}
 		for _, name := range []string{workspaces.Namespace(beta), workspaces.VClusterNamespace(beta, "alice-default"), workspaces.VClusterNamespace(beta, "ghost")} {
@@ -353,7 +358,7 @@ func TestPlatformWorkspaceOnRealKCP(t *testing.T) {
 		if err := kc(shardAdmin, "root").Create(ctx, phantom); err != nil {
 			t.Fatal(err)
 		}
-		if got, err := (&workspaces.ShardLookup{Config: shardAdmin}).State(ctx, never); err == nil {
+		if got, err := (&sweep.ShardLookup{Config: shardAdmin}).State(ctx, never); err == nil {
 			t.Fatalf("lookup with an unreachable shard = %v, want cannot tell", got)
 		} else {
 			t.Logf("lookup with an unreachable shard: %v", err)

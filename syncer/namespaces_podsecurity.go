@@ -1,9 +1,11 @@
-package workspaces
+package syncer
 
 import (
 	"context"
 	"fmt"
 	"strings"
+
+	"github.com/kubeopera/kubeopera/workspaces"
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -50,7 +52,7 @@ const vclusterNamespaceInfix = "-vc-"
 // host namespace, kcp-<fp>-vc-<tenantName> (VClusterNamespace; a shortened name keeps that
 // prefix).
 func IsVClusterNamespace(logicalCluster, name string) bool {
-	return strings.HasPrefix(name, Namespace(logicalCluster)+vclusterNamespaceInfix)
+	return strings.HasPrefix(name, workspaces.Namespace(logicalCluster)+vclusterNamespaceInfix)
 }
 
 // PodSecurityLevel is the Pod Security Standards level backend namespace name of

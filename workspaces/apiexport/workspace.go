@@ -1,4 +1,4 @@
-package fleet
+package apiexport
 
 import (
 	"context"
@@ -74,7 +74,7 @@ func (c workspaceCluster) GetEventRecorderFor(name string) record.EventRecorder 
 func (c workspaceCluster) Start(ctx context.Context) error { <-ctx.Done(); return nil }
 
 // errNoInformers: a workspace has no informers of its own; one handler per informer serves all.
-var errNoInformers = errors.New("fleet: a workspace has no informers of its own; register a controller with fleet.NewController")
+var errNoInformers = errors.New("fleet: a workspace has no informers of its own; register a controller with apiexport.NewController")
 
 // scopedCache reads the workspace's objects from the shard cache; it offers no informers.
 type scopedCache struct{ ws Workspace }

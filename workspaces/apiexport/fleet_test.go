@@ -1,4 +1,4 @@
-package fleet_test
+package apiexport_test
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/kubeopera/kubeopera/workspaces/bootstrap"
 
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/testr"
@@ -25,10 +27,10 @@ import (
 	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
 
 	kov1alpha1 "github.com/kubeopera/kubeopera/apis/kubeopera/v1alpha1"
-	"github.com/kubeopera/kubeopera/internal/fleet"
 	imanager "github.com/kubeopera/kubeopera/internal/manager"
 	"github.com/kubeopera/kubeopera/test/framework"
 	"github.com/kubeopera/kubeopera/workspaces"
+	"github.com/kubeopera/kubeopera/workspaces/apiexport"
 )
 
 // These tests run the provider on a real kcp with the platform's exports and WorkspaceType:
@@ -39,7 +41,7 @@ import (
 // cached client, writes an annotation naming the workspace through its writer and records an
 // event through the sink.
 type recorder struct {
-	p *fleet.Provider
+	p *apiexport.Provider
 
 	mu        sync.Mutex
 	requests  map[string]int
@@ -86,7 +88,7 @@ func (r *recorder) Reconcile(ctx context.Context, req mcreconcile.Request) (ctrl
 type env struct {
 	kcp *rest.Config
 	rec *recorder
-	p   *fleet.Provider
+	p   *apiexport.Provider
 	seq int
 }
 
@@ -95,17 +97,17 @@ func start(t *testing.T) *env {
 	framework.SkipWithoutServers(t)
 	ctx := t.Context()
 	k := framework.StartKCP(t)
-	if err := workspaces.Bootstrap(ctx, k.Config, workspaces.PlatformWorkspace); err != nil {
+	if err := bootstrap.Bootstrap(ctx, k.Config, bootstrap.PlatformWorkspace); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := workspaces.EnsureWorkspace(ctx, k.Config, "root", "orgs", workspaces.WorkspaceType{}); err != nil {
 		t.Fatal(err)
 	}
-	platform := workspaces.ClusterConfig(k.Config, workspaces.PlatformWorkspace)
+	platform := workspaces.ClusterConfig(k.Config, bootstrap.PlatformWorkspace)
 	scheme := imanager.Scheme()
 	log := testr.NewWithOptions(t, testr.Options{Verbosity: 0})
-	sink := &fleet.EventSink{Scheme: scheme, Log: log}
-	p, err := fleet.New(fleet.Options{Name: "kubeopera.io", Config: platform, EndpointSlice: "kubeopera.io", Scheme: scheme, Events: sink, Log: log})
+	sink := &apiexport.EventSink{Scheme: scheme, Log: log}
+	p, err := apiexport.New(apiexport.Options{Name: "kubeopera.io", Config: platform, EndpointSlice: "kubeopera.io", Scheme: scheme, Events: sink, Log: log})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +120,7 @@ func start(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	rec := &recorder{p: p, requests: map[string]int{}}
-	if err := fleet.NewController(mgr, "fleet-test", p, &kov1alpha1.Tenant{}, mccontroller.Options{Reconciler: rec, MaxConcurrentReconciles: 4, SkipNameValidation: ptrTo(true)}); err != nil {
+	if err := apiexport.NewController(mgr, "fleet-test", p, &kov1alpha1.Tenant{}, mccontroller.Options{Reconciler: rec, MaxConcurrentReconciles: 4, SkipNameValidation: ptrTo(true)}); err != nil {
 		t.Fatal(err)
 	}
 	framework.RunUntilCleanup(t, mgr)
@@ -132,7 +134,7 @@ func ptrTo[T any](v T) *T { return &v }
 func (e *env) workspace(t *testing.T, name string) (string, client.Client) {
 	t.Helper()
 	ctx := t.Context()
-	lc, err := workspaces.EnsureWorkspace(ctx, e.kcp, "root:orgs", name, workspaces.TenantWorkspaceTypeIn(workspaces.PlatformWorkspace))
+	lc, err := workspaces.EnsureWorkspace(ctx, e.kcp, "root:orgs", name, workspaces.TenantWorkspaceTypeIn(bootstrap.PlatformWorkspace))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,8 +1,10 @@
-package workspaces
+package syncer
 
 import (
 	"context"
 	"fmt"
+
+	"github.com/kubeopera/kubeopera/workspaces"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -74,7 +76,7 @@ func (b Backend) checkNamespace(ctx context.Context, logicalCluster string, c Na
 	case err != nil:
 		return nil, fmt.Errorf("failed to get backend namespace %s: %w", c.Name, err)
 	}
-	if lc := ns.Annotations[LogicalClusterAnnotation]; lc != logicalCluster {
+	if lc := ns.Annotations[workspaces.LogicalClusterAnnotation]; lc != logicalCluster {
 		return nil, &CollisionError{Namespace: c.Name, LogicalCluster: logicalCluster, Owner: lc}
 	}
 	if current := ns.Annotations[OwnerAnnotation]; current != c.Owner {

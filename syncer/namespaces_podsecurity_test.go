@@ -1,8 +1,10 @@
-package workspaces
+package syncer
 
 import (
 	"strings"
 	"testing"
+
+	"github.com/kubeopera/kubeopera/workspaces"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -25,7 +27,7 @@ func TestPodSecurityLabels(t *testing.T) {
 		"pod-security.kubernetes.io/audit":           "restricted",
 		"pod-security.kubernetes.io/audit-version":   "v1.35",
 	}
-	longHost := VClusterNamespace(lc, strings.Repeat("a", 50))
+	longHost := workspaces.VClusterNamespace(lc, strings.Repeat("a", 50))
 	tests := map[string]struct {
 		namespace string
 		want      map[string]string
@@ -66,7 +68,7 @@ func TestPodSecurityLabels(t *testing.T) {
 			t.Errorf("new host namespace label %s = %q, want %q", k, ns.Labels[k], v)
 		}
 	}
-	if ns.Labels[FingerprintLabel] != "1de339c9f447" {
-		t.Errorf("new host namespace fingerprint label = %q", ns.Labels[FingerprintLabel])
+	if ns.Labels[workspaces.FingerprintLabel] != "1de339c9f447" {
+		t.Errorf("new host namespace fingerprint label = %q", ns.Labels[workspaces.FingerprintLabel])
 	}
 }

@@ -1,4 +1,4 @@
-package workspaces
+package terminator
 
 import (
 	"context"
@@ -7,6 +7,9 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/kubeopera/kubeopera/syncer"
+	"github.com/kubeopera/kubeopera/workspaces"
 
 	corev1alpha1 "github.com/kcp-dev/sdk/apis/core/v1alpha1"
 	"github.com/kcp-dev/sdk/apis/tenancy/termination"
@@ -34,7 +37,7 @@ type Terminator struct {
 	// WorkspaceType is the name of the WorkspaceType whose terminator this is.
 	WorkspaceType string
 	// Backend reads and deletes backend namespaces.
-	Backend Backend
+	Backend syncer.Backend
 	// Workspace deletes and counts the CRs left in a terminating workspace.
 	Workspace WorkspaceObjectsFunc
 	// Interval between looks for terminating workspaces.
@@ -90,7 +93,7 @@ func (t *Terminator) client(vwURL string) (client.Client, error) {
 	}
 	cfg := rest.CopyConfig(t.KCPConfig)
 	cfg.Host = vwURL + "/clusters/*"
-	c, err := client.New(cfg, client.Options{Scheme: kcpScheme()})
+	c, err := client.New(cfg, client.Options{Scheme: workspaces.KCPScheme()})
 	if err != nil {
 		return nil, err
 	}
@@ -105,7 +108,7 @@ func (t *Terminator) client(vwURL string) (client.Client, error) {
 // terminator kcp puts into status.terminators of its workspaces ("<type's logical cluster>:<type
 // name>", termination.TerminatorForType).
 func (t *Terminator) virtualWorkspaceURLs(ctx context.Context) ([]string, corev1alpha1.LogicalClusterTerminator, error) {
-	c, err := client.New(t.KCPConfig, client.Options{Scheme: kcpScheme()})
+	c, err := client.New(t.KCPConfig, client.Options{Scheme: workspaces.KCPScheme()})
 	if err != nil {
 		return nil, "", err
 	}
@@ -184,7 +187,7 @@ func (t *Terminator) terminate(ctx context.Context, logicalCluster string) (bool
 func (t *Terminator) removeTerminator(ctx context.Context, vwURL string, name corev1alpha1.LogicalClusterTerminator, lc *corev1alpha1.LogicalCluster) error {
 	cfg := rest.CopyConfig(t.KCPConfig)
 	cfg.Host = vwURL + "/clusters/" + lc.Annotations["kcp.io/cluster"]
-	c, err := client.New(cfg, client.Options{Scheme: kcpScheme()})
+	c, err := client.New(cfg, client.Options{Scheme: workspaces.KCPScheme()})
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package workspaces_test
+package bootstrap_test
 
 import (
 	"context"
@@ -18,6 +18,7 @@ import (
 	"github.com/kubeopera/kubeopera/internal/manager"
 	"github.com/kubeopera/kubeopera/test/framework"
 	"github.com/kubeopera/kubeopera/workspaces"
+	"github.com/kubeopera/kubeopera/workspaces/bootstrap"
 )
 
 // TestExportsAreBoundOnlyThroughTheTenantWorkspaceType plays a tenant who wants the platform's
@@ -29,7 +30,7 @@ import (
 //   - kcp's unprivileged "user", admin of a universal workspace it created, is refused an
 //     APIBinding to either export, and refused a workspace of type kubeopera-tenant;
 //   - once the platform admin grants it the shipped role kubeopera:tenant-workspace-creator (as
-//     the group workspaces.TenantWorkspaceCreators has it; kcp scopes impersonated identities to
+//     the group bootstrap.TenantWorkspaceCreators has it; kcp scopes impersonated identities to
 //     one workspace, so the test cannot play a group member), it creates a kubeopera-tenant
 //     workspace, which gets both exports bound (kcp's apibinder initializer binds as the
 //     workspace's creator).
@@ -68,7 +69,7 @@ func TestExportsAreBoundOnlyThroughTheTenantWorkspaceType(t *testing.T) {
 
 	// An older platform: bind and use granted to system:authenticated (what
 	// apiexports/bootstrap/rbac.yaml applied before).
-	if err := workspaces.Bootstrap(ctx, kcp.Config, platform); err != nil {
+	if err := bootstrap.Bootstrap(ctx, kcp.Config, platform); err != nil {
 		t.Fatal(err)
 	}
 	grantAuthenticated("kubeopera:bind", []any{map[string]any{
@@ -81,7 +82,7 @@ func TestExportsAreBoundOnlyThroughTheTenantWorkspaceType(t *testing.T) {
 	}})
 
 	// This version's bootstrap over it.
-	if err := workspaces.Bootstrap(ctx, kcp.Config, platform); err != nil {
+	if err := bootstrap.Bootstrap(ctx, kcp.Config, platform); err != nil {
 		t.Fatal(err)
 	}
 	for _, name := range []string{"kubeopera:bind", "kubeopera:use-workspacetype"} {

@@ -1,4 +1,4 @@
-package workspaces
+package sweep
 
 import (
 	"context"
@@ -7,6 +7,9 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/kubeopera/kubeopera/syncer"
+	"github.com/kubeopera/kubeopera/workspaces"
 
 	"github.com/go-logr/logr"
 	corev1alpha1 "github.com/kcp-dev/sdk/apis/core/v1alpha1"
@@ -73,11 +76,11 @@ type WorkspaceLookupFunc func(ctx context.Context, logicalCluster string) (Works
 // orphaned on two sweeps at least MinAge apart, and at most MaxDeletions per sweep.
 type OrphanSweep struct {
 	// Backend lists and deletes backend namespaces.
-	Backend Backend
+	Backend syncer.Backend
 	// Workspaces looks logical clusters up, e.g. (&ShardLookup{Config: cfg}).State.
 	Workspaces WorkspaceLookupFunc
 	// OwnerExists looks the owner of a namespace of a live workspace up; nil skips the check.
-	OwnerExists OwnerExistsFunc
+	OwnerExists workspaces.OwnerExistsFunc
 	// Interval between sweeps.
 	Interval time.Duration
 	// MinAge is how long a namespace must have been seen orphaned, on an earlier sweep, before it
@@ -120,15 +123,15 @@ func (s *OrphanSweep) Start(ctx context.Context) error {
 // annotation agree: the name is kcp-<fp> or kcp-<fp>-<suffix> with fp = Fingerprint(annotation),
 // and the label is fp.
 func Consistent(ns *corev1.Namespace) bool {
-	lc := ns.Annotations[LogicalClusterAnnotation]
+	lc := ns.Annotations[workspaces.LogicalClusterAnnotation]
 	if lc == "" {
 		return false
 	}
-	fp := Fingerprint(lc)
-	if ns.Labels[FingerprintLabel] != fp {
+	fp := workspaces.Fingerprint(lc)
+	if ns.Labels[workspaces.FingerprintLabel] != fp {
 		return false
 	}
-	base := NamespacePrefix + fp
+	base := workspaces.NamespacePrefix + fp
 	return ns.Name == base || (strings.HasPrefix(ns.Name, base+"-") && len(ns.Name) > len(base)+1)
 }
 
@@ -149,15 +152,15 @@ func (s *OrphanSweep) Sweep(ctx context.Context) (*SweepReport, error) {
 	var orphanUIDs []types.UID
 	for i := range list.Items {
 		ns := &list.Items[i]
-		lc := ns.Annotations[LogicalClusterAnnotation]
-		if lc == "" && ns.Labels[FingerprintLabel] == "" {
+		lc := ns.Annotations[workspaces.LogicalClusterAnnotation]
+		if lc == "" && ns.Labels[workspaces.FingerprintLabel] == "" {
 			continue // not a workspace's namespace
 		}
 		nlog := log.WithValues("namespace", ns.Name, "cluster", lc)
 		if !Consistent(ns) {
 			r.Inconsistent = append(r.Inconsistent, ns.Name)
 			nlog.Info("Backend namespace's name, fingerprint label and logical-cluster annotation disagree; leaving it alone",
-				"fingerprintLabel", ns.Labels[FingerprintLabel])
+				"fingerprintLabel", ns.Labels[workspaces.FingerprintLabel])
 			continue
 		}
 		state, known := states[lc]
@@ -194,7 +197,7 @@ func (s *OrphanSweep) Sweep(ctx context.Context) (*SweepReport, error) {
 }
 
 func (s *OrphanSweep) checkOwner(ctx context.Context, log logr.Logger, ns *corev1.Namespace, lc string, r *SweepReport) {
-	owner := ns.Annotations[OwnerAnnotation]
+	owner := ns.Annotations[syncer.OwnerAnnotation]
 	if owner == "" || s.OwnerExists == nil {
 		return
 	}
@@ -278,13 +281,13 @@ type ShardLookup struct {
 	// Config is a kcp config; its host is used to read root's shards.
 	Config *rest.Config
 
-	rest restClients
+	rest workspaces.RESTClients
 }
 
 // State implements WorkspaceLookupFunc.
 func (l *ShardLookup) State(ctx context.Context, logicalCluster string) (WorkspaceState, error) {
 	shards := &corev1alpha1.ShardList{}
-	if err := l.rest.get(ctx, l.Config, ServerBase(l.Config.Host), "/clusters/root/apis/core.kcp.io/v1alpha1/shards", shards); err != nil {
+	if err := l.rest.Get(ctx, l.Config, workspaces.ServerBase(l.Config.Host), "/clusters/root/apis/core.kcp.io/v1alpha1/shards", shards); err != nil {
 		return 0, fmt.Errorf("failed to list kcp shards: %w", err)
 	}
 	if len(shards.Items) == 0 {
@@ -294,11 +297,11 @@ func (l *ShardLookup) State(ctx context.Context, logicalCluster string) (Workspa
 		if shard.Spec.BaseURL == "" {
 			return 0, fmt.Errorf("shard %s has no base URL", shard.Name)
 		}
-		err := l.rest.get(ctx, l.Config, shard.Spec.BaseURL, "/clusters/"+logicalCluster+"/apis/core.kcp.io/v1alpha1/logicalclusters/"+corev1alpha1.LogicalClusterName, nil)
+		err := l.rest.Get(ctx, l.Config, shard.Spec.BaseURL, "/clusters/"+logicalCluster+"/apis/core.kcp.io/v1alpha1/logicalclusters/"+corev1alpha1.LogicalClusterName, nil)
 		switch {
 		case err == nil:
 			return WorkspaceLive, nil
-		case isNotFoundOf(err, corev1alpha1.SchemeGroupVersion.Group, corev1alpha1.LogicalClusterName):
+		case workspaces.IsNotFoundOf(err, corev1alpha1.SchemeGroupVersion.Group, corev1alpha1.LogicalClusterName):
 			continue // not on this shard
 		default:
 			return 0, fmt.Errorf("shard %s (%s): %w", shard.Name, shard.Spec.BaseURL, err)
