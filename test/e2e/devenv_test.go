@@ -62,6 +62,8 @@ func (s *syncBuffer) String() string {
 // aws-credentials and node 0 played by bin/devenv simulate-control-plane) to Ready; the
 // KubernetesCluster demo; then Ctrl-C and check that everything stopped.
 func TestLocalEnvironment(t *testing.T) {
+	// It starts its own servers, or only reads the shared ones: it runs beside the parallel tests.
+	t.Parallel()
 	framework.SkipWithoutServers(t)
 	dir := t.TempDir()
 	bin := buildCommands(t, filepath.Join(dir, "bin"), "manager", "devenv")

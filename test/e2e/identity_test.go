@@ -32,6 +32,8 @@ import (
 // the manager does on the backend and nothing else. It runs on a backend only (no kcp): every call
 // below is made with the ServiceAccount's token, the way the manager makes it.
 func TestManagerBackendIdentity(t *testing.T) {
+	// It starts its own servers, or only reads the shared ones: it runs beside the parallel tests.
+	t.Parallel()
 	ctx := context.Background()
 	m := framework.StartBackendAsManager(t)
 	id, admin, mgr := m.Identity, m.Admin, m.Manager

@@ -19,6 +19,8 @@ import (
 // swapped the two kubeconfigs would) refuses to start, saying which version it found, before it
 // writes anything.
 func TestManagerNamesTheKCPItTalksTo(t *testing.T) {
+	// It starts its own servers, or only reads the shared ones: it runs beside the parallel tests.
+	t.Parallel()
 	e := sharedEnv(t)
 	// The manager logs it first thing after it starts; the suite may have started it just now.
 	framework.Eventually(t, time.Minute, "the manager logs the kcp release it connected to", func() (bool, string) {
@@ -60,6 +62,8 @@ func TestManagerNamesTheKCPItTalksTo(t *testing.T) {
 // TestKCPFrontProxyAndCacheServerAreBuilt: make tools builds kcp's front-proxy and cache server
 // from the kcp release the tests run, stamped like kcp's release builds.
 func TestKCPFrontProxyAndCacheServerAreBuilt(t *testing.T) {
+	// It starts its own servers, or only reads the shared ones: it runs beside the parallel tests.
+	t.Parallel()
 	bin := filepath.Join(framework.RepoRoot(), "_tools", "bin")
 	out, err := exec.Command(filepath.Join(bin, "kcp-front-proxy"), "--version").CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "+kcp-v0.31.2") {
