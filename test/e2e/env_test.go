@@ -51,6 +51,11 @@ func TestMain(m *testing.M) {
 	if !set {
 		_ = flag.Set("test.parallel", defaultParallelism)
 	}
+	if !testing.Short() {
+		// The shared environment starts at once, beside the tests that run first (they own their
+		// servers or start it themselves, then wait for this one).
+		go shared.once.Do(func() { shared.env, shared.err = startEnv() })
+	}
 	code := m.Run()
 	if e := shared.env; e != nil {
 		if code != 0 {
@@ -155,15 +160,20 @@ func startEnv() (e *env, err error) {
 		}
 	}()
 
-	// Build the manager as a user would run it.
-	if err := goBuild(filepath.Join(e.dir, "bin"), "manager"); err != nil {
-		return e, err
-	}
+	// Build the manager as a user would run it, while kcp and the backend start.
+	built := make(chan error, 1)
+	go func() { built <- goBuild(filepath.Join(e.dir, "bin"), "manager") }()
 	e.managerBin = filepath.Join(e.dir, "bin", "manager")
 
 	// The manager runs as kcp's unprivileged user with exactly the platform workspace role the
 	// product ships (apiexports/bootstrap/manager-rbac.yaml).
 	p, stop, err := platform.Start(ctx, e.dir)
+	if berr := <-built; berr != nil {
+		if err == nil {
+			stop()
+		}
+		return e, berr
+	}
 	if err != nil {
 		return e, err
 	}

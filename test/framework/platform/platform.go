@@ -5,6 +5,7 @@ package platform
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 
@@ -53,15 +54,28 @@ func Start(ctx context.Context, dir string) (p *Platform, stop func(), err error
 			return nil, nil, err
 		}
 	}
-	var s func()
-	if p.KCP, s, err = framework.StartKCPIn(kcpDir); err != nil {
+	// kcp and the backend start side by side; each one that started is stopped with the rest.
+	var (
+		backendStop func()
+		backendErr  error
+		backendUp   = make(chan struct{})
+	)
+	go func() {
+		defer close(backendUp)
+		p.Backend, backendStop, backendErr = framework.StartBackendIn(backendDir)
+	}()
+	kcp, kcpStop, kcpErr := framework.StartKCPIn(kcpDir)
+	<-backendUp
+	if kcpErr == nil {
+		p.KCP = kcp
+		stops = append(stops, kcpStop)
+	}
+	if backendErr == nil {
+		stops = append(stops, backendStop)
+	}
+	if err := errors.Join(kcpErr, backendErr); err != nil {
 		return nil, nil, err
 	}
-	stops = append(stops, s)
-	if p.Backend, s, err = framework.StartBackendIn(backendDir); err != nil {
-		return nil, nil, err
-	}
-	stops = append(stops, s)
 	if err := bootstrap.Bootstrap(ctx, p.KCP.Config, bootstrap.PlatformWorkspace); err != nil {
 		return nil, nil, err
 	}
