@@ -51,9 +51,10 @@ func TestMain(m *testing.M) {
 	if !set {
 		_ = flag.Set("test.parallel", defaultParallelism)
 	}
-	if !testing.Short() {
-		// The shared environment starts at once, beside the tests that run first (they own their
-		// servers or start it themselves, then wait for this one).
+	if !testing.Short() && flag.Lookup("test.run").Value.String() == "" {
+		// The whole suite runs: the shared environment starts at once, beside the tests that run
+		// first (they own their servers, or wait for this one). A chosen test starts it when it
+		// needs it.
 		go shared.once.Do(func() { shared.env, shared.err = startEnv() })
 	}
 	code := m.Run()
