@@ -72,11 +72,8 @@ func startEnv(ctx context.Context, s settings) (e *env, err error) {
 		}
 	}()
 	if e.managerBin == "" {
-		e.managerBin = filepath.Join(dir, "bin", "manager")
-		build := exec.CommandContext(ctx, "go", "build", "-o", e.managerBin, "./cmd/manager")
-		build.Dir = framework.RepoRoot()
-		if out, err := build.CombinedOutput(); err != nil {
-			return e, fmt.Errorf("failed to build the manager: %v\n%s", err, out)
+		if e.managerBin, err = framework.Command("manager"); err != nil {
+			return e, err
 		}
 		e.managerBuild = "cmd/manager at " + revision(ctx)
 	}

@@ -161,10 +161,14 @@ func startEnv() (e *env, err error) {
 		}
 	}()
 
-	// Build the manager as a user would run it, while kcp and the backend start.
+	// The manager as a user would run it (built once for the run), built while kcp and the
+	// backend start.
 	built := make(chan error, 1)
-	go func() { built <- goBuild(filepath.Join(e.dir, "bin"), "manager") }()
-	e.managerBin = filepath.Join(e.dir, "bin", "manager")
+	go func() {
+		var err error
+		e.managerBin, err = framework.Command("manager")
+		built <- err
+	}()
 
 	// The manager runs as kcp's unprivileged user with exactly the platform workspace role the
 	// product ships (apiexports/bootstrap/manager-rbac.yaml).
@@ -448,23 +452,12 @@ func (e *env) adminDeletesBackendNamespace(t *testing.T, ns *corev1.Namespace) {
 	})
 }
 
-// buildCommands builds the named commands of cmd/ into dir, as `make build` does, and returns dir.
+// buildCommands puts the named commands of cmd/, built once for the run (framework.Command), into
+// dir and returns dir.
 func buildCommands(t *testing.T, dir string, cmds ...string) string {
 	t.Helper()
-	if err := goBuild(dir, cmds...); err != nil {
+	if _, err := framework.Commands(dir, cmds...); err != nil {
 		t.Fatal(err)
 	}
 	return dir
-}
-
-// goBuild builds the named commands of cmd/ into dir, as `make build` does.
-func goBuild(dir string, cmds ...string) error {
-	for _, cmd := range cmds {
-		build := exec.Command("go", "build", "-o", filepath.Join(dir, cmd), "./cmd/"+cmd)
-		build.Dir = framework.RepoRoot()
-		if out, err := build.CombinedOutput(); err != nil {
-			return fmt.Errorf("failed to build %s: %v\n%s", cmd, err, out)
-		}
-	}
-	return nil
 }

@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"math/big"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -92,11 +91,9 @@ func startTerraformEnv(t *testing.T) *terraformEnv {
 	if _, err := cs.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: jobsNamespace}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	bin := filepath.Join(t.TempDir(), "terraform-runner")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/terraform-runner")
-	build.Dir = framework.RepoRoot()
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/terraform-runner: %v\n%s", err, out)
+	bin, err := framework.Command("terraform-runner")
+	if err != nil {
+		t.Fatal(err)
 	}
 	// The project's modules as the runner's image ships them; the test modules call one.
 	modules := t.TempDir()

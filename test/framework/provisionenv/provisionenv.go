@@ -40,6 +40,7 @@ import (
 	"github.com/kubeopera/kubeopera/internal/provisioner/server"
 	"github.com/kubeopera/kubeopera/internal/terraform/render"
 	"github.com/kubeopera/kubeopera/internal/terraform/runner"
+	"github.com/kubeopera/kubeopera/test/framework"
 	"github.com/kubeopera/kubeopera/test/framework/actors"
 	"github.com/kubeopera/kubeopera/test/framework/awsfake"
 )
@@ -144,11 +145,9 @@ func Start(ctx context.Context, o Options) (*Env, error) {
 	if err := installProvisioner(ctx, o.Backend, o.Root); err != nil {
 		return nil, err
 	}
-	bin := filepath.Join(o.Dir, "terraform-runner")
-	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/terraform-runner")
-	build.Dir = o.Root
-	if out, err := build.CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("building the runner: %v\n%s", err, out)
+	bin, err := framework.Command("terraform-runner")
+	if err != nil {
+		return nil, err
 	}
 	ns, sa, _ := strings.Cut(hostcluster.DefaultProvisionerIdentity, "/")
 	cs, err := jobstest.ServiceAccountClient(o.Backend, ns, sa)
