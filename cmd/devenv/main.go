@@ -1,7 +1,10 @@
 // Command devenv runs the embedded local environment behind `make run`: a kcp server, a backend
 // cluster (or the one BACKEND_KUBECONFIG names), the platform workspace root:kubeopera, a demo
 // tenant workspace root:orgs:demo and the manager. State lives under .dev/ and is reused by the
-// next run; Ctrl-C stops everything.
+// next run; Ctrl-C stops everything. However it ends (a closed terminal, kill -9), the processes
+// it started die with it on Linux; they are recorded in .dev/pids, and a start stops what a
+// previous run left running and refuses, naming the process, a port or data directory that
+// another process holds (internal/devenv.Processes).
 //
 // `devenv simulate-vcluster <tenantName> [workspace]` plays the vCluster control plane on the
 // embedded backend (which has no kubelet, so vCluster Pods never start): it writes the
@@ -135,7 +138,8 @@ func binDir(root string) string {
 func say(format string, args ...any) { fmt.Printf("==> "+format+"\n", args...) }
 
 func run() error {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// SIGHUP: the terminal was closed.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 	root, _ := os.Getwd()
 	bin := filepath.Join(root, "_tools", "bin")
@@ -153,9 +157,26 @@ func run() error {
 	if p, err := strconv.Atoi(os.Getenv("KCP_PORT")); err == nil {
 		port = p
 	}
+	// Before anything starts (or a log is truncated): this run's records, what a previous run left
+	// running stopped, and nothing else holding what this run needs.
+	procs, err := devenv.OpenProcesses(filepath.Join(dev, "pids"))
+	if err != nil {
+		return err
+	}
+	defer func() { _ = procs.Close() }()
+	stopped, err := procs.StopLeftovers(ctx)
+	if err != nil {
+		return err
+	}
+	for _, r := range stopped {
+		say("Stopped %s, which a previous run left running", r)
+	}
+	if err := devenv.CheckClaims(claims(root, dev, port)); err != nil {
+		return err
+	}
 	kcpLog, _ := os.Create(filepath.Join(logs, "kcp.log"))
 	say("Starting kcp on https://127.0.0.1:%d (state in %s/kcp, log in %s/logs/kcp.log)", port, state, state)
-	kcp, err := devenv.StartKCP(ctx, devenv.KCPOptions{Binary: filepath.Join(bin, "kcp"), RootDir: filepath.Join(dev, "kcp"), SecurePort: port, Output: kcpLog})
+	kcp, err := devenv.StartKCP(ctx, devenv.KCPOptions{Binary: filepath.Join(bin, "kcp"), RootDir: filepath.Join(dev, "kcp"), SecurePort: port, Output: kcpLog, Processes: procs})
 	if err != nil {
 		return err
 	}
@@ -174,7 +195,7 @@ func run() error {
 	} else {
 		kcmLog, _ := os.Create(filepath.Join(logs, "kube-controller-manager.log"))
 		say("Starting the embedded backend: kube-apiserver, etcd and kube-controller-manager (state in %s/backend-etcd)", state)
-		b, err := devenv.StartBackend(ctx, devenv.BackendOptions{BinDir: bin, DataDir: filepath.Join(dev, "backend-etcd"), KubeconfigPath: backendKubeconfig, Output: kcmLog})
+		b, err := devenv.StartBackend(ctx, devenv.BackendOptions{BinDir: bin, DataDir: filepath.Join(dev, "backend-etcd"), KubeconfigPath: backendKubeconfig, Output: kcmLog, Processes: procs.With("backend")})
 		if err != nil {
 			return err
 		}
@@ -253,7 +274,7 @@ func run() error {
 	// What HostClusters need around the platform: a target cluster with Flux's controllers and
 	// authapi played on it, a git server and the gitops-scaffolder stand-in.
 	say("Starting the HostCluster target cluster (kubeconfig %s/target/target.kubeconfig); Flux's source- and kustomize-controller run there as processes once Flux is installed, authapi is played (log in %s/target/flux.log)", state, state)
-	target, stopTarget, err := hostenv.StartTarget(filepath.Join(dev, "target"), bin, true)
+	target, stopTarget, err := hostenv.StartTargetWith(hostenv.TargetOptions{Dir: filepath.Join(dev, "target"), BinDir: bin, KeepData: true, Processes: procs})
 	if err != nil {
 		return err
 	}
@@ -325,7 +346,8 @@ func run() error {
 	mgr.Stdout, mgr.Stderr = mf, mf
 	mgr.Cancel = func() error { return mgr.Process.Signal(syscall.SIGTERM) }
 	mgr.WaitDelay = 20 * time.Second
-	if err := mgr.Start(); err != nil {
+	mgrProc, err := procs.Start("manager", mgr)
+	if err != nil {
 		return fmt.Errorf("failed to start bin/manager (run `make build`): %w", err)
 	}
 
@@ -398,12 +420,43 @@ Fleet overview for platform admins (every HostCluster of every workspace, live):
 `, overviewAddr, overviewAddr, relOr(root, binDir(root)), state, relOr(root, managerBackendKubeconfig))
 	fmt.Println("\nCtrl-C stops everything; the next `make run` reuses what is stored in .dev/.")
 
-	err = mgr.Wait()
+	err = mgrProc.Wait()
 	if ctx.Err() != nil {
 		say("Stopping")
 		return nil
 	}
 	return fmt.Errorf("the manager exited: %v (see %s)", err, mgrLog)
+}
+
+// claims are the ports and data directories this run needs: a process it did not start holding
+// one stops it at once, naming that process, rather than a server failing to start later (etcd
+// waits for its data directory's lock until envtest gives up, five times over).
+func claims(root, dev string, kcpPort int) []devenv.Claim {
+	c := []devenv.Claim{{Port: kcpPort, What: "kcp, KCP_PORT"}}
+	for _, p := range []struct{ env, def, what string }{
+		{"KUBEOPERA_GIT_PORT", "8090", "the git server"},
+		{"KUBEOPERA_SCAFFOLDER_PORT", "8091", "the gitops-scaffolder stand-in"},
+		{"KUBEOPERA_FLEET_OVERVIEW_PORT", "8083", "the fleet overview"},
+	} {
+		if n, err := strconv.Atoi(envOr(p.env, p.def)); err == nil {
+			c = append(c, devenv.Claim{Port: n, What: p.what + ", " + p.env})
+		}
+	}
+	c = append(c,
+		devenv.Claim{Port: 8080, What: "the manager's metrics"},
+		devenv.Claim{Port: 8081, What: "the manager's health probes"},
+		devenv.Claim{Dir: filepath.Join(dev, "kcp"), What: "kcp's state"},
+		devenv.Claim{Dir: filepath.Join(dev, "target", "etcd"), What: "the target cluster's etcd"},
+	)
+	if os.Getenv("BACKEND_KUBECONFIG") == "" {
+		c = append(c, devenv.Claim{Dir: filepath.Join(dev, "backend-etcd"), What: "the backend's etcd"})
+		if _, err := provisionenv.Terraform(root); err == nil {
+			if n, err := strconv.Atoi(envOr("KUBEOPERA_PROVISIONER_PORT", "8092")); err == nil {
+				c = append(c, devenv.Claim{Port: n, What: "the provisioner, KUBEOPERA_PROVISIONER_PORT"})
+			}
+		}
+	}
+	return c
 }
 
 // applyFile creates the objects of a manifest file (kept when they exist).
