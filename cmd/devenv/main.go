@@ -48,6 +48,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/kubeopera/kubeopera/workspaces/bootstrap"
+
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -224,20 +226,20 @@ func run() error {
 		return err
 	}
 
-	say("Bootstrapping the platform workspace %s (schemas, exports, WorkspaceType kubeopera-tenant)", workspaces.PlatformWorkspace)
-	if err := workspaces.Bootstrap(ctx, kcp.Config, workspaces.PlatformWorkspace); err != nil {
+	say("Bootstrapping the platform workspace %s (schemas, exports, WorkspaceType kubeopera-tenant)", bootstrap.PlatformWorkspace)
+	if err := bootstrap.Bootstrap(ctx, kcp.Config, bootstrap.PlatformWorkspace); err != nil {
 		return err
 	}
 	// The manager runs as kcp's unprivileged "user", with the platform's manager role only.
-	if err := workspaces.BindManagerRole(ctx, kcp.Config, workspaces.PlatformWorkspace, "user"); err != nil {
+	if err := bootstrap.BindManagerRole(ctx, kcp.Config, bootstrap.PlatformWorkspace, "user"); err != nil {
 		return err
 	}
 	if _, err := workspaces.EnsureWorkspace(ctx, kcp.Config, "root", "orgs", workspaces.WorkspaceType{}); err != nil {
 		return err
 	}
 	for _, catalog := range []string{"otc-flavors.yaml", "aws-flavors.yaml"} {
-		say("Loading the sample flavor catalog config/samples/%s into %s", catalog, workspaces.PlatformWorkspace)
-		if err := applyFile(ctx, workspaces.ClusterConfig(kcp.Config, workspaces.PlatformWorkspace), filepath.Join(root, "config", "samples", catalog)); err != nil {
+		say("Loading the sample flavor catalog config/samples/%s into %s", catalog, bootstrap.PlatformWorkspace)
+		if err := applyFile(ctx, workspaces.ClusterConfig(kcp.Config, bootstrap.PlatformWorkspace), filepath.Join(root, "config", "samples", catalog)); err != nil {
 			return err
 		}
 	}
@@ -250,7 +252,7 @@ func run() error {
 			return err
 		}
 	}
-	demoLC, err := workspaces.EnsureWorkspace(ctx, kcp.Config, "root:orgs", "demo", workspaces.TenantWorkspaceTypeIn(workspaces.PlatformWorkspace))
+	demoLC, err := workspaces.EnsureWorkspace(ctx, kcp.Config, "root:orgs", "demo", workspaces.TenantWorkspaceTypeIn(bootstrap.PlatformWorkspace))
 	if err != nil {
 		return err
 	}
@@ -379,7 +381,7 @@ KubernetesCluster demo (the seed's): the catalog is in %s; as a tenant:
   bin/devenv simulate-crossplane          # plays Crossplane and the OTC API until Ctrl-C
   kubectl --context demo -n demo wait --for=condition=Ready kubernetescluster/my-cluster --timeout=5m
   kubectl --context demo -n demo get secret my-cluster-kubeconfig -o jsonpath='{.data.kubeconfig}' | base64 -d
-`, workspaces.PlatformWorkspace)
+`, bootstrap.PlatformWorkspace)
 	fmt.Printf(`
 HostCluster walkthrough: connect the local target cluster from the demo workspace.
   bin/devenv hostcluster-secrets | kubectl --context demo apply -f -
