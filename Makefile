@@ -11,7 +11,7 @@ GO_TEST_FLAGS ?= -count=1
 all: build
 
 .PHONY: tools
-tools: ## Build kcp, apigen, kube-apiserver, etcd, kube-controller-manager, controller-gen and Flux's source- and kustomize-controller into _tools/bin and the local Flux chart into _tools/charts (skips what is built).
+tools: ## Build kcp (with its front-proxy, cache server and apigen), kube-apiserver, etcd, kube-controller-manager, controller-gen, Flux's source- and kustomize-controller and gotestsum into _tools/bin and the local Flux chart into _tools/charts (skips what is built).
 	hack/build-tools.sh
 
 $(CONTROLLER_GEN):
@@ -70,9 +70,15 @@ ui: $(ECHARTS) ## Install the fleet overview's chart library (echarts, pinned in
 build: ui ## Build the binaries into bin/.
 	go build -o bin/ ./cmd/...
 
+.PHONY: chromium
+chromium: ## Install Debian's chromium (apt-get) when it is not on PATH: the browser tests drive it.
+	hack/ensure-chromium.sh
+
+# go test -json through gotestsum: a line per package, failures' output, then every skipped test
+# with its reason, the 15 slowest tests and gotestsum's closing line; events in _artifacts/go-test.json.
 .PHONY: test
-test: tools ui ## Run every test, including the e2e suite on real kcp and kube-apiservers.
-	go test $(GO_TEST_FLAGS) -timeout 30m ./...
+test: tools ui chromium ## Run every test, including the e2e suite on real kcp and kube-apiservers.
+	hack/test.sh $(GO_TEST_FLAGS) -timeout 30m ./...
 
 .PHONY: test-unit
 test-unit: ## Only the tests that need no server (go test -short, no e2e): a fast loop; make test runs everything.

@@ -1,15 +1,13 @@
 // Package browser drives Debian's chromium with chromedp for the browser tests. Chromium is not
-// on a fresh machine: Start installs the Debian package with apt-get when it is missing, and says
-// so in the test log.
+// on a fresh machine: `make test` installs the Debian package before the tests run
+// (hack/ensure-chromium.sh, target `make chromium`); a test never installs it.
 package browser
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,57 +16,15 @@ import (
 	"github.com/kubeopera/kubeopera/test/framework"
 )
 
-// installed guards the one install of a test binary.
-var installed struct {
-	once sync.Once
-	path string
-	err  error
-}
-
-// Chromium returns the path of Debian's chromium, installing the package with apt-get first when
-// it is missing.
+// Chromium returns the path of the chromium on PATH, and fails t when there is none, naming the
+// make target that installs it.
 func Chromium(t testing.TB) string {
 	t.Helper()
-	installed.once.Do(func() {
-		if p, err := exec.LookPath("chromium"); err == nil {
-			installed.path = p
-			return
-		}
-		t.Log("chromium is missing: installing Debian's chromium package with apt-get (the browser tests drive it with chromedp)")
-		install := func() error {
-			cmd := exec.Command("apt-get", "install", "-y", "--no-install-recommends", "chromium")
-			cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
-			out, err := cmd.CombinedOutput()
-			if err != nil {
-				return fmt.Errorf("apt-get install chromium: %w\n%s", err, tail(out))
-			}
-			return nil
-		}
-		if err := install(); err != nil {
-			// A fresh machine may not have the package lists yet.
-			if out, uerr := exec.Command("apt-get", "update").CombinedOutput(); uerr != nil {
-				installed.err = fmt.Errorf("%v; apt-get update: %v\n%s", err, uerr, tail(out))
-				return
-			}
-			if err := install(); err != nil {
-				installed.err = err
-				return
-			}
-		}
-		installed.path, installed.err = exec.LookPath("chromium")
-	})
-	if installed.err != nil {
-		t.Fatalf("no chromium for the browser tests: %v", installed.err)
+	p, err := exec.LookPath("chromium")
+	if err != nil {
+		t.Fatalf("no chromium on PATH for the browser tests (%v): `make test` installs Debian's chromium before the tests; alone, run `make chromium` (hack/ensure-chromium.sh)", err)
 	}
-	return installed.path
-}
-
-func tail(b []byte) string {
-	const n = 2000
-	if len(b) > n {
-		b = b[len(b)-n:]
-	}
-	return string(b)
+	return p
 }
 
 // Start starts a headless chromium for t and returns a chromedp context of its first tab; it is
