@@ -76,17 +76,26 @@ chromium: ## Install Debian's chromium (apt-get) when it is not on PATH: the bro
 
 # go test -json through gotestsum: a line per package, failures' output, then every skipped test
 # with its reason, the 15 slowest tests and gotestsum's closing line; events in _artifacts/go-test.json.
+# The project's commands (cmd/...), built once in one go build for the whole run into TEST_BIN:
+# the e2e suite, the bench and the provisioning suites run them from there ($KUBEOPERA_TEST_BIN,
+# test/framework.Command) instead of each test binary building its own.
+TEST_BIN := $(CURDIR)/_artifacts/bin
+
+.PHONY: test-bin
+test-bin: ui
+	go build -o $(TEST_BIN)/ ./cmd/...
+
 .PHONY: test
-test: tools ui chromium ## Run every test, including the e2e suite on real kcp and kube-apiservers.
-	hack/test.sh $(GO_TEST_FLAGS) -timeout 30m ./...
+test: tools ui chromium test-bin ## Run every test, including the e2e suite on real kcp and kube-apiservers.
+	KUBEOPERA_TEST_BIN=$(TEST_BIN) hack/test.sh $(GO_TEST_FLAGS) -timeout 30m ./...
 
 .PHONY: test-unit
 test-unit: ## Only the tests that need no server (go test -short, no e2e): a fast loop; make test runs everything.
 	go test -short $(GO_TEST_FLAGS) $$(go list ./... | grep -v /test/e2e)
 
 .PHONY: bench
-bench: tools ## Measure the manager on real kcp at BENCH_WORKSPACES (default 10,100,500) tenant workspaces; writes bench/results/latest.json and latest.png.
-	BENCH_WORKSPACES="$${BENCH_WORKSPACES:-10,100,500}" go test -run '^$$' -bench . -benchtime=1x -timeout 120m ./test/bench/
+bench: tools test-bin ## Measure the manager on real kcp at BENCH_WORKSPACES (default 10,100,500) tenant workspaces; writes bench/results/latest.json and latest.png.
+	KUBEOPERA_TEST_BIN=$(TEST_BIN) BENCH_WORKSPACES="$${BENCH_WORKSPACES:-10,100,500}" go test -run '^$$' -bench . -benchtime=1x -timeout 120m ./test/bench/
 
 .PHONY: run
 run: tools build ## Start kcp, a backend apiserver, the platform and demo workspaces and the manager.

@@ -23,10 +23,10 @@
 // the seed's demo flow (config/samples/kubernetescluster-demo.yaml) reaches Ready.
 //
 // For provisioned HostClusters (provision_vanilla, provision_eks), on the embedded backend and
-// with terraform on PATH, it starts test/framework/provisionenv: the real provisioner (API on
+// with terraform on PATH, it starts test/sim/provisioning: the real provisioner (API on
 // 127.0.0.1:8092, or $KUBEOPERA_PROVISIONER_PORT, its key in .dev/provisioning/api-key) whose
 // runs' Pods are played with the real terraform-runner and terraform, AWS's S3, SSM and STS played
-// by awsfake in this process, and the offline stand-in module (no machines are built: the
+// by sim.AWS in this process, and the offline stand-in module (no machines are built: the
 // "provisioned" cluster is the local target). It saves the AWS endpoint and two users' keys in
 // .dev/provisioning/provisioning.json for the commands that play what no local process does:
 // `devenv aws-credentials [namespace]` prints the tenant's credential Secret (user
@@ -64,9 +64,8 @@ import (
 	"github.com/kubeopera/kubeopera/internal/helm"
 	"github.com/kubeopera/kubeopera/internal/manifests"
 	"github.com/kubeopera/kubeopera/syncer"
-	"github.com/kubeopera/kubeopera/test/framework/actors"
-	"github.com/kubeopera/kubeopera/test/framework/hostenv"
-	"github.com/kubeopera/kubeopera/test/framework/provisionenv"
+	"github.com/kubeopera/kubeopera/test/sim"
+	"github.com/kubeopera/kubeopera/test/sim/provisioning"
 	"github.com/kubeopera/kubeopera/workspaces"
 )
 
@@ -207,12 +206,9 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	bc, err := client.New(backendCfg, client.Options{})
-	if err != nil {
+	say("Bootstrapping the platform workspace %s (schemas, exports, WorkspaceType kubeopera-tenant), the manager's role for kcp user %q, root:orgs and the backend namespace %s", bootstrap.PlatformWorkspace, devenv.ManagerKCPUser, devenv.ManagerNamespace)
+	if err := devenv.InstallPlatform(ctx, kcp.Config, backendCfg); err != nil {
 		return err
-	}
-	if err := bc.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "kubeopera-system"}}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("failed to create namespace kubeopera-system on the backend: %w", err)
 	}
 	// The manager runs on the backend as its ServiceAccount with exactly the RBAC and admission
 	// policy the product ships (config/rbac), with a fresh token at every run; the admin
@@ -226,17 +222,6 @@ func run() error {
 		return err
 	}
 
-	say("Bootstrapping the platform workspace %s (schemas, exports, WorkspaceType kubeopera-tenant)", bootstrap.PlatformWorkspace)
-	if err := bootstrap.Bootstrap(ctx, kcp.Config, bootstrap.PlatformWorkspace); err != nil {
-		return err
-	}
-	// The manager runs as kcp's unprivileged "user", with the platform's manager role only.
-	if err := bootstrap.BindManagerRole(ctx, kcp.Config, bootstrap.PlatformWorkspace, "user"); err != nil {
-		return err
-	}
-	if _, err := workspaces.EnsureWorkspace(ctx, kcp.Config, "root", "orgs", workspaces.WorkspaceType{}); err != nil {
-		return err
-	}
 	for _, catalog := range []string{"otc-flavors.yaml", "aws-flavors.yaml"} {
 		say("Loading the sample flavor catalog config/samples/%s into %s", catalog, bootstrap.PlatformWorkspace)
 		if err := applyFile(ctx, workspaces.ClusterConfig(kcp.Config, bootstrap.PlatformWorkspace), filepath.Join(root, "config", "samples", catalog)); err != nil {
@@ -248,7 +233,7 @@ func run() error {
 		if _, err := envtest.InstallCRDs(backendCfg, envtest.CRDInstallOptions{Paths: []string{filepath.Join(root, "test", "fixtures", "crossplane", "otc")}}); err != nil {
 			return err
 		}
-		if err := actors.InstallCrossplane(ctx, backendCfg, root); err != nil {
+		if err := sim.InstallCrossplane(ctx, backendCfg, root); err != nil {
 			return err
 		}
 	}
@@ -276,13 +261,13 @@ func run() error {
 	// What HostClusters need around the platform: a target cluster with Flux's controllers and
 	// authapi played on it, a git server and the gitops-scaffolder stand-in.
 	say("Starting the HostCluster target cluster (kubeconfig %s/target/target.kubeconfig); Flux's source- and kustomize-controller run there as processes once Flux is installed, authapi is played (log in %s/target/flux.log)", state, state)
-	target, stopTarget, err := hostenv.StartTargetWith(hostenv.TargetOptions{Dir: filepath.Join(dev, "target"), BinDir: bin, KeepData: true, Processes: procs})
+	target, stopTarget, err := sim.StartTargetWith(sim.TargetOptions{Dir: filepath.Join(dev, "target"), BinDir: bin, KeepData: true, Processes: procs})
 	if err != nil {
 		return err
 	}
 	defer stopTarget()
 	gitAddr, scaffolderAddr := "127.0.0.1:"+envOr("KUBEOPERA_GIT_PORT", "8090"), "127.0.0.1:"+envOr("KUBEOPERA_SCAFFOLDER_PORT", "8091")
-	gitops, stopGitOps, err := hostenv.StartGitOps(hostenv.GitOpsOptions{
+	gitops, stopGitOps, err := sim.StartGitOps(sim.GitOpsOptions{
 		Dir: filepath.Join(dev, "gitops"), APIKey: devScaffolderAPIKey, Backend: backendCfg,
 		GitAddr: gitAddr, ScaffolderAddr: scaffolderAddr,
 	})
@@ -290,9 +275,9 @@ func run() error {
 		return err
 	}
 	defer stopGitOps()
-	say("Started the local git server: %s (user %s) and the gitops-scaffolder stand-in: %s", gitops.RepoURL, hostenv.GitUsername, gitops.Scaffolder.URL)
+	say("Started the local git server: %s (user %s) and the gitops-scaffolder stand-in: %s", gitops.RepoURL, sim.GitUsername, gitops.Scaffolder.URL)
 	// Provisioned HostClusters: the provisioner, its runs and AWS, played on the embedded backend.
-	var provisioner *provisionenv.Env
+	var provisioner *provisioning.Env
 	if os.Getenv("BACKEND_KUBECONFIG") == "" {
 		provLog, _ := os.Create(filepath.Join(logs, "provisioner.log"))
 		defer func() { _ = provLog.Close() }()
@@ -452,7 +437,7 @@ func claims(root, dev string, kcpPort int) []devenv.Claim {
 	)
 	if os.Getenv("BACKEND_KUBECONFIG") == "" {
 		c = append(c, devenv.Claim{Dir: filepath.Join(dev, "backend-etcd"), What: "the backend's etcd"})
-		if _, err := provisionenv.Terraform(root); err == nil {
+		if _, err := provisioning.Terraform(root); err == nil {
 			if n, err := strconv.Atoi(envOr("KUBEOPERA_PROVISIONER_PORT", "8092")); err == nil {
 				c = append(c, devenv.Claim{Port: n, What: "the provisioner, KUBEOPERA_PROVISIONER_PORT"})
 			}
@@ -488,7 +473,7 @@ func applyFile(ctx context.Context, cfg *rest.Config, path string) error {
 }
 
 // simulateCrossplane plays Crossplane core, provider-opentelekomcloud (and the OTC API) and the
-// ManagedCluster Compositions on the embedded backend until Ctrl-C: test/framework/actors'
+// ManagedCluster Compositions on the embedded backend until Ctrl-C: test/sim'
 // CrossplaneOTC and CrossplaneXR say what they do and cite where each behaviour comes from.
 func simulateCrossplane() error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -499,8 +484,8 @@ func simulateCrossplane() error {
 	}
 	say("Playing Crossplane and the OTC API on the embedded backend (VpcV1, SubnetV1, ClusterV3, NodePoolV3 and ManagedCluster composites in every kcp-* namespace); Ctrl-C stops")
 	errs := make(chan error, 2)
-	go func() { errs <- (&actors.CrossplaneOTC{Backend: backendCfg, ReadyAfter: 3 * time.Second}).Run(ctx) }()
-	go func() { errs <- (&actors.CrossplaneXR{Backend: backendCfg, ReadyAfter: 3 * time.Second}).Run(ctx) }()
+	go func() { errs <- (&sim.CrossplaneOTC{Backend: backendCfg, ReadyAfter: 3 * time.Second}).Run(ctx) }()
+	go func() { errs <- (&sim.CrossplaneXR{Backend: backendCfg, ReadyAfter: 3 * time.Second}).Run(ctx) }()
 	err = <-errs
 	stop()
 	return errors.Join(err, <-errs)
@@ -537,7 +522,7 @@ func hostClusterSecrets(args []string) error {
 			StringData: map[string]string{"kubeconfig": string(raw)}},
 		&corev1.Secret{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
 			ObjectMeta: metav1.ObjectMeta{Namespace: "kubeopera-system", Name: "gitops-iac-credentials", Labels: label},
-			StringData: map[string]string{"username": hostenv.GitUsername, "password": hostenv.GitPassword}},
+			StringData: map[string]string{"username": sim.GitUsername, "password": sim.GitPassword}},
 	}
 	return printYAML(list...)
 }
@@ -569,7 +554,7 @@ func writeKCPKubeconfig(src, dst string) error {
 // 271-272, pkg/util/kubeconfig/kubeconfig.go lines 28-35 and 37-100, chart/templates/
 // statefulset.yaml lines 191-192): keys config, certificate-authority, client-certificate,
 // client-key and token, type Opaque, owned by the vCluster's Service, with the server of the
-// release's exportKubeConfig.server. test/framework/actors.VClusterWritesKubeconfig says how
+// release's exportKubeConfig.server. test/framework/sim.VClusterWritesKubeconfig says how
 // each part follows vCluster's source; the e2e suite plays the vCluster with the same function.
 func simulateVCluster(args []string) error {
 	if len(args) < 1 {
@@ -593,7 +578,7 @@ func simulateVCluster(args []string) error {
 		return err
 	}
 	ns, release := workspaces.VClusterNamespace(lc, tenantName), "vc-"+tenantName
-	written, err := actors.VClusterWritesKubeconfig(ctx, backendCfg, ns, release)
+	written, err := sim.VClusterWritesKubeconfig(ctx, backendCfg, ns, release)
 	if err != nil {
 		return fmt.Errorf("%w (is the Tenant Provisioning?)", err)
 	}

@@ -27,8 +27,8 @@ import (
 	"github.com/kubeopera/kubeopera/internal/provisioner/api"
 	"github.com/kubeopera/kubeopera/internal/terraform/runner"
 	"github.com/kubeopera/kubeopera/syncer"
-	"github.com/kubeopera/kubeopera/test/framework/actors"
-	"github.com/kubeopera/kubeopera/test/framework/provisionenv"
+	"github.com/kubeopera/kubeopera/test/sim"
+	"github.com/kubeopera/kubeopera/test/sim/provisioning"
 	"github.com/kubeopera/kubeopera/workspaces"
 )
 
@@ -49,7 +49,7 @@ const (
 	awsCredentialsSecret = "aws-credentials"
 )
 
-// awsKey is an access key of an awsfake user.
+// awsKey is an access key of an sim.AWS user.
 type awsKey struct {
 	AccessKeyID     string `json:"accessKeyID"`
 	SecretAccessKey string `json:"secretAccessKey"`
@@ -69,12 +69,12 @@ type provisioningState struct {
 	Tenant awsKey `json:"tenant"`
 }
 
-// startProvisioning starts the provisioning side on the embedded backend (test/framework/
-// provisionenv: the real provisioner as its ServiceAccount, the runs' Pods played with the real
-// runner and terraform, AWS's S3/SSM/STS played by awsfake, the offline stand-in module), with
-// two awsfake users whose keys it saves. It returns nil when terraform is not on PATH, after
+// startProvisioning starts the provisioning side on the embedded backend (test/sim/provisioning:
+// the real provisioner as its ServiceAccount, the runs' Pods played with the
+// real bin/terraform-runner and terraform, AWS's S3/SSM/STS played by sim.AWS, the offline
+// stand-in module), with two AWS users whose keys it saves. It returns nil when terraform is not on PATH, after
 // saying so: make run works without provisioning then.
-func startProvisioning(ctx context.Context, root, dev, state string, backend *rest.Config, clusterCA []byte, log io.Writer) (*provisionenv.Env, error) {
+func startProvisioning(ctx context.Context, root, dev, state string, backend *rest.Config, clusterCA []byte, log io.Writer) (*provisioning.Env, error) {
 	dir := filepath.Join(dev, provisioningDir)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
@@ -83,7 +83,7 @@ func startProvisioning(ctx context.Context, root, dev, state string, backend *re
 	if err := os.Remove(filepath.Join(dir, provisioningStateFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, err
 	}
-	if _, err := provisionenv.Terraform(root); err != nil {
+	if _, err := provisioning.Terraform(root); err != nil {
 		say("terraform is not on PATH: provisioning is NOT started (HostClusters of mode provision_vanilla and provision_eks fail with ProvisioningUnavailable); put terraform %s on PATH and restart to play it", runner.TerraformVersion)
 		return nil, nil
 	}
@@ -93,8 +93,8 @@ func startProvisioning(ctx context.Context, root, dev, state string, backend *re
 	}
 	addr := "127.0.0.1:" + envOr("KUBEOPERA_PROVISIONER_PORT", "8092")
 	say("Starting the cluster provisioner on http://%s (API key in %s/%s/%s), its runs' Pods played with the real terraform-runner and terraform, AWS played locally; log in %s/logs/provisioner.log", addr, state, provisioningDir, provisioningAPIKey, state)
-	env, err := provisionenv.Start(ctx, provisionenv.Options{
-		Backend: backend, Root: root, Dir: dir, Addr: addr, APIKey: key,
+	env, err := provisioning.Start(ctx, provisioning.Options{
+		Backend: backend, Root: root, RunnerBinary: filepath.Join(binDir(root), "terraform-runner"), Addr: addr, APIKey: key,
 		ClusterCA: clusterCA, SSMPollInterval: devSSMPollInterval, Log: log,
 	})
 	if err != nil {
@@ -156,7 +156,7 @@ func loadProvisioningState() (provisioningState, error) {
 }
 
 // awsCredentials prints the Secret a tenant puts next to a provisioned HostCluster (its
-// spec.provisioning.credentialRef): the key of awsfake user aws-credentials, which the running
+// spec.provisioning.credentialRef): the key of sim.AWS user aws-credentials, which the running
 // make run created, under access_key and secret_key, labelled so the platform may read it; and
 // its namespace.
 func awsCredentials(args []string) error {
@@ -190,7 +190,7 @@ The key is new at every make run: apply it again after a restart.
 // simulateControlPlane plays node 0 of a vanilla_kubeadm cluster once kubeadm init is done: it
 // publishes its admin.conf to SSM parameter /kubeopera/<fp>/<clusterID>/admin_kubeconfig (fp: the
 // fingerprint of the HostCluster's workspace, root:orgs:demo unless named), base64,
-// as a SecureString (docs/provisioner.md#kubeconfig-retrieval; awsfake.SSM.PublishAdminKubeconfig), with a PutParameter signed
+// as a SecureString (docs/provisioner.md#kubeconfig-retrieval; sim.SSM.PublishAdminKubeconfig), with a PutParameter signed
 // by user devenv-admin through the local AWS endpoint. The admin.conf is the local target
 // cluster's kubeconfig: make run has no machines, so the "provisioned" cluster is that target.
 func simulateControlPlane(args []string) error {
@@ -248,7 +248,7 @@ the HostCluster (the runner keeps polling a parameter that does not exist yet).
 		Credentials:  credentials.NewStaticCredentialsProvider(st.Admin.AccessKeyID, st.Admin.SecretAccessKey, ""),
 		BaseEndpoint: aws.String(st.AWSEndpoint),
 	})
-	name := provisionenv.AdminKubeconfigParameter(workspaces.Fingerprint(lc), clusterID)
+	name := provisioning.AdminKubeconfigParameter(workspaces.Fingerprint(lc), clusterID)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	out, err := c.PutParameter(ctx, &ssm.PutParameterInput{
@@ -266,7 +266,7 @@ the HostCluster (the runner keeps polling a parameter that does not exist yet).
 
 // copyRunLogs writes each run's output (what `kubectl logs job/<name>` would show; no kubelet
 // keeps it here) to dir/<job>.log, every 2 s until ctx ends.
-func copyRunLogs(ctx context.Context, backend *rest.Config, runs *actors.TerraformJob, dir string) {
+func copyRunLogs(ctx context.Context, backend *rest.Config, runs *sim.TerraformJob, dir string) {
 	cs, err := kubernetes.NewForConfig(backend)
 	if err != nil {
 		return

@@ -22,8 +22,8 @@ import (
 	"github.com/kubeopera/kubeopera/internal/reconcile"
 	"github.com/kubeopera/kubeopera/syncer"
 	"github.com/kubeopera/kubeopera/test/framework"
-	"github.com/kubeopera/kubeopera/test/framework/actors"
 	"github.com/kubeopera/kubeopera/test/framework/fleettest"
+	"github.com/kubeopera/kubeopera/test/sim"
 	"github.com/kubeopera/kubeopera/workspaces"
 )
 
@@ -31,7 +31,7 @@ func fp(lc string) string { return workspaces.Fingerprint(lc) }
 
 // This suite runs the HostCluster reconciler in process (test/framework/fleettest) on real kcp, a
 // real backend and a real target kube-apiserver on which Flux's real source- and
-// kustomize-controller run as processes (actors.FluxPods plays the kubelet that would run their
+// kustomize-controller run as processes (sim.FluxPods plays the kubelet that would run their
 // Pods). The manager here has no gitops-scaffolder configured, as when GITOPS_SCAFFOLDER_BASE_URL
 // is unset; the e2e suite runs the binary with one, through to Ready.
 
@@ -66,7 +66,7 @@ func setup(t *testing.T) *suite {
 	}
 	t.Cleanup(func() { _ = fluxLog.Close() })
 	ctx, cancel := context.WithCancel(context.Background())
-	pods := &actors.FluxPods{Target: target.Config, KubeconfigPath: kcPath, BinDir: framework.ToolsBin(), WorkDir: filepath.Join(dir, "flux"), Log: fluxLog}
+	pods := &sim.FluxPods{Target: target.Config, KubeconfigPath: kcPath, BinDir: framework.ToolsBin(), WorkDir: filepath.Join(dir, "flux"), Log: fluxLog}
 	done := make(chan struct{})
 	go func() { defer close(done); _ = pods.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })

@@ -3,7 +3,6 @@ package hostcluster_test
 import (
 	"errors"
 	"fmt"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"io"
 	"io/fs"
 	"net/http"
@@ -14,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/credentials"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -36,59 +37,58 @@ import (
 	"github.com/kubeopera/kubeopera/internal/reconcile"
 	"github.com/kubeopera/kubeopera/syncer"
 	"github.com/kubeopera/kubeopera/test/framework"
-	"github.com/kubeopera/kubeopera/test/framework/actors"
-	"github.com/kubeopera/kubeopera/test/framework/awsfake"
 	"github.com/kubeopera/kubeopera/test/framework/fleettest"
-	"github.com/kubeopera/kubeopera/test/framework/provisionenv"
+	"github.com/kubeopera/kubeopera/test/sim"
+	"github.com/kubeopera/kubeopera/test/sim/provisioning"
 	"github.com/kubeopera/kubeopera/workspaces"
 )
 
 // This suite provisions HostClusters through the real parts: the HostCluster reconciler (in
-// process, with the manager's shipped backend identity) and test/framework/provisionenv (the
+// process, with the manager's shipped backend identity) and test/sim/provisioning (the
 // real provisioner, the real runner binary with the real terraform in the Job's Pod, S3, SSM and
-// STS played by awsfake, and a module of terraform_data stand-ins for what AWS would build: see
-// its doc). awsfake's SSM plays the control-plane node publishing its admin.conf, which points at a
+// STS played by sim.AWS, and a module of terraform_data stand-ins for what AWS would build: see
+// its doc). sim.AWS's SSM plays the control-plane node publishing its admin.conf, which points at a
 // real kube-apiserver standing in for the new cluster.
 
 const provisionerKey = "provisioner-test-key"
 
 type provisionSuite struct {
 	h      *fleettest.Harness
-	pe     *provisionenv.Env
-	aws    *awsfake.Endpoint
-	runner *actors.TerraformJob
+	pe     *provisioning.Env
+	aws    *sim.AWS
+	runner *sim.TerraformJob
 	admin  kubernetes.Interface
 	// adminConf is the admin kubeconfig of the cluster a vanilla run "builds", and target that
 	// cluster's admin config.
 	adminConf []byte
 	target    *rest.Config
-	user      awsfake.Credentials
+	user      sim.AWSCredentials
 	// url is the provisioner's API.
 	url string
 	// eks is the API server the EKS runs "build", eksAuth its AWS IAM authenticator (cluster
 	// name eksClusterName).
 	eks     *framework.Cluster
-	eksAuth *actors.EKSAuthenticator
+	eksAuth *sim.EKSAuthenticator
 	// roleOnlyAuth is the authenticator of the EKS cluster eksRoleOnlyName.
-	roleOnlyAuth *actors.EKSAuthenticator
+	roleOnlyAuth *sim.EKSAuthenticator
 }
 
 // eksRoleOnlyName is the EKS cluster of a tenant whose credential is a role only, and
 // eksRoleOnlyRole that role, which its cluster maps to system:masters.
 const (
 	eksRoleOnlyName = "eks-2"
-	eksRoleOnlyRole = "arn:aws:iam::" + awsfake.AccountID + ":role/eks-role-only"
+	eksRoleOnlyRole = "arn:aws:iam::" + sim.AWSAccountID + ":role/eks-role-only"
 )
 
 // eksClusterName is the EKS cluster whose tokens the EKS stand-in's authenticator accepts.
 const eksClusterName = "eks-1"
 
 // eksAdminRole is the IAM role the EKS stand-in maps to system:masters.
-const eksAdminRole = "arn:aws:iam::" + awsfake.AccountID + ":role/eks-admin"
+const eksAdminRole = "arn:aws:iam::" + sim.AWSAccountID + ":role/eks-admin"
 
 func terraformAvailable(t *testing.T) string {
 	t.Helper()
-	path, err := provisionenv.Terraform(framework.RepoRoot())
+	path, err := provisioning.Terraform(framework.RepoRoot())
 	if err != nil {
 		t.Skip(err.Error())
 	}
@@ -114,7 +114,7 @@ func setupProvisioning(t *testing.T, maxRunsPerHour int, workspaceNames ...strin
 	if err != nil {
 		t.Fatal(err)
 	}
-	pe, err := provisionenv.Start(ctx, provisionenv.Options{Backend: h.BackendAdmin, Root: framework.RepoRoot(), Dir: t.TempDir(),
+	pe, err := provisioning.Start(ctx, provisioning.Options{Backend: h.BackendAdmin, Root: framework.RepoRoot(), RunnerBinary: framework.MustCommand(t, "terraform-runner"),
 		APIKey: provisionerKey, ClusterCA: target.Config.CAData, SSMPollInterval: 500 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -129,20 +129,20 @@ func setupProvisioning(t *testing.T, maxRunsPerHour int, workspaceNames ...strin
 		t.Fatal(err)
 	}
 	// The cluster an EKS run builds: a real API server whose bearer tokens are checked by the EKS
-	// control plane's AWS IAM authenticator (played by actors.EKSAuthenticator against awsfake's
+	// control plane's AWS IAM authenticator (played by sim.EKSAuthenticator against sim.AWS's
 	// STS), so the HostCluster reaches it only with a valid EKS token for eksClusterName.
 	// The cluster's name in AWS is the workspace's (api.ClusterName): the EKS runs are acme's.
-	eksAuth := &actors.EKSAuthenticator{ClusterID: api.ClusterName(workspaces.Fingerprint(h.LC["acme"]), eksClusterName), Endpoint: pe.AWS.URL,
-		Users: map[string]actors.EKSUser{eksAdminRole: {Username: "kubeopera-admin", Groups: []string{"system:masters"}}}}
+	eksAuth := &sim.EKSAuthenticator{ClusterID: api.ClusterName(workspaces.Fingerprint(h.LC["acme"]), eksClusterName), Endpoint: pe.AWS.URL,
+		Users: map[string]sim.EKSUser{eksAdminRole: {Username: "kubeopera-admin", Groups: []string{"system:masters"}}}}
 	eksAuth.Start(t)
 	eks := framework.StartCluster(t, framework.ClusterOptions{APIServerArgs: eksAuth.APIServerArgs()})
-	for _, id := range []string{eksClusterName, provisionenv.ProtectedPrefix + "1"} {
+	for _, id := range []string{eksClusterName, provisioning.ProtectedPrefix + "1"} {
 		pe.ServeEKS(id, eks.Config.Host, eks.Config.CAData)
 	}
 	// A second EKS cluster, for a tenant who gives a role only: its own authenticator, which maps
 	// that role.
-	roleOnlyAuth := &actors.EKSAuthenticator{ClusterID: api.ClusterName(workspaces.Fingerprint(h.LC["acme"]), eksRoleOnlyName), Endpoint: pe.AWS.URL,
-		Users: map[string]actors.EKSUser{eksRoleOnlyRole: {Username: "kubeopera-admin", Groups: []string{"system:masters"}}}}
+	roleOnlyAuth := &sim.EKSAuthenticator{ClusterID: api.ClusterName(workspaces.Fingerprint(h.LC["acme"]), eksRoleOnlyName), Endpoint: pe.AWS.URL,
+		Users: map[string]sim.EKSUser{eksRoleOnlyRole: {Username: "kubeopera-admin", Groups: []string{"system:masters"}}}}
 	roleOnlyAuth.Start(t)
 	roleOnly := framework.StartCluster(t, framework.ClusterOptions{APIServerArgs: roleOnlyAuth.APIServerArgs()})
 	pe.ServeEKS(eksRoleOnlyName, roleOnly.Config.Host, roleOnly.Config.CAData)
@@ -232,7 +232,7 @@ func describeHC(hc *kov1alpha1.HostCluster) string {
 }
 
 // hasBucket reports whether the S3 bucket exists.
-func hasBucket(aws *awsfake.Endpoint, name string) bool {
+func hasBucket(aws *sim.AWS, name string) bool {
 	_, ok := aws.S3.Bucket(name)
 	return ok
 }
@@ -254,7 +254,7 @@ func TestProvisioning(t *testing.T) {
 	t.Run("vanilla_kubeadm: one run, its progress, the node's kubeconfig, then on like a connected cluster", func(t *testing.T) {
 		s.credential(t, "aws", map[string]string{api.CredentialAccessKey: s.user.AccessKeyID, api.CredentialSecretKey: s.user.SecretAccessKey})
 		// Terraform creates the parameter seeded PENDING; node 0 overwrites it after kubeadm init.
-		param := provisionenv.AdminKubeconfigParameter(fp(s.h.LC["acme"]), "vanilla-1")
+		param := provisioning.AdminKubeconfigParameter(fp(s.h.LC["acme"]), "vanilla-1")
 		s.aws.SSM.Put(param, "SecureString", "PENDING")
 		s.aws.SSM.PublishAdminKubeconfig(param, s.adminConf, 2*time.Second)
 		s.hostCluster(t, "vanilla-1", kov1alpha1.HostClusterModeProvisionVanilla, kov1alpha1.TopologyVanillaKubeadm, "aws")
@@ -316,10 +316,10 @@ func TestProvisioning(t *testing.T) {
 	})
 
 	t.Run("a failed apply fails the HostCluster with Terraform's error", func(t *testing.T) {
-		s.hostCluster(t, provisionenv.QuotaPrefix+"1", kov1alpha1.HostClusterModeProvisionVanilla, kov1alpha1.TopologyVanillaKubeadm, "aws")
+		s.hostCluster(t, provisioning.QuotaPrefix+"1", kov1alpha1.HostClusterModeProvisionVanilla, kov1alpha1.TopologyVanillaKubeadm, "aws")
 		var hc *kov1alpha1.HostCluster
 		framework.Eventually(t, 3*time.Minute, "quota-1 Failed", func() (bool, string) {
-			hc = s.get(t, provisionenv.QuotaPrefix+"1")
+			hc = s.get(t, provisioning.QuotaPrefix+"1")
 			return hc.Status.Phase == kov1alpha1.HostClusterPhaseFailed, describeHC(hc)
 		})
 		c := reconcile.GetCondition(hc, kov1alpha1.ProvisionedCondition)
@@ -362,7 +362,7 @@ func TestProvisioning(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			param := provisionenv.AdminKubeconfigParameter(fp(s.h.LC["acme"]), name)
+			param := provisioning.AdminKubeconfigParameter(fp(s.h.LC["acme"]), name)
 			s.aws.SSM.Put(param, "SecureString", "PENDING")
 			s.aws.SSM.PublishAdminKubeconfig(param, raw, time.Second)
 			s.hostCluster(t, name, kov1alpha1.HostClusterModeProvisionVanilla, kov1alpha1.TopologyVanillaKubeadm, "aws")
@@ -411,7 +411,7 @@ func TestProvisioning(t *testing.T) {
 			t.Fatalf("eks-token-helper is on PATH (%s): the test must run where no helper is", p)
 		}
 		tenant := s.aws.AddUser("tenant-eks")
-		tenantARN := "arn:aws:iam::" + awsfake.AccountID + ":user/tenant-eks"
+		tenantARN := "arn:aws:iam::" + sim.AWSAccountID + ":user/tenant-eks"
 		// The tenant applies the HostCluster first and reads the external ID it must trust.
 		s.hostCluster(t, eksClusterName, kov1alpha1.HostClusterModeProvisionEKS, kov1alpha1.TopologyEKS, "aws-role")
 		externalID := s.externalIDOf(t, "acme", eksClusterName)
@@ -420,7 +420,7 @@ func TestProvisioning(t *testing.T) {
 		}
 		// Their role trusts their own user with that external ID; their Secret's own external_id
 		// is ignored.
-		if role := s.aws.STS.AddRoleTrusting("eks-admin", awsfake.Trust{Principals: []string{tenantARN}, ExternalID: externalID}); role != eksAdminRole {
+		if role := s.aws.STS.AddRoleTrusting("eks-admin", sim.Trust{Principals: []string{tenantARN}, ExternalID: externalID}); role != eksAdminRole {
 			t.Fatalf("role %s", role)
 		}
 		s.credential(t, "aws-role", map[string]string{api.CredentialAccessKey: tenant.AccessKeyID, api.CredentialSecretKey: tenant.SecretAccessKey,
@@ -481,11 +481,11 @@ func TestProvisioning(t *testing.T) {
 	})
 
 	t.Run("eks, role only: the platform's identity assumes the tenant's role with the workspace's external ID; the role's session signs the tokens", func(t *testing.T) {
-		platformARN := "arn:aws:iam::" + awsfake.AccountID + ":user/kubeopera-platform"
+		platformARN := "arn:aws:iam::" + sim.AWSAccountID + ":user/kubeopera-platform"
 		s.hostCluster(t, eksRoleOnlyName, kov1alpha1.HostClusterModeProvisionEKS, kov1alpha1.TopologyEKS, "aws-role-only")
 		externalID := s.externalIDOf(t, "acme", eksRoleOnlyName)
 		// The README's trust policy: the platform's identity, with the workspace's external ID.
-		if role := s.aws.STS.AddRoleTrusting("eks-role-only", awsfake.Trust{Principals: []string{platformARN}, ExternalID: externalID}); role != eksRoleOnlyRole {
+		if role := s.aws.STS.AddRoleTrusting("eks-role-only", sim.Trust{Principals: []string{platformARN}, ExternalID: externalID}); role != eksRoleOnlyRole {
 			t.Fatalf("role %s", role)
 		}
 		s.credential(t, "aws-role-only", map[string]string{api.CredentialRoleARN: eksRoleOnlyRole})
@@ -520,13 +520,13 @@ func TestProvisioning(t *testing.T) {
 	})
 
 	t.Run("role_arn: another workspace's role is AccessDenied, even with its external ID copied; that workspace's own run succeeds", func(t *testing.T) {
-		platformARN := "arn:aws:iam::" + awsfake.AccountID + ":user/kubeopera-platform"
+		platformARN := "arn:aws:iam::" + sim.AWSAccountID + ":user/kubeopera-platform"
 		// Tenant B applies its HostCluster, reads its external ID and lets only the platform's
 		// identity assume its role, with that ID (the README's trust policy).
 		s.hostClusterIn(t, "bravo", "b-own", kov1alpha1.HostClusterModeProvisionVanilla, kov1alpha1.TopologyVanillaKubeadm, "aws-role-b")
 		extB := s.externalIDOf(t, "bravo", "b-own")
-		roleB := s.aws.STS.AddRoleTrusting("tenant-b", awsfake.Trust{Principals: []string{platformARN}, ExternalID: extB})
-		paramB := provisionenv.AdminKubeconfigParameter(fp(s.h.LC["bravo"]), "b-own")
+		roleB := s.aws.STS.AddRoleTrusting("tenant-b", sim.Trust{Principals: []string{platformARN}, ExternalID: extB})
+		paramB := provisioning.AdminKubeconfigParameter(fp(s.h.LC["bravo"]), "b-own")
 		s.aws.SSM.Put(paramB, "SecureString", "PENDING")
 		s.aws.SSM.PublishAdminKubeconfig(paramB, s.adminConf, 2*time.Second)
 		s.credentialIn(t, "bravo", "aws-role-b", map[string]string{api.CredentialRoleARN: roleB})
@@ -594,7 +594,7 @@ func TestProvisioning(t *testing.T) {
 
 	t.Run("a failed destroy keeps the HostCluster, with Terraform's error", func(t *testing.T) {
 		c := s.h.WS["acme"]
-		name := provisionenv.ProtectedPrefix + "1"
+		name := provisioning.ProtectedPrefix + "1"
 		hc := s.hostCluster(t, name, kov1alpha1.HostClusterModeProvisionEKS, kov1alpha1.TopologyEKS, "aws")
 		framework.Eventually(t, 3*time.Minute, name+" provisioned", func() (bool, string) {
 			hc = s.get(t, name)

@@ -27,15 +27,15 @@ import (
 	"github.com/kubeopera/kubeopera/internal/reconcile"
 	"github.com/kubeopera/kubeopera/syncer"
 	"github.com/kubeopera/kubeopera/test/framework"
-	"github.com/kubeopera/kubeopera/test/framework/awsfake"
-	"github.com/kubeopera/kubeopera/test/framework/provisionenv"
+	"github.com/kubeopera/kubeopera/test/sim"
+	"github.com/kubeopera/kubeopera/test/sim/provisioning"
 	"github.com/kubeopera/kubeopera/workspaces"
 )
 
 // Tenants who copied the same sample, in one AWS account; a tenant who writes another object's
 // run ID into the job-ID annotation; a bucket name taken by another account; a tenant who
 // deletes and re-creates HostClusters to start more runs. All on the real provisioner, runner
-// and terraform (provisionenv), S3, SSM and STS played by awsfake.
+// and terraform (test/sim/provisioning), S3, SSM and STS played by sim.AWS.
 
 // suiteRunCap is the suite's cap on runs per workspace and hour: more than any workspace but
 // hooli starts here.
@@ -45,7 +45,7 @@ const suiteRunCap = 3
 const sampleClusterID = "c-7e9d3a1b"
 
 // accessKeyIn writes an access-key credential Secret for user into workspace ws.
-func (s *provisionSuite) accessKeyIn(t *testing.T, ws, name string, user awsfake.Credentials) {
+func (s *provisionSuite) accessKeyIn(t *testing.T, ws, name string, user sim.AWSCredentials) {
 	t.Helper()
 	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, Labels: map[string]string{syncer.AccessLabel: syncer.AccessLabelValue}},
 		StringData: map[string]string{api.CredentialAccessKey: user.AccessKeyID, api.CredentialSecretKey: user.SecretAccessKey}}
@@ -110,7 +110,7 @@ func failedWith(reason string) func(*kov1alpha1.HostCluster) bool {
 
 // stateLineage is the lineage of the Terraform state at bucket/key: every state Terraform starts
 // gets a lineage of its own.
-func stateLineage(t *testing.T, aws *awsfake.Endpoint, bucket, key string) string {
+func stateLineage(t *testing.T, aws *sim.AWS, bucket, key string) string {
 	t.Helper()
 	raw, err := aws.S3.Object(bucket, key)
 	if err != nil {
@@ -133,10 +133,10 @@ func TestProvisioningBindsNamesAndRunsToTheirWorkspace(t *testing.T) {
 
 	t.Run("two workspaces with the same clusterID and terraformEnvironment in one account share nothing", func(t *testing.T) {
 		for _, ws := range []string{"acme", "globex"} {
-			// Two users of one AWS account (awsfake.AccountID).
+			// Two users of one AWS account (sim.AWSAccountID).
 			s.accessKeyIn(t, ws, "aws", s.aws.AddUser("tenant-"+ws))
 			conf[ws] = s.adminConfNamed(t, ws+"-cluster")
-			param := provisionenv.AdminKubeconfigParameter(fp(s.h.LC[ws]), sampleClusterID)
+			param := provisioning.AdminKubeconfigParameter(fp(s.h.LC[ws]), sampleClusterID)
 			s.aws.SSM.Put(param, "SecureString", "PENDING")
 			s.aws.SSM.PublishAdminKubeconfig(param, conf[ws], 2*time.Second)
 			s.vanillaIn(t, ws, sampleClusterID, sampleClusterID, sampleClusterID, "aws")
@@ -191,7 +191,7 @@ func TestProvisioningBindsNamesAndRunsToTheirWorkspace(t *testing.T) {
 			}
 		}
 		slices.Sort(read)
-		want := []string{provisionenv.AdminKubeconfigParameter(fp(s.h.LC["acme"]), sampleClusterID), provisionenv.AdminKubeconfigParameter(fp(s.h.LC["globex"]), sampleClusterID)}
+		want := []string{provisioning.AdminKubeconfigParameter(fp(s.h.LC["acme"]), sampleClusterID), provisioning.AdminKubeconfigParameter(fp(s.h.LC["globex"]), sampleClusterID)}
 		slices.Sort(want)
 		if !slices.Equal(read, want) {
 			t.Errorf("the runs read SSM parameters %v, want one per workspace %v", read, want)
@@ -227,7 +227,7 @@ func TestProvisioningBindsNamesAndRunsToTheirWorkspace(t *testing.T) {
 		t.Helper()
 		s.accessKeyIn(t, ws, name+"-aws", s.aws.AddUser(ws+"-"+name))
 		// Its own run waits for a node that never publishes.
-		s.aws.SSM.Put(provisionenv.AdminKubeconfigParameter(fp(s.h.LC[ws]), name), "SecureString", "PENDING")
+		s.aws.SSM.Put(provisioning.AdminKubeconfigParameter(fp(s.h.LC[ws]), name), "SecureString", "PENDING")
 		s.vanillaIn(t, ws, name, name, "", name+"-aws")
 		own := s.waitIn(t, ws, name, "waiting for its kubeconfig", waitingForKubeconfig).Annotations[kov1alpha1.ProvisionJobIDAnnotation]
 		untouched := runUntouched(t, id)
@@ -314,14 +314,14 @@ func TestProvisioningBindsNamesAndRunsToTheirWorkspace(t *testing.T) {
 			CreateBucketConfiguration: &s3types.CreateBucketConfiguration{LocationConstraint: "eu-north-1"}}); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.aws.S3.GrantAccount(bucket, awsfake.AccountID); err != nil {
+		if err := s.aws.S3.GrantAccount(bucket, sim.AWSAccountID); err != nil {
 			t.Fatal(err)
 		}
 		s.accessKeyIn(t, "initech", "aws", s.aws.AddUser("tenant-initech"))
 		s.vanillaIn(t, "initech", "c-squat", "c-squat", "", "aws")
 		hc := s.waitIn(t, "initech", "c-squat", "failed", failedWith(kov1alpha1.ProvisioningFailedReason))
 		c := reconcile.GetCondition(hc, kov1alpha1.ProvisionedCondition)
-		if want := "state bucket " + bucket + " is not owned by AWS account " + awsfake.AccountID; !strings.Contains(c.Message, want) {
+		if want := "state bucket " + bucket + " is not owned by AWS account " + sim.AWSAccountID; !strings.Contains(c.Message, want) {
 			t.Errorf("Provisioned message %q does not say %q", c.Message, want)
 		}
 		if keys, err := s.aws.S3.Keys(bucket); err != nil || len(keys) != 0 {
@@ -337,7 +337,7 @@ func TestProvisioningBindsNamesAndRunsToTheirWorkspace(t *testing.T) {
 	t.Run("runs per hour are counted per workspace, across deleted and re-created HostClusters", func(t *testing.T) {
 		c := s.h.WS["hooli"]
 		s.accessKeyIn(t, "hooli", "aws", s.aws.AddUser("tenant-hooli"))
-		quotaA := provisionenv.QuotaPrefix + "a"
+		quotaA := provisioning.QuotaPrefix + "a"
 		// Run 1, then the HostCluster is deleted and made again: run 2.
 		for range 2 {
 			s.vanillaIn(t, "hooli", quotaA, quotaA, "", "aws")
@@ -354,11 +354,11 @@ func TestProvisioningBindsNamesAndRunsToTheirWorkspace(t *testing.T) {
 			t.Fatalf("%d runs for %s, want 2 (one per HostCluster made)", n, quotaA)
 		}
 		// Run 3 of the hour.
-		quotaB := provisionenv.QuotaPrefix + "b"
+		quotaB := provisioning.QuotaPrefix + "b"
 		s.vanillaIn(t, "hooli", quotaB, quotaB, "", "aws")
 		s.waitIn(t, "hooli", quotaB, "failed", failedWith(kov1alpha1.ProvisioningFailedReason))
 		// A fourth is over the cap: refused, and nothing made for it.
-		quotaC := provisionenv.QuotaPrefix + "c"
+		quotaC := provisioning.QuotaPrefix + "c"
 		s.vanillaIn(t, "hooli", quotaC, quotaC, "", "aws")
 		hc := s.waitIn(t, "hooli", quotaC, "failed with "+kov1alpha1.QuotaExceededReason, failedWith(kov1alpha1.QuotaExceededReason))
 		cond := reconcile.GetCondition(hc, kov1alpha1.ProvisionedCondition)
@@ -394,7 +394,7 @@ func deliveredToAnother(sec *corev1.Secret, hc *kov1alpha1.HostCluster) bool {
 }
 
 // s3As is an S3 client of the endpoint signed with user's key.
-func s3As(e *awsfake.Endpoint, user awsfake.Credentials) *s3.Client {
+func s3As(e *sim.AWS, user sim.AWSCredentials) *s3.Client {
 	return s3.NewFromConfig(aws.Config{Region: "eu-north-1", BaseEndpoint: aws.String(e.URL),
 		Credentials: credentials.NewStaticCredentialsProvider(user.AccessKeyID, user.SecretAccessKey, "")})
 }

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	commonv1alpha1 "github.com/kubeopera/kubeopera/apis/common/v1alpha1"
 	platformv1alpha1 "github.com/kubeopera/kubeopera/apis/platform/v1alpha1"
 	"github.com/kubeopera/kubeopera/controllers/kubernetescluster"
 	"github.com/kubeopera/kubeopera/controllers/providerconfig"
@@ -30,15 +31,15 @@ import (
 	"github.com/kubeopera/kubeopera/internal/reconcile"
 	"github.com/kubeopera/kubeopera/syncer"
 	"github.com/kubeopera/kubeopera/test/framework"
-	"github.com/kubeopera/kubeopera/test/framework/actors"
 	"github.com/kubeopera/kubeopera/test/framework/fleettest"
+	"github.com/kubeopera/kubeopera/test/sim"
 	"github.com/kubeopera/kubeopera/workspaces"
 )
 
 // This suite runs the catalog, ProviderConfig and KubernetesCluster controllers in process as the
 // manager does (test/framework/fleettest), on real kcp with two tenant workspaces and a real
 // backend carrying the OTC provider's CRDs (test/fixtures/crossplane/otc, trimmed from the real
-// schemas). actors.CrossplaneOTC plays Crossplane and the OTC API.
+// schemas). sim.CrossplaneOTC plays Crossplane and the OTC API.
 
 const akskCredentials = `{"access_key":"AKEXAMPLE0123456789","secret_key":"sk-do-not-leak-0123456789abcdef","auth_url":"https://iam.eu-de.otc.t-systems.com/v3","region":"eu-de"}`
 
@@ -51,8 +52,8 @@ tenant_name=eu-de
 
 type suite struct {
 	h   *fleettest.Harness
-	xp  *actors.CrossplaneOTC
-	xr  *actors.CrossplaneXR
+	xp  *sim.CrossplaneOTC
+	xr  *sim.CrossplaneXR
 	ctx context.Context
 }
 
@@ -64,8 +65,8 @@ func setup(t *testing.T) *suite {
 		t.Fatal(err)
 	}
 	// Crossplane's API and the platform's ManagedCluster XRD and Compositions (config/crossplane),
-	// for providers other than OTC; actors.CrossplaneXR plays Crossplane composing them.
-	if err := actors.InstallCrossplane(ctx, h.BackendAdmin, framework.RepoRoot()); err != nil {
+	// for providers other than OTC; sim.CrossplaneXR plays Crossplane composing them.
+	if err := sim.InstallCrossplane(ctx, h.BackendAdmin, framework.RepoRoot()); err != nil {
 		t.Fatal(err)
 	}
 	// The platform admin's catalog: the sample OTC and AWS catalogs make run loads.
@@ -91,9 +92,9 @@ func setup(t *testing.T) *suite {
 		t.Fatal(err)
 	}
 	h.Run(t)
-	xp := &actors.CrossplaneOTC{Backend: h.BackendAdmin, ReadyAfter: 500 * time.Millisecond,
+	xp := &sim.CrossplaneOTC{Backend: h.BackendAdmin, ReadyAfter: 500 * time.Millisecond,
 		SoldOut: func(namespace, name string) bool { return strings.Contains(name, "-sold-") }}
-	xr := &actors.CrossplaneXR{Backend: h.BackendAdmin, ReadyAfter: 500 * time.Millisecond}
+	xr := &sim.CrossplaneXR{Backend: h.BackendAdmin, ReadyAfter: 500 * time.Millisecond}
 	actx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{}, 2)
 	go func() { defer func() { done <- struct{}{} }(); _ = xp.Run(actx) }()
@@ -304,6 +305,19 @@ func TestKubernetesCluster(t *testing.T) {
 		gpu := platformv1alpha1.Capabilities{VCPUCount: 4, MemorySize: resource.MustParse("8Gi"), GPUModelName: ptr.To("RTX3080")}
 		s.demo(t, "acme", akskCredentials, "caps-gpu", gpu, &platformv1alpha1.KubernetesCluster{ObjectMeta: metav1.ObjectMeta{Name: "gpu"}})
 		s.waitCondition(t, "acme", "gpu", platformv1alpha1.FlavorMatchedCondition, platformv1alpha1.NoMatchingFlavorReason, "RTX3080")
+		// The platform admin adds such a flavor: the workspace's catalog copy gets it and the
+		// waiting cluster matches it then, long before its recheck (referenceRecheck, 5 minutes)
+		// would have looked again.
+		rtx := &platformv1alpha1.ProviderMachineFlavor{ObjectMeta: metav1.ObjectMeta{Name: "otc-test-rtx3080"},
+			Spec: platformv1alpha1.ProviderMachineFlavorSpec{Available: true, ProviderRef: platformv1alpha1.ProviderRef{Type: "OTC"}, Flavor: "test.rtx3080.2",
+				Capabilities:   platformv1alpha1.Capabilities{VCPUCount: 4, MemorySize: resource.MustParse("8Gi"), GPUModelName: ptr.To("RTX3080")},
+				AvailableZones: []string{"eu-de-01", "eu-de-02", "eu-de-03"}}}
+		if err := s.h.PlatformAdmin(t).Create(s.ctx, rtx); err != nil {
+			t.Fatal(err)
+		}
+		if kc := s.waitCondition(t, "acme", "gpu", platformv1alpha1.FlavorMatchedCondition, commonv1alpha1.SucceededReason, "test.rtx3080.2"); kc.Status.Flavor != "test.rtx3080.2" {
+			t.Errorf("flavor %q, want the catalog's new test.rtx3080.2", kc.Status.Flavor)
+		}
 		s.demo(t, "acme", akskCredentials, "caps-gpu", gpu, &platformv1alpha1.KubernetesCluster{ObjectMeta: metav1.ObjectMeta{Name: "override"},
 			Spec: platformv1alpha1.KubernetesClusterSpec{NodeFlavor: "s3.xlarge.4"}})
 		kc := s.waitReady(t, "acme", "override")

@@ -72,7 +72,8 @@ type Reconciler struct {
 }
 
 // SetupWithManager registers the controller; a ProviderConfig or MachineCapabilities changing
-// requeues the KubernetesClusters of its namespace that name it.
+// requeues the KubernetesClusters of its namespace that name it, and a flavor of the workspace's
+// catalog copy changing requeues those still without a flavor (waitingForFlavor).
 func (r *Reconciler) SetupWithManager(mgr mcmanager.Manager) error {
 	if r.Workspaces == nil {
 		return errors.New("kubernetescluster controller needs the platform export's workspaces")
@@ -118,7 +119,8 @@ func (r *Reconciler) SetupWithManager(mgr mcmanager.Manager) error {
 		})},
 		apiexport.Watch{Object: &platformv1alpha1.MachineCapabilities{}, Map: r.naming(func(kc *platformv1alpha1.KubernetesCluster) string {
 			return kc.Spec.MachineCapabilitiesRef.Name
-		})})
+		})},
+		apiexport.Watch{Object: &platformv1alpha1.ProviderMachineFlavor{}, Map: r.waitingForFlavor})
 }
 
 // Reconcile implements mcreconcile.Reconciler.
@@ -145,6 +147,29 @@ func (r *Reconciler) naming(ref func(*platformv1alpha1.KubernetesCluster) string
 		}
 		return out
 	}
+}
+
+// waitingForFlavor maps a change of a workspace's catalog copy (the flavorcatalog controller
+// writes it a flavor at a time, and again whenever the platform admin changes the catalog) to
+// that workspace's KubernetesClusters with no flavor matched yet: one created before its
+// workspace's copy was complete, or asking for what the catalog did not offer, matches as soon as
+// the flavor is there, not at the next recheck.
+func (r *Reconciler) waitingForFlavor(obj client.Object) []types.NamespacedName {
+	ws, ok := r.Workspaces.Workspace(r.Workspaces.ClusterName(logicalClusterOf(obj)))
+	if !ok {
+		return nil
+	}
+	list := &platformv1alpha1.KubernetesClusterList{}
+	if err := ws.Client().List(context.Background(), list); err != nil {
+		return nil
+	}
+	var out []types.NamespacedName
+	for i := range list.Items {
+		if kc := &list.Items[i]; !reconcile.IsTrue(kc, platformv1alpha1.FlavorMatchedCondition) {
+			out = append(out, types.NamespacedName{Namespace: kc.Namespace, Name: kc.Name})
+		}
+	}
+	return out
 }
 
 // logicalClusterOf is the logical cluster of an object read through the export's virtual

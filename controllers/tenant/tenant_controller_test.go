@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"path/filepath"
 	"strings"
@@ -32,8 +31,8 @@ import (
 	imanager "github.com/kubeopera/kubeopera/internal/manager"
 	"github.com/kubeopera/kubeopera/internal/reconcile"
 	"github.com/kubeopera/kubeopera/test/framework"
-	"github.com/kubeopera/kubeopera/test/framework/actors"
 	"github.com/kubeopera/kubeopera/test/framework/fleettest"
+	"github.com/kubeopera/kubeopera/test/sim"
 	"github.com/kubeopera/kubeopera/workspaces"
 )
 
@@ -44,18 +43,6 @@ import (
 // "user" with the platform workspace role the product ships, through the kubeopera.io export's
 // virtual workspace and the project's fleet provider, as the manager binary does. The e2e suite
 // runs the binary itself; this one is the faster table of phase transitions, in process.
-
-// cloudSpaceCalls records kubeopera-api's CloudSpace PATCH callbacks (docs/tenant.md#callback).
-type cloudSpaceCalls struct {
-	mu    sync.Mutex
-	calls map[string]int
-}
-
-func (c *cloudSpaceCalls) count(id string) int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.calls[id]
-}
 
 // helmRecorder wraps the real Helm client: it records how many operations run at once, and makes
 // every install take a while, as a real one over the network does.
@@ -101,28 +88,22 @@ type suite struct {
 	admin     *rest.Config
 	ws        map[string]client.Client
 	lc        map[string]string
-	chart     *framework.ChartServer
-	api       *cloudSpaceCalls
+	chart     *sim.ChartServer
+	api       *sim.KubeoperaAPI
 	helm      *helmRecorder
 }
 
 func setup(t *testing.T) *suite {
 	t.Helper()
-	s := &suite{api: &cloudSpaceCalls{calls: map[string]int{}}}
+	s := &suite{api: sim.NewKubeoperaAPI()}
 	// The manager as internal/manager.Run wires it, on a real backend and a real kcp with three
 	// tenant workspaces.
 	h := fleettest.Start(t, "acme", "globex", "initech")
 	s.admin, s.backend, s.backendAs, s.ws, s.lc = h.BackendAdmin, h.Backend, h.BackendAs, h.WS, h.LC
 
 	// A chart repository that is unreachable (503) until a test brings it up.
-	s.chart = framework.NewChartServer(t, filepath.Join(framework.RepoRoot(), "test", "charts", "vcluster"), http.StatusServiceUnavailable)
-	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id, _ := strings.CutPrefix(r.URL.Path, "/api/v1/cloudspaces/")
-		s.api.mu.Lock()
-		s.api.calls[id]++
-		s.api.mu.Unlock()
-	}))
-	t.Cleanup(api.Close)
+	s.chart = sim.NewChartServer(t, filepath.Join(framework.RepoRoot(), "test", "charts", "vcluster"), http.StatusServiceUnavailable)
+	t.Cleanup(s.api.Close)
 
 	real, err := helm.New(s.backendAs, helm.Options{ChartRef: s.chart.ChartURL(), CacheDir: t.TempDir()})
 	if err != nil {
@@ -133,7 +114,7 @@ func setup(t *testing.T) *suite {
 		Workspaces:      h.Fleet,
 		Backend:         h.BackendStore(),
 		Helm:            s.helm,
-		API:             &kubeoperaapi.Client{BaseURL: api.URL, Token: "t"},
+		API:             &kubeoperaapi.Client{BaseURL: s.api.URL, Token: "t"},
 		ClaimsNamespace: "kubeopera-system",
 		Limits:          tenant.Limits{MaxTenants: 4, MaxCPU: resource.MustParse("5")},
 		RequeueInterval: 500 * time.Millisecond,
@@ -284,7 +265,7 @@ func TestTenantPhaseTransitions(t *testing.T) {
 	})
 
 	t.Run("the Secret vCluster writes makes the Tenant Ready", func(t *testing.T) {
-		if _, err := actors.VClusterWritesKubeconfig(t.Context(), s.admin, acmeHost, "vc-alice"); err != nil {
+		if _, err := sim.VClusterWritesKubeconfig(t.Context(), s.admin, acmeHost, "vc-alice"); err != nil {
 			t.Fatal(err)
 		}
 		tn := waitFor(t, acme, "alice", "Ready", func(tn *kov1alpha1.Tenant) bool { return tn.Status.Phase == kov1alpha1.TenantPhaseReady })
@@ -303,7 +284,7 @@ func TestTenantPhaseTransitions(t *testing.T) {
 		if len(sec.Data[tenant.DeliveredKubeconfigKey]) == 0 {
 			t.Error("the delivered Secret holds no kubeconfig")
 		}
-		if n := s.api.count("7e9d3a1b-0000-4000-8000-000000000002"); n != 1 {
+		if n := len(s.api.CallsFor("7e9d3a1b-0000-4000-8000-000000000002")); n != 1 {
 			t.Errorf("kubeopera-api was called %d times, want once", n)
 		}
 		// Helm's records of the release live in kcp-<fp>, out of reach of the vCluster syncer's
@@ -346,7 +327,7 @@ func TestTenantPhaseTransitions(t *testing.T) {
 			t.Error("a host namespace was created for the conflicting Tenant")
 		}
 		framework.Consistently(t, 2*time.Second, "kubeopera-api told only about the first claim", func() (bool, string) {
-			n := s.api.count("7e9d3a1b-0000-4000-8000-000000000002")
+			n := len(s.api.CallsFor("7e9d3a1b-0000-4000-8000-000000000002"))
 			return n == 1, fmt.Sprintf("%d calls", n)
 		})
 	})
@@ -421,7 +402,7 @@ func TestTenantPhaseTransitions(t *testing.T) {
 		waitFor(t, globex, "glob-2", "Provisioning", func(tn *kov1alpha1.Tenant) bool {
 			return cond(tn, kov1alpha1.ReleaseDeployedCondition) == "True/Succeeded"
 		})
-		if _, err := actors.VClusterWritesKubeconfig(t.Context(), s.admin, workspaces.VClusterNamespace(s.lc["globex"], "glob-2"), "vc-glob-2"); err != nil {
+		if _, err := sim.VClusterWritesKubeconfig(t.Context(), s.admin, workspaces.VClusterNamespace(s.lc["globex"], "glob-2"), "vc-glob-2"); err != nil {
 			t.Fatal(err)
 		}
 		tn := waitFor(t, globex, "glob-2", "Failed", func(tn *kov1alpha1.Tenant) bool { return tn.Status.Phase == kov1alpha1.TenantPhaseFailed })

@@ -137,7 +137,9 @@ func (e *Error) Error() string { return "super-admin bootstrap: " + e.Message }
 
 func (e *Error) Unwrap() error { return e.Err }
 
-// Terminal reports whether retrying the bootstrap cannot succeed (see IsTerminal).
+// Terminal reports whether retrying the bootstrap cannot succeed: authapi refused the request, or
+// the target's kubeconfig may not read the Secret or use the proxy. The reconcile skeleton
+// stalls the object then.
 func (e *Error) Terminal() bool { return !e.Transient }
 
 // IsTransient reports whether retrying the bootstrap can succeed. errors.Is(err, ErrNotInstalled)
@@ -145,13 +147,6 @@ func (e *Error) Terminal() bool { return !e.Transient }
 func IsTransient(err error) bool {
 	var e *Error
 	return errors.As(err, &e) && e.Transient
-}
-
-// IsTerminal reports whether retrying cannot succeed: authapi refused the request, or the target's
-// kubeconfig may not read the Secret or use the proxy.
-func IsTerminal(err error) bool {
-	var e *Error
-	return errors.As(err, &e) && e.Terminal()
 }
 
 // Bootstrap creates (upserts) the super-admin account a on the target cs.

@@ -7,10 +7,12 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/kubeopera/kubeopera/internal/reconcile"
 )
 
 // The bootstrap through a real API server's service proxy is tested with the AuthAPI actor in
-// test/framework/actors (authapi_test.go); these are the pure parts.
+// test/sim (authapi_test.go); these are the pure parts.
 
 func TestDefaultOptions(t *testing.T) {
 	want := Options{Namespace: "kubeopera", Service: "authapi", Port: "http", Secret: "authapi-secrets", SecretKey: "INTERNAL_API_KEY"}
@@ -50,7 +52,7 @@ func TestBootstrapRefusesAnIncompleteAdmin(t *testing.T) {
 	} {
 		// Checked before the target is touched: no clientset needed.
 		err := Bootstrap(context.Background(), nil, DefaultOptions(), a)
-		if !IsTerminal(err) || !strings.Contains(err.Error(), field) {
+		if !reconcile.IsTerminal(err) || !strings.Contains(err.Error(), field) {
 			t.Errorf("%s: err = %v, want a terminal error naming it", field, err)
 		}
 	}
@@ -86,7 +88,7 @@ func TestAnswerError(t *testing.T) {
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
 			err := answerError(DefaultOptions(), tt.code, []byte(tt.body), redact)
-			if err.StatusCode != tt.code || IsTransient(err) != tt.transient || IsTerminal(err) == tt.transient {
+			if err.StatusCode != tt.code || IsTransient(err) != tt.transient || reconcile.IsTerminal(err) == tt.transient {
 				t.Errorf("err = %+v, want status %d transient %v", err, tt.code, tt.transient)
 			}
 			if tt.is != nil && !errors.Is(err, tt.is) {

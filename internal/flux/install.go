@@ -126,7 +126,7 @@ type Result struct {
 //   - Otherwise Flux is installed: the namespace is created when missing, then the chart.
 //
 // Ensure never waits for workloads; CheckHealth says when Flux runs. Errors say what failed;
-// those of Helm are (or wrap) a *helm.Error, and helm.IsTerminal tells the ones retrying cannot
+// those of Helm are (or wrap) a *helm.Error, and its Terminal method (reconcile.IsTerminal) tells the ones retrying cannot
 // fix (the chart does not exist or does not render with Values) from transient ones. Every other
 // error is transient.
 func (i *Installer) Ensure(ctx context.Context, target *rest.Config) (Result, error) {

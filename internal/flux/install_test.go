@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubeopera/kubeopera/internal/reconcile"
+
 	"github.com/go-logr/logr/testr"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -21,7 +23,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubeopera/kubeopera/internal/flux"
-	"github.com/kubeopera/kubeopera/internal/helm"
 	"github.com/kubeopera/kubeopera/internal/readlimit"
 	"github.com/kubeopera/kubeopera/test/framework"
 )
@@ -132,7 +133,7 @@ func TestEnsureInstallsFlux(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err = missing.Ensure(ctx, target.Config); err == nil || !helm.IsTerminal(err) {
+	if _, err = missing.Ensure(ctx, target.Config); err == nil || !reconcile.IsTerminal(err) {
 		t.Errorf("Ensure with a chart that does not exist = %v, want a terminal error", err)
 	} else {
 		t.Logf("terminal: %v", err)
@@ -141,7 +142,7 @@ func TestEnsureInstallsFlux(t *testing.T) {
 	bad := rest.CopyConfig(target.Config)
 	bad.Host = "https://127.0.0.1:1"
 	bad.Timeout = 2 * time.Second
-	if _, err := newInstaller(t, nil).Ensure(ctx, bad); err == nil || helm.IsTerminal(err) {
+	if _, err := newInstaller(t, nil).Ensure(ctx, bad); err == nil || reconcile.IsTerminal(err) {
 		t.Errorf("Ensure on an unreachable target = %v, want a transient error", err)
 	}
 }
@@ -203,7 +204,7 @@ func TestEnsureAdoptsFlux(t *testing.T) {
 
 	i := newInstaller(t, nil)
 	_, err := i.Ensure(ctx, target.Config)
-	if err == nil || helm.IsTerminal(err) || !strings.Contains(err.Error(), "kustomize-controller: Deployment not Available (MinimumReplicasUnavailable)") {
+	if err == nil || reconcile.IsTerminal(err) || !strings.Contains(err.Error(), "kustomize-controller: Deployment not Available (MinimumReplicasUnavailable)") {
 		t.Fatalf("Ensure over an unhealthy Flux of someone else = %v, want a transient error naming kustomize-controller", err)
 	}
 	t.Logf("unhealthy: %v", err)

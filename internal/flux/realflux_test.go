@@ -17,10 +17,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kubeopera/kubeopera/internal/devenv/gitserver"
 	"github.com/kubeopera/kubeopera/internal/flux"
 	"github.com/kubeopera/kubeopera/test/framework"
-	"github.com/kubeopera/kubeopera/test/framework/actors"
-	"github.com/kubeopera/kubeopera/test/framework/gitserver"
+	"github.com/kubeopera/kubeopera/test/sim"
 )
 
 // git runs the git CLI in dir.
@@ -63,7 +63,7 @@ func configMapTree(greeting string) map[string]string {
 }
 
 // TestRealFluxSyncsFromGit is the proof that Flux's real controllers work here: the local chart
-// installed by Ensure, its Deployments run by actors.FluxPods (the real source-controller and
+// installed by Ensure, its Deployments run by sim.FluxPods (the real source-controller and
 // kustomize-controller as processes, as their ServiceAccounts), CheckHealth turning true, and a
 // GitRepository + Kustomization written by EnsureSync against a real git server (git
 // http-backend, basic auth with the credentials SeedGitCredentials wrote) applying a ConfigMap
@@ -99,7 +99,7 @@ func TestRealFluxSyncsFromGit(t *testing.T) {
 		t.Fatalf("CheckHealth before the controllers run = %+v, %v; want unhealthy", h, err)
 	}
 
-	pods := &actors.FluxPods{Target: target.Config, BinDir: framework.ToolsBin(), WorkDir: filepath.Join(dir, "pods"), Log: logFile}
+	pods := &sim.FluxPods{Target: target.Config, BinDir: framework.ToolsBin(), WorkDir: filepath.Join(dir, "pods"), Log: logFile}
 	runCtx, stop := context.WithCancel(context.Background())
 	stopped := make(chan error, 1)
 	go func() { stopped <- pods.Run(runCtx) }()

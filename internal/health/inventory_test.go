@@ -16,7 +16,7 @@ import (
 	"github.com/kubeopera/kubeopera/internal/kubeconfig"
 	"github.com/kubeopera/kubeopera/internal/readlimit"
 	"github.com/kubeopera/kubeopera/test/framework"
-	"github.com/kubeopera/kubeopera/test/framework/hostile"
+	"github.com/kubeopera/kubeopera/test/sim"
 )
 
 // TestRead reads the inventory of a real kube-apiserver. There is no kubelet: the test writes the
@@ -351,7 +351,7 @@ func createPod(t *testing.T, cs kubernetes.Interface, p pod) {
 // TestReadStopsAtAnEndlessList: a hostile API server answers every node list page with a new
 // continue token; Read follows MaxListPages of them and stops with the limit named.
 func TestReadStopsAtAnEndlessList(t *testing.T) {
-	srv := hostile.Start(t, hostile.Options{Attack: hostile.EndlessContinue})
+	srv := sim.StartHostileCluster(t, sim.HostileOptions{Attack: sim.AttackEndlessContinue})
 	cfg, err := kubeconfig.ParseUntrusted(srv.Kubeconfig)
 	if err != nil {
 		t.Fatal(err)

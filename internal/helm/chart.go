@@ -59,7 +59,7 @@ func IsLocalChart(ref string) bool {
 // Reachable reports whether the chart of opts can be located and loaded: a
 // remote chart is pulled into opts.CacheDir, a local one is read from disk. A
 // dev launcher uses it to decide whether to fall back to a local chart. The
-// error is an *Error; IsTerminal tells a chart that does not exist or does not
+// error is an *Error; Error.Terminal (reconcile.IsTerminal) tells a chart that does not exist or does not
 // load from a registry that cannot be reached.
 func Reachable(ctx context.Context, opts Options) error {
 	_, err := loadChartArchive(ctx, opts.withDefaults())

@@ -14,6 +14,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubeopera/kubeopera/internal/reconcile"
+
+	"github.com/kubeopera/kubeopera/test/sim"
+
 	"github.com/kubeopera/kubeopera/test/framework"
 )
 
@@ -34,7 +38,7 @@ func TestRemoteChartErrors(t *testing.T) {
 		"hangs":       {status: 0, timeout: 300 * time.Millisecond, want: context.DeadlineExceeded.Error()},
 	} {
 		t.Run(name, func(t *testing.T) {
-			srv := framework.NewChartServer(t, chartDir, tc.status)
+			srv := sim.NewChartServer(t, chartDir, tc.status)
 			c, err := New(restConfig, Options{ChartRef: srv.ChartURL(), CacheDir: t.TempDir()})
 			if err != nil {
 				t.Fatal(err)
@@ -46,8 +50,8 @@ func TestRemoteChartErrors(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), srv.URL) {
 				t.Fatalf("InstallOrUpgrade = %v, want an error naming the chart and %q", err, tc.want)
 			}
-			if IsTerminal(err) != tc.terminal {
-				t.Errorf("IsTerminal(%v) = %v, want %v", err, IsTerminal(err), tc.terminal)
+			if reconcile.IsTerminal(err) != tc.terminal {
+				t.Errorf("reconcile.IsTerminal(%v) = %v, want %v", err, reconcile.IsTerminal(err), tc.terminal)
 			}
 			if d := time.Since(start); d > tc.timeout+5*time.Second {
 				t.Errorf("returned after %v, want within the caller's timeout %v", d, tc.timeout)
@@ -65,10 +69,10 @@ func TestRemoteChartErrors(t *testing.T) {
 	defer cancel()
 	<-ctx.Done()
 	_, err = c.InstallOrUpgrade(ctx, Release{Namespace: ns, Name: "late"}, nil)
-	if !errors.Is(err, context.DeadlineExceeded) || IsTerminal(err) {
+	if !errors.Is(err, context.DeadlineExceeded) || reconcile.IsTerminal(err) {
 		t.Errorf("InstallOrUpgrade(expired context) = %v, want a transient deadline error", err)
 	}
-	if _, err := c.Observe(ctx, Release{Namespace: ns, Name: "late"}, nil); !errors.Is(err, context.DeadlineExceeded) || IsTerminal(err) {
+	if _, err := c.Observe(ctx, Release{Namespace: ns, Name: "late"}, nil); !errors.Is(err, context.DeadlineExceeded) || reconcile.IsTerminal(err) {
 		t.Errorf("Observe(expired context) = %v, want a transient deadline error", err)
 	}
 	if obs, err := c.Observe(context.Background(), Release{Namespace: ns, Name: "late"}, nil); err != nil || obs.Exists {
@@ -81,7 +85,7 @@ func TestRemoteChartErrors(t *testing.T) {
 // server recovered succeeds.
 func TestChartPullsDoNotPileUp(t *testing.T) {
 	_, ns := setup(t)
-	srv := framework.NewChartServer(t, chartDir, 0)
+	srv := sim.NewChartServer(t, chartDir, 0)
 	c, err := New(restConfig, Options{ChartRef: srv.ChartURL(), CacheDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
@@ -104,7 +108,7 @@ func TestChartPullsDoNotPileUp(t *testing.T) {
 	}
 	wg.Wait()
 	for i, err := range errs {
-		if err == nil || IsTerminal(err) || !errors.Is(err, context.DeadlineExceeded) {
+		if err == nil || reconcile.IsTerminal(err) || !errors.Is(err, context.DeadlineExceeded) {
 			t.Errorf("caller %d: %v, want a transient deadline error", i, err)
 		}
 		if took[i] > timeout+2*time.Second {
@@ -233,7 +237,7 @@ func TestPuller(t *testing.T) {
 // it afterwards.
 func TestNoWritesOutsideCacheDir(t *testing.T) {
 	_, ns := setup(t)
-	srv := framework.NewChartServer(t, chartDir, http.StatusOK)
+	srv := sim.NewChartServer(t, chartDir, http.StatusOK)
 	localCache, remoteCache := t.TempDir(), t.TempDir()
 
 	readOnly := t.TempDir()

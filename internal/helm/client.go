@@ -7,7 +7,7 @@
 // from the Observation alone (Exists, UpToDate, State): it never reads Helm
 // status strings nor hashes values itself.
 //
-// Every error returned is (or wraps) an *Error. IsTerminal tells an error that
+// Every error returned is (or wraps) an *Error. Error.Terminal (reconcile.IsTerminal) tells an error that
 // retrying with the same input cannot fix from a transient one. Terminal: the
 // chart does not exist (a missing local path, an http(s) 404/410, an OCI tag
 // or repository not found, no version matching ChartVersion), the chart does
@@ -145,7 +145,7 @@ type Observation struct {
 }
 
 // Client installs, upgrades, observes and uninstalls Helm releases. Every
-// error it returns is (or wraps) an *Error; see IsTerminal.
+// error it returns is (or wraps) an *Error; see Error.Terminal.
 type Client interface {
 	// Observe reports the latest revision of rel (from its storage namespace),
 	// compared with the desired values. A missing release is not an error:

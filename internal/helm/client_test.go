@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubeopera/kubeopera/internal/reconcile"
+
 	"github.com/go-logr/logr/testr"
 	rcommon "helm.sh/helm/v4/pkg/release/common"
 	corev1 "k8s.io/api/core/v1"
@@ -24,10 +26,6 @@ import (
 
 	"github.com/kubeopera/kubeopera/test/framework"
 )
-
-// binaryWait bounds how long TestMain waits for envtest binaries that are
-// still being built.
-const binaryWait = 20 * time.Minute
 
 var (
 	chartDir string // the test chart, test/charts/vcluster
@@ -61,9 +59,13 @@ func TestMain(m *testing.M) {
 // pure functions need none; it fails t when the server cannot start.
 func backend(t *testing.T) {
 	t.Helper()
+	framework.SkipWithoutServers(t)
 	backendOnce.Do(func() {
-		if backendErr = waitForBinaries(assets, binaryWait, "kube-apiserver", "etcd"); backendErr != nil {
-			return
+		for _, n := range []string{"kube-apiserver", "etcd"} {
+			if _, err := os.Stat(filepath.Join(assets, n)); err != nil {
+				backendErr = fmt.Errorf("%s is missing from %s: run `make tools` (hack/build-tools.sh) or set KUBEBUILDER_ASSETS", n, assets)
+				return
+			}
 		}
 		env = &envtest.Environment{BinaryAssetsDirectory: assets}
 		if restConfig, backendErr = env.Start(); backendErr != nil {
@@ -77,28 +79,6 @@ func backend(t *testing.T) {
 	if backendErr != nil {
 		t.Fatal(backendErr)
 	}
-}
-
-// waitForBinaries polls dir every 10 seconds until all binaries exist, for at most timeout.
-func waitForBinaries(dir string, timeout time.Duration, names ...string) error {
-	var missing []string
-	err := framework.Poll(context.Background(), 10*time.Second, timeout, func(context.Context) (bool, error) {
-		missing = nil
-		for _, n := range names {
-			if _, err := os.Stat(filepath.Join(dir, n)); err != nil {
-				missing = append(missing, n)
-			}
-		}
-		if len(missing) == 0 {
-			return true, nil
-		}
-		fmt.Fprintf(os.Stderr, "waiting for envtest binaries %v in %s\n", missing, dir)
-		return false, nil
-	})
-	if err != nil {
-		return fmt.Errorf("envtest binaries %v not found in %s (build them into _tools/bin or set KUBEBUILDER_ASSETS): %w", missing, dir, err)
-	}
-	return nil
 }
 
 // setup returns a client for the test chart and a fresh namespace.
@@ -373,7 +353,7 @@ func TestRetriesFailedFirstInstall(t *testing.T) {
 		t.Fatal("install with an invalid quota succeeded")
 	} else if !strings.Contains(err.Error(), "failed to install release "+ns+"/"+name) {
 		t.Errorf("install error = %q, want release context", err)
-	} else if !IsTerminal(err) {
+	} else if !reconcile.IsTerminal(err) {
 		// The API server refuses the rendered ResourceQuota as invalid (422): the same values
 		// render the same object again.
 		t.Errorf("install error %q is transient, want terminal", err)
@@ -407,12 +387,12 @@ func TestBadChartRef(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "failed to install or upgrade release default/x: failed to load chart "+missing) {
 		t.Errorf("InstallOrUpgrade with a missing chart: error = %v, want it to name the release and the chart", err)
 	}
-	if !IsTerminal(err) {
+	if !reconcile.IsTerminal(err) {
 		t.Errorf("missing chart: %v is transient, want terminal", err)
 	}
 	t.Logf("missing chart: %v", err)
 
-	if err := Reachable(ctx, Options{ChartRef: missing}); err == nil || !IsTerminal(err) {
+	if err := Reachable(ctx, Options{ChartRef: missing}); err == nil || !reconcile.IsTerminal(err) {
 		t.Errorf("Reachable(missing local chart) = %v, want a terminal error", err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
@@ -422,7 +402,7 @@ func TestBadChartRef(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "failed to load chart "+oci+" version 0.21.2") {
 		t.Errorf("Reachable(unreachable registry) = %v, want pull error", err)
 	}
-	if IsTerminal(err) {
+	if reconcile.IsTerminal(err) {
 		t.Errorf("unreachable registry: %v is terminal, want transient", err)
 	}
 	t.Logf("unreachable registry: %v", err)
@@ -491,7 +471,7 @@ func TestValuesOutsideTheChartSchemaAreRefused(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "exportKubeConfig") {
 		t.Fatalf("want a schema error naming exportKubeConfig, got %v", err)
 	}
-	if !IsTerminal(err) {
+	if !reconcile.IsTerminal(err) {
 		t.Errorf("schema error %q is transient, want terminal", err)
 	}
 	var herr *Error

@@ -20,7 +20,7 @@ import (
 
 // Error is the error returned by every operation of this package. Terminal
 // tells whether the operation can succeed by retrying it with the same input;
-// see IsTerminal.
+// see Error.Terminal.
 type Error struct {
 	// Op is the operation that failed, e.g. "install", "upgrade",
 	// "uninstall", "observe" or "load chart oci://…".
@@ -51,14 +51,6 @@ func (e *Error) Unwrap() error { return e.Err }
 // Terminal reports whether retrying with the same input cannot succeed (Permanent): the
 // reconcile skeleton stalls the object then.
 func (e *Error) Terminal() bool { return e.Permanent }
-
-// IsTerminal reports whether err is (or wraps) an *Error that cannot be fixed
-// by retrying with the same input. Every other error, including nil and
-// errors not from this package, is not terminal.
-func IsTerminal(err error) bool {
-	var e *Error
-	return errors.As(err, &e) && e.Permanent
-}
 
 // newError returns an *Error for op on namespace/release, classified with
 // isTerminal. A cause that already is an *Error keeps its classification.

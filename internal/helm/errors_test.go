@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubeopera/kubeopera/internal/reconcile"
+
 	"helm.sh/helm/v4/pkg/storage/driver"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -153,8 +155,8 @@ func TestError(t *testing.T) {
 		t.Errorf("chart error = %q, terminal %v", chartErr, chartErr.Permanent)
 	}
 	err := fmt.Errorf("reconciling: %w", newError("install or upgrade", "kcp-1", "vc-acme", chartErr))
-	if !IsTerminal(err) || !errors.Is(err, errChartNotFound) {
-		t.Errorf("IsTerminal(%v) = false, want the wrapped classification", err)
+	if !reconcile.IsTerminal(err) || !errors.Is(err, errChartNotFound) {
+		t.Errorf("reconcile.IsTerminal(%v) = false, want the wrapped classification", err)
 	}
 	if want := "reconciling: failed to install or upgrade release kcp-1/vc-acme: failed to load chart /charts/x: chart not found: stat /charts/x: no such file or directory"; err.Error() != want {
 		t.Errorf("error = %q, want %q", err, want)
@@ -168,7 +170,7 @@ func TestError(t *testing.T) {
 	if newError("upgrade", "ns", "r", transient).Permanent {
 		t.Error("newError re-classified an *Error cause")
 	}
-	if IsTerminal(nil) || IsTerminal(errors.New("values don't meet the specifications of the schema")) {
+	if reconcile.IsTerminal(nil) || reconcile.IsTerminal(errors.New("values don't meet the specifications of the schema")) {
 		t.Error("IsTerminal is true for an error not from this package")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Nanosecond)

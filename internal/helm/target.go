@@ -35,7 +35,7 @@ func NewSharedChart(opts Options) (*SharedChart, error) {
 func (s *SharedChart) Options() Options { return s.opts }
 
 // Load loads the chart unless it was loaded already. Concurrent first loads are one load
-// (see loadChartArchive). The error is an *Error; see IsTerminal.
+// (see loadChartArchive). The error is an *Error; see Error.Terminal.
 func (s *SharedChart) Load(ctx context.Context) error {
 	_, err := s.load(ctx)
 	return err

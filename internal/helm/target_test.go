@@ -6,13 +6,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubeopera/kubeopera/internal/reconcile"
+
+	"github.com/kubeopera/kubeopera/test/sim"
+
 	"helm.sh/helm/v4/pkg/action"
 	helmkube "helm.sh/helm/v4/pkg/kube"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
-
-	"github.com/kubeopera/kubeopera/test/framework"
 )
 
 // TestSharedChart: the clients of several clusters share one chart load. A load that failed is
@@ -25,7 +27,7 @@ func TestSharedChart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := framework.NewChartServer(t, chartDir, http.StatusServiceUnavailable)
+	srv := sim.NewChartServer(t, chartDir, http.StatusServiceUnavailable)
 	shared, err := NewSharedChart(Options{ChartRef: srv.ChartURL(), CacheDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
@@ -45,7 +47,7 @@ func TestSharedChart(t *testing.T) {
 	defer cancel()
 
 	// The chart server is down: installs fail, transiently; Observe needs no chart.
-	if _, err := clients[0].InstallOrUpgrade(ctx, Release{Namespace: ns, Name: "shared"}, nil); err == nil || IsTerminal(err) {
+	if _, err := clients[0].InstallOrUpgrade(ctx, Release{Namespace: ns, Name: "shared"}, nil); err == nil || reconcile.IsTerminal(err) {
 		t.Fatalf("InstallOrUpgrade with the chart server down = %v, want a transient error", err)
 	} else {
 		t.Logf("chart server down: %v", err)

@@ -19,7 +19,7 @@ import (
 
 	"github.com/kubeopera/kubeopera/internal/kubeconfig"
 	"github.com/kubeopera/kubeopera/internal/readlimit"
-	"github.com/kubeopera/kubeopera/test/framework/hostile"
+	"github.com/kubeopera/kubeopera/test/sim"
 )
 
 // client returns an HTTP client whose transport is Go's, wrapped as a target's rest.Config
@@ -214,16 +214,16 @@ func TestClientGoStaysWithinTheCaps(t *testing.T) {
 		maxElements = 10000
 	)
 	for _, tc := range []struct {
-		attack hostile.Options
+		attack sim.HostileOptions
 		want   string
 	}{
 		// 256 MiB decompressed, under 1 MiB on the wire.
-		{hostile.Options{Attack: hostile.GzipBomb, BombSize: 256 << 20}, "exceeded 4 MiB (decompressed)"},
+		{sim.HostileOptions{Attack: sim.AttackGzipBomb, BombSize: 256 << 20}, "exceeded 4 MiB (decompressed)"},
 		// 1.2 MB of JSON; decoded, a 1.4 GB []corev1.Node.
-		{hostile.Options{Attack: hostile.EmptyItems, Items: 400_000}, "exceeded 10000 array elements"},
+		{sim.HostileOptions{Attack: sim.AttackEmptyItems, Items: 400_000}, "exceeded 10000 array elements"},
 	} {
 		t.Run(string(tc.attack.Attack), func(t *testing.T) {
-			srv := hostile.Start(t, tc.attack)
+			srv := sim.StartHostileCluster(t, tc.attack)
 			cfg, err := kubeconfig.ParseUntrusted(srv.Kubeconfig)
 			if err != nil {
 				t.Fatal(err)

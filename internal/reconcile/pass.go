@@ -236,6 +236,14 @@ type terminalError interface {
 	Terminal() bool
 }
 
+// IsTerminal reports whether err is, or wraps, an external client's error that says retrying
+// cannot help (Terminal() true): what the skeleton stalls an object for. Nil and every other
+// error are not terminal.
+func IsTerminal(err error) bool {
+	var te terminalError
+	return errors.As(err, &te) && te.Terminal()
+}
+
 // stallIfTerminal makes a step error with a stallingError in its chain the Stalled outcome with
 // that error's reason and message (not the wrapping text around it), and one with a terminal
 // external client error the Stalled outcome with the step's reason failed and the step's message,
@@ -251,8 +259,7 @@ func stallIfTerminal(err error, failed string) error {
 	if errors.As(err, &se) {
 		return Stalled(se.StalledReason(), se.Error())
 	}
-	var te terminalError
-	if errors.As(err, &te) && te.Terminal() {
+	if IsTerminal(err) {
 		if failed == "" {
 			failed = commonv1alpha1.FailedReason
 		}

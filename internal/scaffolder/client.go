@@ -158,7 +158,8 @@ func (e *Error) Error() string {
 
 func (e *Error) Unwrap() error { return e.Err }
 
-// Terminal reports whether retrying the call cannot fix it: the reconcile skeleton stalls the
+// Terminal reports whether retrying the call cannot fix it (a 4xx other than 408 and 429, a
+// malformed request, a missing configuration): the reconcile skeleton stalls the
 // object then.
 func (e *Error) Terminal() bool { return !e.Transient }
 
@@ -166,13 +167,6 @@ func (e *Error) Terminal() bool { return !e.Transient }
 func IsTransient(err error) bool {
 	var e *Error
 	return errors.As(err, &e) && e.Transient
-}
-
-// IsTerminal reports whether err is a call to the service that retrying cannot fix (a 4xx other
-// than 408 and 429, a malformed request, a missing configuration).
-func IsTerminal(err error) bool {
-	var e *Error
-	return errors.As(err, &e) && e.Terminal()
 }
 
 // Client calls gitops-scaffolder.

@@ -9,6 +9,8 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/kubeopera/kubeopera/internal/reconcile"
 )
 
 const testKey = "s3cr3t-api-key"
@@ -137,7 +139,7 @@ func TestCreateRefusesAnInvalidRequest(t *testing.T) {
 		r := validRequest()
 		mutate(&r)
 		_, err := c.Create(context.Background(), r)
-		if err == nil || !strings.Contains(err.Error(), field) || !IsTerminal(err) {
+		if err == nil || !strings.Contains(err.Error(), field) || !reconcile.IsTerminal(err) {
 			t.Errorf("%s: err = %v, want a terminal error naming the field", field, err)
 		}
 	}
@@ -186,7 +188,7 @@ func TestErrors(t *testing.T) {
 			if !errors.As(err, &e) {
 				t.Fatalf("err = %v, want *Error", err)
 			}
-			if e.StatusCode != tt.code || IsTransient(err) != tt.transient || IsTerminal(err) == tt.transient {
+			if e.StatusCode != tt.code || IsTransient(err) != tt.transient || reconcile.IsTerminal(err) == tt.transient {
 				t.Errorf("err = %+v, want status %d transient %v", e, tt.code, tt.transient)
 			}
 			if tt.is != nil && !errors.Is(err, tt.is) {

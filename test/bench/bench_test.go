@@ -23,7 +23,7 @@ import (
 
 	kov1alpha1 "github.com/kubeopera/kubeopera/apis/kubeopera/v1alpha1"
 	"github.com/kubeopera/kubeopera/test/framework"
-	"github.com/kubeopera/kubeopera/test/framework/actors"
+	"github.com/kubeopera/kubeopera/test/sim"
 	"github.com/kubeopera/kubeopera/workspaces"
 )
 
@@ -526,7 +526,7 @@ func (r *run) createPaced(ctx context.Context, ts []*tenant, cloudSpaceID func(*
 	return errors.Join(errs...)
 }
 
-// playVCluster plays t's vCluster (actors.VClusterWritesKubeconfig) as soon as the backend watch
+// playVCluster plays t's vCluster (sim.VClusterWritesKubeconfig) as soon as the backend watch
 // saw its release deployed: the moment a real vCluster's Pod would start and write its
 // kubeconfig Secret. kubeconfigWritten is taken just before the actor runs.
 func (r *run) playVCluster(ctx context.Context, t *tenant) error {
@@ -536,7 +536,7 @@ func (r *run) playVCluster(ctx context.Context, t *tenant) error {
 	var last error
 	for range 5 {
 		t.kubeconfigWritten = time.Now()
-		if _, last = actors.VClusterWritesKubeconfig(ctx, r.backendCfg, t.hostNamespace(), t.release()); last == nil {
+		if _, last = sim.VClusterWritesKubeconfig(ctx, r.backendCfg, t.hostNamespace(), t.release()); last == nil {
 			return nil
 		}
 		select {

@@ -6,7 +6,7 @@
 // The scenario, once per run: a warm-up of BENCH_WARMUP workspaces (default 5), not counted;
 // then for each N of BENCH_WORKSPACES (default 10,100,500; cumulative totals) it creates the
 // missing workspaces of type kubeopera-tenant, each with one Tenant, the Tenants at BENCH_RATE
-// per second (default 2; see settings.rate), plays each one's vCluster (test/framework/actors) once its release is
+// per second (default 2; see settings.rate), plays each one's vCluster (test/sim) once its release is
 // deployed, waits until all are Ready and the manager's heap holds still, and records:
 //
 //   - heapBytesPerWorkspace, goroutinesPerWorkspace: the slope of the manager's heap after GC and

@@ -27,7 +27,7 @@ func TestCloudSpaceIDBelongsToTheFirstWorkspace(t *testing.T) {
 	const id = "7e9d3a1b-claimed"
 	owner, ownerLC, _ := e.tenantWorkspace(t, "claim-owner")
 	e.readyTenant(t, owner, ownerLC, seedTenant(t, "default", "alice-default", id))
-	callsBefore := len(e.api.callsFor(id))
+	callsBefore := len(e.api.CallsFor(id))
 
 	thief, thiefLC, _ := e.tenantWorkspace(t, "claim-thief")
 	if err := thief.Create(ctx, seedTenant(t, "default", "mallory", id)); err != nil {
@@ -45,7 +45,7 @@ func TestCloudSpaceIDBelongsToTheFirstWorkspace(t *testing.T) {
 		t.Errorf("a release was installed for the conflicting Tenant: %v", revs)
 	}
 	framework.Consistently(t, 3*time.Second, "no callback for the conflicting Tenant", func() (bool, string) {
-		n := len(e.api.callsFor(id))
+		n := len(e.api.CallsFor(id))
 		return n == callsBefore, fmt.Sprintf("%d callbacks, want %d", n, callsBefore)
 	})
 

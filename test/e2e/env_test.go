@@ -28,8 +28,8 @@ import (
 	"github.com/kubeopera/kubeopera/internal/devenv"
 	"github.com/kubeopera/kubeopera/internal/manager"
 	"github.com/kubeopera/kubeopera/test/framework"
-	"github.com/kubeopera/kubeopera/test/framework/hostenv"
 	"github.com/kubeopera/kubeopera/test/framework/platform"
+	"github.com/kubeopera/kubeopera/test/sim"
 	"github.com/kubeopera/kubeopera/workspaces"
 )
 
@@ -90,8 +90,8 @@ type env struct {
 	backend    *devenv.Backend
 	backendC   client.Client
 	backendID  *framework.Identity // the manager's: ServiceAccount kubeopera-manager, config/rbac's rights
-	api        *kubeoperaAPI
-	gitops     *hostenv.GitOps
+	api        *sim.KubeoperaAPI
+	gitops     *sim.GitOps
 	managerBin string
 	dir        string
 	// stops stop what startEnv started, in reverse order.
@@ -199,11 +199,11 @@ func startEnv() (e *env, err error) {
 	if err := installOTC(ctx, e); err != nil {
 		return e, err
 	}
-	e.api = newKubeoperaAPI()
+	e.api = sim.NewKubeoperaAPI()
 	e.stops = append(e.stops, e.api.Close)
 	// The git server and the gitops-scaffolder stand-in HostClusters use (the target cluster they
 	// connect is started by the first test that needs it: hostTarget).
-	g, stopGitOps, err := hostenv.StartGitOps(hostenv.GitOpsOptions{
+	g, stopGitOps, err := sim.StartGitOps(sim.GitOpsOptions{
 		Dir: filepath.Join(e.dir, "gitops"), APIKey: scaffolderAPIKey, Backend: e.backend.Config,
 		FailSlugs: map[string]string{brokenTreeSlug: brokenTreeError}, HoldSlugs: map[string]bool{heldTreeSlug: true},
 	})

@@ -26,7 +26,7 @@ import (
 	"github.com/kubeopera/kubeopera/internal/reconcile"
 	"github.com/kubeopera/kubeopera/syncer"
 	"github.com/kubeopera/kubeopera/test/framework"
-	"github.com/kubeopera/kubeopera/test/framework/hostenv"
+	"github.com/kubeopera/kubeopera/test/sim"
 	"github.com/kubeopera/kubeopera/workspaces"
 )
 
@@ -46,14 +46,14 @@ const (
 	hcNamespace = "kubeopera-system"
 )
 
-var sharedTarget lazy[*hostenv.Target]
+var sharedTarget lazy[*sim.Target]
 
 // hostTarget returns the suite's target cluster (started at the first call): a real kube-apiserver
 // on which Flux's real controllers run as processes once Flux is installed, and authapi is played.
-func (e *env) hostTarget(t *testing.T) *hostenv.Target {
+func (e *env) hostTarget(t *testing.T) *sim.Target {
 	t.Helper()
-	return sharedTarget.get(t, e, "the target cluster", func() (*hostenv.Target, func(), error) {
-		return hostenv.StartTarget(filepath.Join(e.dir, "target"), framework.ToolsBin(), false)
+	return sharedTarget.get(t, e, "the target cluster", func() (*sim.Target, func(), error) {
+		return sim.StartTarget(filepath.Join(e.dir, "target"), framework.ToolsBin(), false)
 	})
 }
 
@@ -117,7 +117,7 @@ func (e *env) connect(t *testing.T, c client.Client, hc *kov1alpha1.HostCluster,
 		{ObjectMeta: metav1.ObjectMeta{Namespace: hcNamespace, Name: hc.Spec.ConnectKubeconfigSecretRef, Labels: access},
 			Data: map[string][]byte{"kubeconfig": kubeconfig}},
 		{ObjectMeta: metav1.ObjectMeta{Namespace: hcNamespace, Name: "gitops-iac-credentials", Labels: access},
-			Data: map[string][]byte{"username": []byte(hostenv.GitUsername), "password": []byte(hostenv.GitPassword)}},
+			Data: map[string][]byte{"username": []byte(sim.GitUsername), "password": []byte(sim.GitPassword)}},
 	} {
 		if err := c.Create(ctx, s); err != nil && !apierrors.IsAlreadyExists(err) {
 			t.Fatal(err)
@@ -426,7 +426,7 @@ func TestHostClusterSecretsStayOutOfLogsEventsStatusAndMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := target.Cluster.Config
-	material := []string{string(pw.Data["password"]), hostenv.GitPassword, b64(string(cfg.KeyData)), b64(hostenv.GitPassword)}
+	material := []string{string(pw.Data["password"]), sim.GitPassword, b64(string(cfg.KeyData)), b64(sim.GitPassword)}
 	if lines := strings.Split(strings.TrimSpace(string(cfg.KeyData)), "\n"); len(lines) > 2 {
 		material = append(material, lines[1])
 	}

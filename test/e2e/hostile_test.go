@@ -11,7 +11,7 @@ import (
 
 	kov1alpha1 "github.com/kubeopera/kubeopera/apis/kubeopera/v1alpha1"
 	"github.com/kubeopera/kubeopera/internal/reconcile"
-	"github.com/kubeopera/kubeopera/test/framework/hostile"
+	"github.com/kubeopera/kubeopera/test/sim"
 )
 
 // TestHostileTargetsCannotStallOrKillTheManager: a tenant points four HostClusters at "API
@@ -54,17 +54,17 @@ func TestHostileTargetsCannotStallOrKillTheManager(t *testing.T) {
 	pid, logPath := e.mgr.Process.Pid, e.managerLogPath(e.starts)
 	e.mu.Unlock()
 
-	inFlight := &hostile.InFlight{}
-	attacks := map[string]hostile.Options{
-		"endless": {Attack: hostile.EndlessContinue, PageDelay: pageDelay, InFlight: inFlight},
-		"bomb":    {Attack: hostile.GzipBomb, BombSize: 2 << 30, InFlight: inFlight},
-		"items":   {Attack: hostile.EmptyItems, Items: 10_000_000, InFlight: inFlight},
-		"hang":    {Attack: hostile.Hang, InFlight: inFlight},
+	inFlight := &sim.InFlight{}
+	attacks := map[string]sim.HostileOptions{
+		"endless": {Attack: sim.AttackEndlessContinue, PageDelay: pageDelay, InFlight: inFlight},
+		"bomb":    {Attack: sim.AttackGzipBomb, BombSize: 2 << 30, InFlight: inFlight},
+		"items":   {Attack: sim.AttackEmptyItems, Items: 10_000_000, InFlight: inFlight},
+		"hang":    {Attack: sim.AttackHang, InFlight: inFlight},
 	}
-	servers := map[string]*hostile.Server{}
+	servers := map[string]*sim.HostileCluster{}
 	evil, evilLC, _ := e.tenantWorkspace(t, "hostile")
 	for name, opts := range attacks {
-		servers[name] = hostile.Start(t, opts)
+		servers[name] = sim.StartHostileCluster(t, opts)
 		e.connect(t, evil, e.seedHostCluster(t, name, name+"1", clusterPath, false), servers[name].Kubeconfig)
 	}
 

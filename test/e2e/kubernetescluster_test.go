@@ -35,7 +35,7 @@ import (
 	"github.com/kubeopera/kubeopera/internal/manifests"
 	"github.com/kubeopera/kubeopera/internal/reconcile"
 	"github.com/kubeopera/kubeopera/test/framework"
-	"github.com/kubeopera/kubeopera/test/framework/actors"
+	"github.com/kubeopera/kubeopera/test/sim"
 	"github.com/kubeopera/kubeopera/workspaces"
 )
 
@@ -43,7 +43,7 @@ import (
 // YAML (credentials Secret, ProviderConfig, MachineCapabilities, KubernetesCluster) in a workspace
 // and waits for Ready; the platform matched a flavor from the catalog kept in root:kubeopera and
 // built VpcV1, SubnetV1, ClusterV3 and NodePoolV3 in the workspace's kcp-<fp> namespace on the
-// backend. No Crossplane and no OTC run here: actors.CrossplaneOTC plays both on the backend.
+// backend. No Crossplane and no OTC run here: sim.CrossplaneOTC plays both on the backend.
 
 const (
 	// catalogFile is the platform admin's flavor catalog, loaded into root:kubeopera as make run does.
@@ -100,15 +100,15 @@ func catalogFlavors() ([]*unstructured.Unstructured, error) {
 
 var sharedCrossplane struct {
 	once sync.Once
-	xp   *actors.CrossplaneOTC
+	xp   *sim.CrossplaneOTC
 }
 
 // crossplaneOTC returns the suite's Crossplane + OTC actor on the backend, started at the first
 // call (tests without KubernetesClusters do not pay for its polling).
-func (e *env) crossplaneOTC(t *testing.T) *actors.CrossplaneOTC {
+func (e *env) crossplaneOTC(t *testing.T) *sim.CrossplaneOTC {
 	t.Helper()
 	sharedCrossplane.once.Do(func() {
-		xp := &actors.CrossplaneOTC{Backend: e.backend.Config, ReadyAfter: 500 * time.Millisecond}
+		xp := &sim.CrossplaneOTC{Backend: e.backend.Config, ReadyAfter: 500 * time.Millisecond}
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})
 		go func() {
@@ -331,10 +331,10 @@ func (e *env) checkReadyDemo(t *testing.T, c client.Client, lc string, kc *platf
 		return s
 	}
 	vpc, subnet, cluster, pool := objs[otc.KindVPC], objs[otc.KindSubnet], objs[otc.KindCluster], objs[otc.KindNodePool]
-	if got, want := str(subnet, "spec", "forProvider", "vpcId"), vpc.GetAnnotations()[actors.CrossplaneExternalNameAnnotation]; got == "" || got != want {
+	if got, want := str(subnet, "spec", "forProvider", "vpcId"), vpc.GetAnnotations()[sim.CrossplaneExternalNameAnnotation]; got == "" || got != want {
 		t.Errorf("subnet vpcId %q, want the VPC's OTC id %q", got, want)
 	}
-	if got, want := str(cluster, "spec", "forProvider", "vpcId"), vpc.GetAnnotations()[actors.CrossplaneExternalNameAnnotation]; got != want {
+	if got, want := str(cluster, "spec", "forProvider", "vpcId"), vpc.GetAnnotations()[sim.CrossplaneExternalNameAnnotation]; got != want {
 		t.Errorf("cluster vpcId %q, want the VPC's OTC id %q", got, want)
 	}
 	clusterID, _ := otc.AtProviderID(cluster)
@@ -490,7 +490,7 @@ func (w *deletionWitness) get() (bool, []string) {
 
 // witnessDeletion watches the backend object gvr namespace/name (namespace empty: cluster-scoped)
 // and records xp.Deleted() the moment its deletion starts.
-func (e *env) witnessDeletion(t *testing.T, xp *actors.CrossplaneOTC, gvr schema.GroupVersionResource, namespace, name string) *deletionWitness {
+func (e *env) witnessDeletion(t *testing.T, xp *sim.CrossplaneOTC, gvr schema.GroupVersionResource, namespace, name string) *deletionWitness {
 	t.Helper()
 	dyn, err := dynamic.NewForConfig(e.backend.Config)
 	if err != nil {

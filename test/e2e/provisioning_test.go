@@ -28,19 +28,18 @@ import (
 	"github.com/kubeopera/kubeopera/internal/reconcile"
 	"github.com/kubeopera/kubeopera/syncer"
 	"github.com/kubeopera/kubeopera/test/framework"
-	"github.com/kubeopera/kubeopera/test/framework/awsfake"
-	"github.com/kubeopera/kubeopera/test/framework/hostenv"
-	"github.com/kubeopera/kubeopera/test/framework/provisionenv"
+	"github.com/kubeopera/kubeopera/test/sim"
+	"github.com/kubeopera/kubeopera/test/sim/provisioning"
 	"github.com/kubeopera/kubeopera/workspaces"
 )
 
 // The HostCluster modes that build a cluster (README "Provisioning a cluster on AWS"), driven as a
-// tenant through the manager binary. The provisioning side is test/framework/provisionenv on the
+// tenant through the manager binary. The provisioning side is test/sim/provisioning on the
 // suite's backend: the real provisioner (API and run store, as its ServiceAccount), the real
-// terraform-runner binary with the real terraform in the Job's Pod (actors.TerraformJob plays the
-// Job controller and the kubelet), and awsfake playing S3, SSM and STS, with the offline stand-in
+// terraform-runner binary with the real terraform in the Job's Pod (sim.TerraformJob plays the
+// Job controller and the kubelet), and sim.AWS playing S3, SSM and STS, with the offline stand-in
 // module (no AWS provider here). The cluster a vanilla_kubeadm run "builds" is the suite's target
-// (hostTarget): its admin kubeconfig is what awsfake's SSM publishes as the control-plane node's
+// (hostTarget): its admin kubeconfig is what sim.AWS's SSM publishes as the control-plane node's
 // admin.conf, so a provisioned HostCluster goes on to Flux, the GitOps tree and Ready on a real
 // API server.
 
@@ -52,31 +51,31 @@ const provisionerAPIKey = "e2e-provisioner-key"
 // for node 0's admin.conf (internal/terraform/runner).
 const runnerWaitingForKubeconfig = "Waiting for the control plane to publish its admin kubeconfig"
 
-var sharedProvisioning lazy[*provisionenv.Env]
+var sharedProvisioning lazy[*provisioning.Env]
 
 // provisioning returns the suite's provisioning side, started at the first call on the address
 // the manager was given (e.provisionerAddr). Its log is provisioner.log in the suite's directory.
-func (e *env) provisioning(t *testing.T) *provisionenv.Env {
+func (e *env) provisioning(t *testing.T) *provisioning.Env {
 	t.Helper()
 	target := e.hostTarget(t)
-	return sharedProvisioning.get(t, e, "the provisioner", func() (*provisionenv.Env, func(), error) {
+	return sharedProvisioning.get(t, e, "the provisioner", func() (*provisioning.Env, func(), error) {
 		return e.startProvisioning(target)
 	})
 }
 
-func (e *env) startProvisioning(target *hostenv.Target) (*provisionenv.Env, func(), error) {
+func (e *env) startProvisioning(target *sim.Target) (*provisioning.Env, func(), error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	dir := filepath.Join(e.dir, "provisioner")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	runner, err := framework.Command("terraform-runner")
+	if err != nil {
 		return nil, nil, err
 	}
 	logf, err := os.Create(filepath.Join(e.dir, "provisioner.log"))
 	if err != nil {
 		return nil, nil, err
 	}
-	pe, err := provisionenv.Start(ctx, provisionenv.Options{
-		Backend: e.backend.Config, Root: framework.RepoRoot(), Dir: dir,
+	pe, err := provisioning.Start(ctx, provisioning.Options{
+		Backend: e.backend.Config, Root: framework.RepoRoot(), RunnerBinary: runner,
 		Addr: e.provisionerAddr, APIKey: provisionerAPIKey,
 		ClusterCA: target.Cluster.Config.CAData, SSMPollInterval: 500 * time.Millisecond, Log: logf,
 	})
@@ -91,7 +90,7 @@ func (e *env) startProvisioning(target *hostenv.Target) (*provisionenv.Env, func
 // credential Secret (a user's access key, labelled so the platform may read it), the Git
 // credentials, and the HostCluster (controlPlaneCount 3). The cluster goes on to the suite's Flux
 // tree (clusterPath) like every HostCluster on the shared target. It returns the AWS user's keys.
-func (e *env) requestCluster(t *testing.T, c client.Client, pe *provisionenv.Env, name, clusterID string) awsfake.Credentials {
+func (e *env) requestCluster(t *testing.T, c client.Client, pe *provisioning.Env, name, clusterID string) sim.AWSCredentials {
 	t.Helper()
 	ctx := context.Background()
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: hcNamespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
@@ -103,7 +102,7 @@ func (e *env) requestCluster(t *testing.T, c client.Client, pe *provisionenv.Env
 		{ObjectMeta: metav1.ObjectMeta{Namespace: hcNamespace, Name: "aws-credentials", Labels: access},
 			StringData: map[string]string{api.CredentialAccessKey: user.AccessKeyID, api.CredentialSecretKey: user.SecretAccessKey}},
 		{ObjectMeta: metav1.ObjectMeta{Namespace: hcNamespace, Name: "gitops-iac-credentials", Labels: access},
-			Data: map[string][]byte{"username": []byte(hostenv.GitUsername), "password": []byte(hostenv.GitPassword)}},
+			Data: map[string][]byte{"username": []byte(sim.GitUsername), "password": []byte(sim.GitPassword)}},
 	} {
 		if err := c.Create(ctx, s); err != nil && !apierrors.IsAlreadyExists(err) {
 			t.Fatal(err)
@@ -143,7 +142,7 @@ spec:
 }
 
 // hasBucket reports whether the S3 bucket exists.
-func hasBucket(aws *awsfake.Endpoint, name string) bool {
+func hasBucket(aws *sim.AWS, name string) bool {
 	_, ok := aws.S3.Bucket(name)
 	return ok
 }
@@ -273,7 +272,7 @@ func TestProvisionVanillaClusterThenOnLikeAConnectedOne(t *testing.T) {
 	seen := e.watchHostCluster(t, "root:orgs:"+name, "built")
 
 	// Terraform creates the parameter seeded PENDING; node 0 overwrites it after kubeadm init.
-	param := provisionenv.AdminKubeconfigParameter(workspaces.Fingerprint(lc), "prov-vanilla")
+	param := provisioning.AdminKubeconfigParameter(workspaces.Fingerprint(lc), "prov-vanilla")
 	pe.AWS.SSM.Put(param, "SecureString", "PENDING")
 	pe.AWS.SSM.PublishAdminKubeconfig(param, target.Kubeconfig, 5*time.Second)
 	user := e.requestCluster(t, c, pe, "built", "prov-vanilla")
@@ -334,7 +333,7 @@ func TestProvisionResumesTheSameRunAfterAManagerRestart(t *testing.T) {
 	pe := e.provisioning(t)
 	c, lc, _ := e.tenantWorkspace(t, "prov-restart")
 
-	param := provisionenv.AdminKubeconfigParameter(workspaces.Fingerprint(lc), "prov-restart")
+	param := provisioning.AdminKubeconfigParameter(workspaces.Fingerprint(lc), "prov-restart")
 	pe.AWS.SSM.Put(param, "SecureString", "PENDING")
 	e.requestCluster(t, c, pe, "restarted", "prov-restart")
 	id := waitRunWaitingForKubeconfig(t, c, "restarted")
@@ -364,7 +363,7 @@ func TestProvisionerAPIAsAnAdminSeesIt(t *testing.T) {
 	target := e.hostTarget(t)
 	pe := e.provisioning(t)
 	c, lc, _ := e.tenantWorkspace(t, "prov-api")
-	param := provisionenv.AdminKubeconfigParameter(workspaces.Fingerprint(lc), "prov-api")
+	param := provisioning.AdminKubeconfigParameter(workspaces.Fingerprint(lc), "prov-api")
 	pe.AWS.SSM.Put(param, "SecureString", "PENDING")
 	e.requestCluster(t, c, pe, "api", "prov-api")
 	id := waitRunWaitingForKubeconfig(t, c, "api")
@@ -444,7 +443,7 @@ func TestProvisionFailedApplyFailsTheHostClusterWithTerraformsError(t *testing.T
 	e := sharedEnv(t)
 	pe := e.provisioning(t)
 	c, _, _ := e.tenantWorkspace(t, "prov-quota")
-	clusterID := provisionenv.QuotaPrefix + "e2e"
+	clusterID := provisioning.QuotaPrefix + "e2e"
 	e.requestCluster(t, c, pe, "no-vpc-left", clusterID)
 
 	hc := waitHostClusterPhase(t, c, "no-vpc-left", kov1alpha1.HostClusterPhaseFailed, 3*time.Minute)

@@ -29,7 +29,7 @@ import (
 	kov1alpha1 "github.com/kubeopera/kubeopera/apis/kubeopera/v1alpha1"
 	"github.com/kubeopera/kubeopera/internal/reconcile"
 	"github.com/kubeopera/kubeopera/test/framework"
-	"github.com/kubeopera/kubeopera/test/framework/actors"
+	"github.com/kubeopera/kubeopera/test/sim"
 	"github.com/kubeopera/kubeopera/workspaces"
 )
 
@@ -111,7 +111,7 @@ func helmRevisions(t *testing.T, c client.Client, logicalCluster, release string
 
 // readyTenant creates tn in the workspace (client c, logical cluster lc), waits until it is
 // Provisioning, plays its vCluster coming up and waits until it is Ready.
-func (e *env) readyTenant(t *testing.T, c client.Client, lc string, tn *kov1alpha1.Tenant) (*kov1alpha1.Tenant, *actors.VClusterKubeconfig) {
+func (e *env) readyTenant(t *testing.T, c client.Client, lc string, tn *kov1alpha1.Tenant) (*kov1alpha1.Tenant, *sim.VClusterKubeconfig) {
 	t.Helper()
 	if err := c.Create(context.Background(), tn); err != nil {
 		t.Fatal(err)
@@ -124,7 +124,7 @@ func (e *env) readyTenant(t *testing.T, c client.Client, lc string, tn *kov1alph
 // checkDelivered checks what a Ready Tenant of workspace lc (client c) shows the tenant: the
 // status, the kubeconfig Secret delivered into its namespace with the vCluster's credentials and
 // the in-cluster server, and the stored copy in the workspace's kcp-<fp> namespace.
-func (e *env) checkDelivered(t *testing.T, c client.Client, lc string, tn *kov1alpha1.Tenant, vc *actors.VClusterKubeconfig, callbackOK bool) {
+func (e *env) checkDelivered(t *testing.T, c client.Client, lc string, tn *kov1alpha1.Tenant, vc *sim.VClusterKubeconfig, callbackOK bool) {
 	t.Helper()
 	ctx := context.Background()
 	hostNS := workspaces.VClusterNamespace(lc, tn.Spec.TenantName)
@@ -262,7 +262,7 @@ func TestSameNamedTenantsInTwoWorkspacesGetIsolatedVClusters(t *testing.T) {
 	}
 
 	// Both vClusters come up; each workspace gets its own vCluster's kubeconfig.
-	vcs := map[string]*actors.VClusterKubeconfig{}
+	vcs := map[string]*sim.VClusterKubeconfig{}
 	for _, tc := range tenants {
 		vcs[tc.ns] = vclusterWritesKubeconfig(t, e, tc.ns, "vc-alice-default")
 	}
@@ -280,7 +280,7 @@ func TestReadyTenantGetsItsKubeconfigDeliveredAndKubeoperaAPICalled(t *testing.T
 	tn, vc := e.readyTenant(t, acme, acmeLC, seedTenant(t, "default", "alice-default", "7e9d3a1b-acme"))
 	e.checkDelivered(t, acme, acmeLC, tn, vc, true)
 
-	calls := e.api.callsFor("7e9d3a1b-acme")
+	calls := e.api.CallsFor("7e9d3a1b-acme")
 	if len(calls) == 0 {
 		t.Fatal("kubeopera-api received no callback for the acme CloudSpace")
 	}
@@ -298,7 +298,7 @@ func TestUnreachableKubeoperaAPIDoesNotKeepTheTenantFromReady(t *testing.T) {
 	globex, globexLC, _ := e.tenantWorkspace(t, "unreachable")
 	tn, vc := e.readyTenant(t, globex, globexLC, seedTenant(t, "default", "alice-default", "unreachable-globex"))
 	e.checkDelivered(t, globex, globexLC, tn, vc, false)
-	if len(e.api.callsFor("unreachable-globex")) == 0 {
+	if len(e.api.CallsFor("unreachable-globex")) == 0 {
 		t.Error("the manager never tried kubeopera-api for the unreachable CloudSpace")
 	}
 }

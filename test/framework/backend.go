@@ -23,7 +23,7 @@ type ClusterOptions struct {
 	// CRDs to install from objects.
 	CRDs []*apiextensionsv1.CustomResourceDefinition
 	// APIServerArgs are more kube-apiserver flags, by name without the dashes (e.g. a token
-	// authentication webhook: actors.EKSAuthenticator.APIServerArgs).
+	// authentication webhook: sim.EKSAuthenticator.APIServerArgs).
 	APIServerArgs map[string]string
 }
 

@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sync"
+	"testing"
 )
 
 // TestBinEnv names the folder where `make test` builds the project's commands once for the whole
@@ -48,6 +49,16 @@ func Command(name string) (string, error) {
 		commands.built[name] = err
 	}
 	return bin, err
+}
+
+// MustCommand is Command for test t, which fails when the command does not build.
+func MustCommand(t testing.TB, name string) string {
+	t.Helper()
+	bin, err := Command(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bin
 }
 
 // Commands puts the named commands (Command) into dir, which a command finds its siblings in

@@ -76,12 +76,6 @@ func IsNotFound(err error) bool { return statusOf(err) == http.StatusNotFound }
 // IsConflict reports a 409.
 func IsConflict(err error) bool { return statusOf(err) == http.StatusConflict }
 
-// IsTerminal reports an error retrying cannot fix.
-func IsTerminal(err error) bool {
-	var e *Error
-	return errors.As(err, &e) && e.Terminal()
-}
-
 func statusOf(err error) int {
 	var e *Error
 	if errors.As(err, &e) {

@@ -14,11 +14,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sts"
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/kubeopera/kubeopera/test/framework/awsfake"
+	"github.com/kubeopera/kubeopera/test/sim"
 )
 
 func TestEnsureStateBucket(t *testing.T) {
-	e := awsfake.Start(t)
+	e := sim.StartAWS(t)
 	user := e.AddUser("provisioner")
 	client := func(region string) *s3.Client {
 		return s3.NewFromConfig(aws.Config{
@@ -38,7 +38,7 @@ func TestEnsureStateBucket(t *testing.T) {
 
 	// Created in its region, then configured; a second run finds it and configures it again.
 	for range 2 {
-		if err := EnsureStateBucket(ctx, client("eu-north-1"), "kubeopera-terraform-state-dev", "eu-north-1", awsfake.AccountID); err != nil {
+		if err := EnsureStateBucket(ctx, client("eu-north-1"), "kubeopera-terraform-state-dev", "eu-north-1", sim.AWSAccountID); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -50,10 +50,10 @@ func TestEnsureStateBucket(t *testing.T) {
 		t.Errorf("S3 calls (-want +got):\n%s", d)
 	}
 	b, ok := e.S3.Bucket("kubeopera-terraform-state-dev")
-	if !ok || b.Region != "eu-north-1" || b.Owner != awsfake.AccountID {
+	if !ok || b.Region != "eu-north-1" || b.Owner != sim.AWSAccountID {
 		t.Fatalf("bucket %+v", b)
 	}
-	if b.Encryption != (awsfake.Encryption{SSEAlgorithm: "AES256", BucketKeyEnabled: true}) || b.PublicAccessBlock != (awsfake.PublicAccessBlock{BlockPublicAcls: true, IgnorePublicAcls: true, BlockPublicPolicy: true, RestrictPublicBuckets: true}) {
+	if b.Encryption != (sim.Encryption{SSEAlgorithm: "AES256", BucketKeyEnabled: true}) || b.PublicAccessBlock != (sim.PublicAccessBlock{BlockPublicAcls: true, IgnorePublicAcls: true, BlockPublicPolicy: true, RestrictPublicBuckets: true}) {
 		t.Errorf("bucket %+v", b)
 	}
 	if v, _ := e.S3.Versioning("kubeopera-terraform-state-dev"); v != "Enabled" {
@@ -61,7 +61,7 @@ func TestEnsureStateBucket(t *testing.T) {
 	}
 
 	// us-east-1 takes no location constraint.
-	if err := EnsureStateBucket(ctx, client("us-east-1"), "kubeopera-terraform-state-east", "us-east-1", awsfake.AccountID); err != nil {
+	if err := EnsureStateBucket(ctx, client("us-east-1"), "kubeopera-terraform-state-east", "us-east-1", sim.AWSAccountID); err != nil {
 		t.Fatal(err)
 	}
 	if b, _ := e.S3.Bucket("kubeopera-terraform-state-east"); b.Region != "us-east-1" {
@@ -103,11 +103,11 @@ func (r *racingBucket) PutPublicAccessBlock(context.Context, *s3.PutPublicAccess
 }
 
 func TestEnsureStateBucketRaces(t *testing.T) {
-	if err := EnsureStateBucket(t.Context(), &racingBucket{err: &s3types.BucketAlreadyOwnedByYou{}}, "b-1", "eu-north-1", awsfake.AccountID); err != nil {
+	if err := EnsureStateBucket(t.Context(), &racingBucket{err: &s3types.BucketAlreadyOwnedByYou{}}, "b-1", "eu-north-1", sim.AWSAccountID); err != nil {
 		t.Errorf("BucketAlreadyOwnedByYou is success: %v", err)
 	}
-	err := EnsureStateBucket(t.Context(), &racingBucket{err: &s3types.BucketAlreadyExists{}}, "b-1", "eu-north-1", awsfake.AccountID)
-	if err == nil || !strings.Contains(err.Error(), "state bucket b-1 is not owned by AWS account "+awsfake.AccountID) {
+	err := EnsureStateBucket(t.Context(), &racingBucket{err: &s3types.BucketAlreadyExists{}}, "b-1", "eu-north-1", sim.AWSAccountID)
+	if err == nil || !strings.Contains(err.Error(), "state bucket b-1 is not owned by AWS account "+sim.AWSAccountID) {
 		t.Errorf("BucketAlreadyExists: %v", err)
 	}
 	if err := EnsureStateBucket(t.Context(), &racingBucket{}, "b-1", "eu-north-1", "not-an-account"); err == nil {
@@ -119,9 +119,9 @@ func TestEnsureStateBucketRaces(t *testing.T) {
 // account write, is refused with a message naming the bucket and the account, and nothing is
 // written to it: every call carries the bucket owner condition.
 func TestEnsureStateBucketRefusesASquattedBucket(t *testing.T) {
-	e := awsfake.Start(t)
+	e := sim.StartAWS(t)
 	ctx := t.Context()
-	client := func(c awsfake.Credentials) *s3.Client {
+	client := func(c sim.AWSCredentials) *s3.Client {
 		return s3.NewFromConfig(aws.Config{Region: "eu-north-1", Credentials: credentials.NewStaticCredentialsProvider(c.AccessKeyID, c.SecretAccessKey, ""), BaseEndpoint: aws.String(e.URL)})
 	}
 	const squatterAccount = "999999999999"
@@ -135,13 +135,13 @@ func TestEnsureStateBucketRefusesASquattedBucket(t *testing.T) {
 		}
 		if shared {
 			// The squatter's bucket policy lets the tenant's account write: what a squatter wants.
-			if err := e.S3.GrantAccount(bucket, awsfake.AccountID); err != nil {
+			if err := e.S3.GrantAccount(bucket, sim.AWSAccountID); err != nil {
 				t.Fatal(err)
 			}
 		}
 		before := len(e.Requests("s3"))
-		err := EnsureStateBucket(ctx, client(tenant), bucket, "eu-north-1", awsfake.AccountID)
-		want := "state bucket " + bucket + " is not owned by AWS account " + awsfake.AccountID + ", whose credentials the run uses"
+		err := EnsureStateBucket(ctx, client(tenant), bucket, "eu-north-1", sim.AWSAccountID)
+		want := "state bucket " + bucket + " is not owned by AWS account " + sim.AWSAccountID + ", whose credentials the run uses"
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("shared=%t: %v, want an error saying %q", shared, err, want)
 		}
@@ -157,8 +157,8 @@ func TestEnsureStateBucketRefusesASquattedBucket(t *testing.T) {
 }
 
 func TestCallerAccount(t *testing.T) {
-	e := awsfake.Start(t)
-	for account, user := range map[string]awsfake.Credentials{awsfake.AccountID: e.AddUser("a"), "210987654321": e.AddUserInAccount("210987654321", "b")} {
+	e := sim.StartAWS(t)
+	for account, user := range map[string]sim.AWSCredentials{sim.AWSAccountID: e.AddUser("a"), "210987654321": e.AddUserInAccount("210987654321", "b")} {
 		c := sts.NewFromConfig(aws.Config{Region: "eu-north-1", Credentials: credentials.NewStaticCredentialsProvider(user.AccessKeyID, user.SecretAccessKey, ""), BaseEndpoint: aws.String(e.URL)})
 		got, err := CallerAccount(t.Context(), c)
 		if err != nil || got != account {

@@ -11,7 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/kubeopera/kubeopera/internal/provisioner/api"
-	"github.com/kubeopera/kubeopera/test/framework/awsfake"
+	"github.com/kubeopera/kubeopera/test/sim"
 )
 
 // projectSecret writes data as the kubelet projects a Secret volume: the files in a timestamped
@@ -131,7 +131,7 @@ func TestRoleSessionName(t *testing.T) {
 // temporary credentials, obtained by sts:AssumeRole signed with the access key, with the
 // external id and session name kubeopera-provision-<id>, for an hour.
 func TestAWSConfigAssumesRole(t *testing.T) {
-	e := awsfake.Start(t)
+	e := sim.StartAWS(t)
 	t.Setenv("AWS_ENDPOINT_URL", e.URL)
 	for _, k := range []string{"AWS_PROFILE", "AWS_CONFIG_FILE", "AWS_SHARED_CREDENTIALS_FILE"} {
 		t.Setenv(k, "")
@@ -148,7 +148,7 @@ func TestAWSConfigAssumesRole(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := "arn:aws:sts::" + awsfake.AccountID + ":assumed-role/provisioning/kubeopera-provision-r7"; aws.ToString(id.Arn) != want {
+	if want := "arn:aws:sts::" + sim.AWSAccountID + ":assumed-role/provisioning/kubeopera-provision-r7"; aws.ToString(id.Arn) != want {
 		t.Errorf("caller %s, want %s", aws.ToString(id.Arn), want)
 	}
 	calls := e.STS.AssumeRoleCalls()

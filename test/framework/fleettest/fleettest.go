@@ -21,9 +21,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"go.uber.org/zap/zapcore"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -39,6 +37,7 @@ import (
 	imanager "github.com/kubeopera/kubeopera/internal/manager"
 	"github.com/kubeopera/kubeopera/internal/netguard"
 	"github.com/kubeopera/kubeopera/test/framework"
+	"github.com/kubeopera/kubeopera/test/framework/platform"
 	"github.com/kubeopera/kubeopera/workspaces"
 	"github.com/kubeopera/kubeopera/workspaces/apiexport"
 )
@@ -91,32 +90,24 @@ func StartExport(t *testing.T, provider, slice string, names ...string) *Harness
 	t.Helper()
 	ctx := t.Context()
 	h := &Harness{WS: map[string]client.Client{}, LC: map[string]string{}, Path: map[string]string{}}
-	b := framework.StartBackend(t)
-	h.BackendAdmin = b.Config
-	var err error
-	if h.Backend, err = client.New(b.Config, client.Options{Scheme: imanager.Scheme()}); err != nil {
+	framework.SkipWithoutServers(t)
+	// kcp and the backend side by side, installed as bin/devenv installs them
+	// (devenv.InstallPlatform).
+	p, stop, err := platform.Start(ctx, t.TempDir())
+	if err != nil {
 		t.Fatal(err)
 	}
-	id, err := framework.ManagerIdentity(ctx, b, t.TempDir())
+	t.Cleanup(stop)
+	h.KCP, h.BackendAdmin = p.KCP, p.Backend.Config
+	if h.Backend, err = client.New(p.Backend.Config, client.Options{Scheme: imanager.Scheme()}); err != nil {
+		t.Fatal(err)
+	}
+	id, err := framework.ManagerIdentity(ctx, p.Backend, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
 	h.BackendAs = id.Config
-	if err := h.Backend.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "kubeopera-system"}}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
-
-	h.KCP = framework.StartKCP(t)
-	if err := bootstrap.Bootstrap(ctx, h.KCP.Config, bootstrap.PlatformWorkspace); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := workspaces.EnsureWorkspace(ctx, h.KCP.Config, "root", "orgs", workspaces.WorkspaceType{}); err != nil {
-		t.Fatal(err)
-	}
-	if err := bootstrap.BindManagerRole(ctx, h.KCP.Config, bootstrap.PlatformWorkspace, "user"); err != nil {
-		t.Fatal(err)
-	}
-	userCfg, err := h.KCP.ContextConfig("user")
+	userCfg, err := h.KCP.ContextConfig(platform.ManagerKCPUser)
 	if err != nil {
 		t.Fatal(err)
 	}

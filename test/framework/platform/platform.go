@@ -9,21 +9,12 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/kubeopera/kubeopera/workspaces/bootstrap"
-
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
-
 	"github.com/kubeopera/kubeopera/internal/devenv"
 	"github.com/kubeopera/kubeopera/test/framework"
-	"github.com/kubeopera/kubeopera/workspaces"
 )
 
-// ManagerKCPUser is the kcp user the manager runs as in tests: kcp's unprivileged "user", with
-// exactly the platform workspace role the product ships bound to it.
-const ManagerKCPUser = "user"
+// ManagerKCPUser is the kcp user the manager runs as in tests (devenv.ManagerKCPUser).
+const ManagerKCPUser = devenv.ManagerKCPUser
 
 // Platform is kcp and a backend installed as the product is before a manager runs.
 type Platform struct {
@@ -31,10 +22,8 @@ type Platform struct {
 	Backend *devenv.Backend
 }
 
-// Start starts kcp and a backend with their state in dir (kcp/, backend/) and installs
-// the platform: the platform workspace (bootstrap.Bootstrap), root:orgs for tenant workspaces,
-// the manager's platform role (apiexports/bootstrap/manager-rbac.yaml) bound to ManagerKCPUser,
-// and the backend namespace kubeopera-system. stop stops both servers.
+// Start starts kcp and a backend side by side with their state in dir (kcp/, backend/) and
+// installs the platform as bin/devenv does (devenv.InstallPlatform). stop stops both servers.
 func Start(ctx context.Context, dir string) (p *Platform, stop func(), err error) {
 	p = &Platform{}
 	var stops []func()
@@ -76,21 +65,7 @@ func Start(ctx context.Context, dir string) (p *Platform, stop func(), err error
 	if err := errors.Join(kcpErr, backendErr); err != nil {
 		return nil, nil, err
 	}
-	if err := bootstrap.Bootstrap(ctx, p.KCP.Config, bootstrap.PlatformWorkspace); err != nil {
-		return nil, nil, err
-	}
-	if _, err := workspaces.EnsureWorkspace(ctx, p.KCP.Config, "root", "orgs", workspaces.WorkspaceType{}); err != nil {
-		return nil, nil, err
-	}
-	if err := bootstrap.BindManagerRole(ctx, p.KCP.Config, bootstrap.PlatformWorkspace, ManagerKCPUser); err != nil {
-		return nil, nil, err
-	}
-	cs, err := kubernetes.NewForConfig(p.Backend.Config)
-	if err != nil {
-		return nil, nil, err
-	}
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "kubeopera-system"}}
-	if _, err := cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+	if err := devenv.InstallPlatform(ctx, p.KCP.Config, p.Backend.Config); err != nil {
 		return nil, nil, err
 	}
 	return p, stop, nil

@@ -1,0 +1,820 @@
+package sim
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/kubeopera/kubeopera/internal/devenv"
+)
+
+// FluxNamespace is where FluxPods runs Flux's controllers: flux-system, where the Flux chart,
+// `flux install` and `flux bootstrap` put them.
+const FluxNamespace = "flux-system"
+
+const (
+	// fluxSyncInterval is how often FluxPods looks at the Deployments when nothing happened.
+	fluxSyncInterval = 500 * time.Millisecond
+	// fluxProbeInterval is how often a started controller's readiness probe is tried until it
+	// passes (see FluxPods).
+	fluxProbeInterval = 250 * time.Millisecond
+	// Container restart back-off of the kubelet: 10s, doubled after every restart, at most 300s
+	// (k8s.io/kubernetes v1.36.3 pkg/kubelet/kubelet.go: initialCrashLoopBackOff line 173,
+	// MaxCrashLoopBackOff = MaxContainerBackOff line 166, newCrashLoopBackOff lines 350-366;
+	// KubeletCrashLoopBackOffMax, Beta and on by default, takes the maximum from
+	// crashLoopBackOff.maxContainerRestartPeriod, which defaults to MaxContainerBackOff:
+	// pkg/kubelet/apis/config/v1beta1/defaults.go lines 47, 316-317).
+	fluxRestartBackoff    = 10 * time.Second
+	fluxMaxRestartBackoff = 300 * time.Second
+	// fluxTokenTTL is how long the ServiceAccount token a controller runs with is valid; the
+	// kubelet would rotate it, FluxPods does not.
+	fluxTokenTTL = 7 * 24 * time.Hour
+	// fluxMaxGrace bounds the terminationGracePeriodSeconds FluxPods honours when it stops.
+	fluxMaxGrace = 10 * time.Second
+)
+
+// fluxBinary is a Flux controller FluxPods can run: its binary is the image's repository name
+// (ghcr.io/fluxcd/source-controller -> BinDir/source-controller), built by hack/build-tools.sh.
+type fluxBinary struct {
+	// ports maps the container ports the controller listens on by default to the flags that set
+	// them (defaults in source-controller v1.9.6 main.go lines 122-126 and fluxcd/pkg/artifact
+	// v0.18.1 config/flags.go: --metrics-addr :8080, --health-addr :9440, --storage-addr :9090;
+	// kustomize-controller v1.9.6 main.go lines 111-113).
+	ports map[int32]string
+	// storage: the controller serves artifacts (--storage-path, --storage-adv-addr).
+	storage bool
+}
+
+var fluxBinaries = map[string]fluxBinary{
+	"source-controller":    {ports: map[int32]string{8080: "metrics-addr", 9440: "health-addr", 9090: "storage-addr"}, storage: true},
+	"kustomize-controller": {ports: map[int32]string{8080: "metrics-addr", 9440: "health-addr"}},
+}
+
+// overriddenFlags are the flags of a Deployment's container that FluxPods replaces, because a
+// process on this machine cannot honour them as a Pod would: the listen addresses (a Pod has its
+// own network namespace; processes here share one, so each gets free localhost ports), the
+// storage path and advertised address (a Pod has its emptyDir volume and its Service's DNS
+// name; here a work directory and the localhost address stand in for them), leader election
+// (controller-runtime finds its lease namespace only in a Pod; FluxPods runs one process per
+// Deployment, so there is nothing to elect) and the events address (notification-controller's
+// Service DNS name does not resolve here).
+var overriddenFlags = map[string]bool{
+	"metrics-addr": true, "health-addr": true, "storage-addr": true, "storage-adv-addr": true,
+	"storage-path": true, "enable-leader-election": true, "events-addr": true,
+}
+
+// FluxPods plays the kubelet, and kube-controller-manager's Deployment controller, for Flux's
+// Deployments in namespace flux-system of a target cluster whose API server has no nodes: what
+// it plays, as those components do it:
+//
+//   - Kubelet: for each Deployment it runs one Pod of the current template: the container named
+//     "manager" whose image is a Flux controller it has a binary for (source-controller,
+//     kustomize-controller in BinDir) runs as a process with the container's args and env
+//     ($(VAR) references expanded, env from a fieldRef to metadata.namespace resolved), as the
+//     Pod's ServiceAccount (a token from the TokenRequest API, as the kubelet's projected token
+//     volume; none with automountServiceAccountToken: false), in a fresh work directory (its
+//     emptyDir volumes). The flags in overriddenFlags are replaced (see there). The Pod is ready
+//     once its readinessProbe (an httpGet on a named or numbered container port) answers 2xx or
+//     3xx, or once it runs when there is no probe. A process that exits makes its Pod not ready
+//     and is restarted with the kubelet's back-off (10s doubling to 300s). A changed template is
+//     a new Pod: the old process stops, a new one starts. Images it has no binary for (e.g.
+//     helm-controller) never start, as an image that cannot be pulled.
+//   - Deployment controller: it writes the Deployment's status as calculateStatus does
+//     (k8s.io/kubernetes v1.36.3 pkg/controller/deployment/sync.go lines 494-533):
+//     observedGeneration, replicas, updatedReplicas, readyReplicas, availableReplicas,
+//     unavailableReplicas, and Available=True/MinimumReplicasAvailable ("Deployment has minimum
+//     availability.") when availableReplicas >= replicas - maxUnavailable, else
+//     Available=False/MinimumReplicasUnavailable; and Progressing as progress.go lines 48-70 do
+//     it: True/NewReplicaSetAvailable ("ReplicaSet %q has successfully progressed.") once every
+//     replica is updated and available, else True/ReplicaSetUpdated ("ReplicaSet %q is
+//     progressing."). The reason constants are deploymentutil's
+//     (pkg/controller/deployment/util/deployment_util.go lines 73-100).
+//
+// What it does not play: more than one replica (one Pod runs; further replicas stay pending, so
+// the Deployment is available only when maxUnavailable allows it), liveness probes, probe
+// periods (the readiness probe is tried every 250ms until it first passes, rather than every
+// periodSeconds, to keep tests quick; afterwards only an exit makes the Pod unready),
+// minReadySeconds, token rotation, and Deployments outside flux-system.
+type FluxPods struct {
+	// Target is the admin config of the target cluster: FluxPods reads Deployments and writes
+	// their status with it, and requests the ServiceAccount tokens the Pods run with.
+	Target *rest.Config
+	// KubeconfigPath, when set, is a kubeconfig every controller runs with instead of a token of
+	// its Pod's ServiceAccount (e.g. the target's admin kubeconfig).
+	KubeconfigPath string
+	// BinDir holds the controllers' binaries (_tools/bin).
+	BinDir string
+	// WorkDir holds the Pods' directories (storage, tmp, kubeconfig); created when missing.
+	WorkDir string
+	// Log receives the controllers' output, each line prefixed with its Deployment's name, and
+	// what FluxPods does; nil discards.
+	Log io.Writer
+	// Processes records each controller by its Deployment's name; nil records nothing. The
+	// controllers die with this process either way (devenv.Processes).
+	Processes *devenv.Processes
+
+	mu   sync.Mutex
+	pods map[string]*fluxPod // by Deployment name
+	seq  int                 // numbers the Pods' work directories
+	logs *lineWriter
+	poke chan struct{}
+}
+
+// fluxPod is the one Pod of a Deployment and its controller process.
+type fluxPod struct {
+	name     string // the Deployment's
+	template string // hash of the Pod template it runs
+	rs       string // the ReplicaSet name it stands for: <deployment>-<template hash>
+	binary   string // path of the binary; "" when the image cannot run here
+	dir      string
+
+	cmd      *exec.Cmd
+	done     chan struct{} // closed when the process exited
+	ready    bool
+	restarts int
+	nextRun  time.Time // when an exited process may be started again
+	stopped  bool      // the Pod is being deleted: do not restart
+	cancel   context.CancelFunc
+	pid      int
+}
+
+// Run plays the kubelet and the Deployment controller until ctx is done, then stops every
+// controller it started (SIGTERM, then SIGKILL after the Pod's termination grace period, at most
+// 10s) and returns nil. It returns an error only when it cannot start.
+func (f *FluxPods) Run(ctx context.Context) error {
+	if f.Target == nil || f.BinDir == "" || f.WorkDir == "" {
+		return errors.New("FluxPods needs Target, BinDir and WorkDir")
+	}
+	cs, err := kubernetes.NewForConfig(f.Target)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(f.WorkDir, 0o755); err != nil {
+		return err
+	}
+	out := f.Log
+	if out == nil {
+		out = io.Discard
+	}
+	f.mu.Lock()
+	f.pods = map[string]*fluxPod{}
+	f.logs = &lineWriter{out: out}
+	f.poke = make(chan struct{}, 1)
+	f.mu.Unlock()
+	defer f.stopAll()
+
+	ticker := time.NewTicker(fluxSyncInterval)
+	defer ticker.Stop()
+	for {
+		if err := f.sync(ctx, cs); err != nil && ctx.Err() == nil {
+			f.logf("sync: %v", err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-ticker.C:
+		case <-f.poke:
+		}
+	}
+}
+
+// PIDs returns the process IDs of the controllers running now, by Deployment name (for tests
+// that make a controller exit, as a crashing container would).
+func (f *FluxPods) PIDs() map[string]int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := map[string]int{}
+	for name, p := range f.pods {
+		if p.cmd != nil && p.pid != 0 {
+			out[name] = p.pid
+		}
+	}
+	return out
+}
+
+// wake makes Run sync now.
+func (f *FluxPods) wake() {
+	select {
+	case f.poke <- struct{}{}:
+	default:
+	}
+}
+
+func (f *FluxPods) logf(format string, args ...any) {
+	f.logs.line("flux-pods", fmt.Sprintf(format, args...))
+}
+
+// sync runs the Pods of the Deployments in flux-system and writes their status.
+func (f *FluxPods) sync(ctx context.Context, cs kubernetes.Interface) error {
+	list, err := cs.AppsV1().Deployments(FluxNamespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	seen := map[string]bool{}
+	var errs []error
+	for i := range list.Items {
+		d := &list.Items[i]
+		seen[d.Name] = true
+		if d.DeletionTimestamp != nil {
+			continue
+		}
+		p := f.runPod(ctx, cs, d)
+		if err := f.writeStatus(ctx, cs, d, p); err != nil && !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("status of Deployment %s: %w", d.Name, err))
+		}
+	}
+	f.mu.Lock()
+	var gone []*fluxPod
+	for name, p := range f.pods {
+		if !seen[name] {
+			gone = append(gone, p)
+			delete(f.pods, name)
+		}
+	}
+	f.mu.Unlock()
+	for _, p := range gone {
+		f.logf("Deployment %s deleted: stopping its Pod", p.name)
+		f.stop(p, fluxMaxGrace)
+	}
+	return errors.Join(errs...)
+}
+
+// podState is what the Deployment controller sees of a Deployment's Pod.
+type podState struct {
+	rs    string
+	ready bool
+}
+
+// runPod makes the Pod of d run its current template and returns its state.
+func (f *FluxPods) runPod(ctx context.Context, cs kubernetes.Interface, d *appsv1.Deployment) podState {
+	hash := templateHash(&d.Spec.Template)
+	f.mu.Lock()
+	p := f.pods[d.Name]
+	f.mu.Unlock()
+	if p != nil && (p.template != hash || replicas(d) == 0) {
+		// A new template is a new ReplicaSet: its Pod replaces the old one. Scaled to zero, the
+		// Pod is deleted.
+		f.logf("Deployment %s has a new Pod template or no replicas: deleting its Pod", d.Name)
+		f.stop(p, grace(&d.Spec.Template.Spec))
+		f.mu.Lock()
+		delete(f.pods, d.Name)
+		f.mu.Unlock()
+		p = nil
+	}
+	if replicas(d) == 0 {
+		return podState{rs: d.Name + "-" + hash}
+	}
+	if p == nil {
+		f.mu.Lock()
+		f.seq++
+		p = &fluxPod{name: d.Name, template: hash, rs: d.Name + "-" + hash,
+			dir: filepath.Join(f.WorkDir, fmt.Sprintf("%s-%d", d.Name, f.seq))}
+		f.pods[d.Name] = p
+		f.mu.Unlock()
+		c := manager(&d.Spec.Template.Spec)
+		if c != nil {
+			if _, ok := fluxBinaries[imageName(c.Image)]; ok {
+				p.binary = filepath.Join(f.BinDir, imageName(c.Image))
+			}
+		}
+		if p.binary == "" {
+			image := "no manager container"
+			if c != nil {
+				image = c.Image
+			}
+			f.logf("Deployment %s: no binary for image %s here: its Pod never starts", d.Name, image)
+		}
+	}
+
+	f.mu.Lock()
+	running := p.cmd != nil
+	ready := p.ready
+	canStart := p.binary != "" && !running && !p.stopped && !time.Now().Before(p.nextRun)
+	f.mu.Unlock()
+	if canStart {
+		if err := f.start(ctx, cs, d, p); err != nil {
+			f.logf("Deployment %s: cannot start its Pod: %v", d.Name, err)
+			f.mu.Lock()
+			p.nextRun = time.Now().Add(fluxRestartBackoff)
+			f.mu.Unlock()
+		}
+	}
+	return podState{rs: p.rs, ready: ready}
+}
+
+// start starts the controller of p for Deployment d.
+func (f *FluxPods) start(ctx context.Context, cs kubernetes.Interface, d *appsv1.Deployment, p *fluxPod) error {
+	spec := &d.Spec.Template.Spec
+	c := manager(spec)
+	bin := fluxBinaries[imageName(c.Image)]
+	if _, err := os.Stat(p.binary); err != nil {
+		return fmt.Errorf("%s is missing: run `make tools`: %w", p.binary, err)
+	}
+	for _, sub := range []string{"data", "tmp", "home"} {
+		if err := os.MkdirAll(filepath.Join(p.dir, sub), 0o755); err != nil {
+			return err
+		}
+	}
+
+	kubeconfig := f.KubeconfigPath
+	if kubeconfig == "" {
+		var err error
+		if kubeconfig, err = f.podKubeconfig(ctx, spec, p.dir); err != nil {
+			return err
+		}
+	}
+
+	// Env as the kubelet sets it: the container's env, $(VAR) references to earlier variables
+	// expanded, and the fieldRef to metadata.namespace resolved.
+	env := map[string]string{}
+	var envOrder []string
+	for _, e := range c.Env {
+		v := e.Value
+		switch {
+		case e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.namespace":
+			v = d.Namespace
+		case e.ValueFrom != nil:
+			f.logf("Deployment %s: env %s from %v is not played; left empty", d.Name, e.Name, e.ValueFrom)
+		default:
+			v = expand(v, env)
+		}
+		if _, ok := env[e.Name]; !ok {
+			envOrder = append(envOrder, e.Name)
+		}
+		env[e.Name] = v
+	}
+
+	// Free localhost ports for the controller's listeners.
+	flags := map[string]string{}
+	ports, err := devenv.FreePorts(len(bin.ports))
+	if err != nil {
+		return err
+	}
+	local := map[int32]int{} // container port -> local port
+	containerPorts := make([]int32, 0, len(bin.ports))
+	for cp := range bin.ports {
+		containerPorts = append(containerPorts, cp)
+	}
+	sort.Slice(containerPorts, func(a, b int) bool { return containerPorts[a] < containerPorts[b] })
+	for i, cp := range containerPorts {
+		local[cp] = ports[i]
+		flags[bin.ports[cp]] = fmt.Sprintf("127.0.0.1:%d", ports[i])
+	}
+	if bin.storage {
+		flags["storage-path"] = filepath.Join(p.dir, "data")
+		// The Service source-controller (port 80 -> the container's http port) stands for this
+		// address in a cluster.
+		flags["storage-adv-addr"] = flags["storage-addr"]
+	}
+
+	args := []string{}
+	for i := 0; i < len(c.Args); i++ {
+		a := expand(c.Args[i], env)
+		name, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if strings.HasPrefix(a, "--") && overriddenFlags[name] {
+			// "--flag value": skip the value too (only enable-leader-election is a bool flag).
+			if !hasValue && name != "enable-leader-election" && i+1 < len(c.Args) && !strings.HasPrefix(c.Args[i+1], "-") {
+				i++
+			}
+			continue
+		}
+		args = append(args, a)
+	}
+	names := make([]string, 0, len(flags))
+	for n := range flags {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		args = append(args, "--"+n+"="+flags[n])
+	}
+	args = append(args, "--enable-leader-election=false")
+
+	cmd := exec.Command(p.binary, args...)
+	// The container's environment only, plus what its file system would provide.
+	cmd.Env = []string{
+		"PATH=" + os.Getenv("PATH"),
+		"HOME=" + filepath.Join(p.dir, "home"),
+		"TMPDIR=" + filepath.Join(p.dir, "tmp"),
+		// controller-runtime's config loader reads it (sigs.k8s.io/controller-runtime v0.24.1
+		// pkg/client/config/config.go, loadConfig lines 115-155); Flux's flags have no --kubeconfig.
+		"KUBECONFIG=" + kubeconfig,
+	}
+	for _, n := range envOrder {
+		cmd.Env = append(cmd.Env, n+"="+env[n])
+	}
+	cmd.Dir = p.dir
+	w := f.logs.writer(d.Name)
+	cmd.Stdout, cmd.Stderr = w, w
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	proc, err := f.Processes.Start(d.Name, cmd)
+	if err != nil {
+		return fmt.Errorf("failed to start %s: %w", p.binary, err)
+	}
+	f.logf("Deployment %s: started %s (pid %d) %s", d.Name, filepath.Base(p.binary), cmd.Process.Pid, strings.Join(args, " "))
+
+	done := make(chan struct{})
+	probeCtx, cancel := context.WithCancel(context.Background())
+	f.mu.Lock()
+	p.cmd, p.done, p.ready, p.cancel, p.pid = cmd, done, false, cancel, cmd.Process.Pid
+	f.mu.Unlock()
+
+	go func() {
+		err := proc.Wait()
+		cancel()
+		f.mu.Lock()
+		p.cmd, p.ready, p.pid = nil, false, 0
+		if !p.stopped {
+			backoff := fluxRestartBackoff << min(p.restarts, 5)
+			if backoff > fluxMaxRestartBackoff {
+				backoff = fluxMaxRestartBackoff
+			}
+			p.restarts++
+			p.nextRun = time.Now().Add(backoff)
+			f.logs.line("flux-pods", fmt.Sprintf("Deployment %s: %s exited (%v); restarting in %s", d.Name, filepath.Base(p.binary), err, backoff))
+		}
+		f.mu.Unlock()
+		close(done)
+		f.wake()
+	}()
+	go f.probe(probeCtx, p, c, local)
+	return nil
+}
+
+// probe marks p ready once the container's readiness probe passes.
+func (f *FluxPods) probe(ctx context.Context, p *fluxPod, c *corev1.Container, local map[int32]int) {
+	url := ""
+	if rp := c.ReadinessProbe; rp != nil && rp.HTTPGet != nil {
+		port := containerPort(c, rp.HTTPGet.Port)
+		lp, ok := local[port]
+		if !ok {
+			f.logf("Deployment %s: readiness probe port %s is not a port the controller listens on: never ready", p.name, rp.HTTPGet.Port.String())
+			return
+		}
+		path := rp.HTTPGet.Path
+		if path == "" {
+			path = "/"
+		}
+		url = fmt.Sprintf("http://127.0.0.1:%d%s", lp, path)
+	}
+	hc := &http.Client{Timeout: time.Second}
+	for {
+		ok := url == ""
+		if !ok {
+			if resp, err := hc.Get(url); err == nil {
+				_ = resp.Body.Close()
+				ok = resp.StatusCode >= 200 && resp.StatusCode < 400 // the kubelet's httpGet success
+			}
+		}
+		if ok {
+			f.mu.Lock()
+			alive := p.cmd != nil && ctx.Err() == nil
+			if alive {
+				p.ready = true
+			}
+			f.mu.Unlock()
+			if alive {
+				f.logf("Deployment %s: Pod ready", p.name)
+				f.wake()
+			}
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(fluxProbeInterval):
+		}
+	}
+}
+
+// podKubeconfig writes the kubeconfig of a Pod with spec into dir: the target's server and CA and
+// a token of the Pod's ServiceAccount.
+func (f *FluxPods) podKubeconfig(ctx context.Context, spec *corev1.PodSpec, dir string) (string, error) {
+	cfg := &rest.Config{
+		Host:            f.Target.Host,
+		TLSClientConfig: rest.TLSClientConfig{CAData: f.Target.CAData, CAFile: f.Target.CAFile, Insecure: f.Target.Insecure, ServerName: f.Target.ServerName},
+	}
+	if spec.AutomountServiceAccountToken == nil || *spec.AutomountServiceAccountToken {
+		sa := spec.ServiceAccountName
+		if sa == "" {
+			sa = "default"
+		}
+		sc, err := devenv.ServiceAccountConfig(ctx, f.Target, FluxNamespace, sa, fluxTokenTTL)
+		if err != nil {
+			return "", err
+		}
+		cfg.BearerToken = sc.BearerToken
+	}
+	path := filepath.Join(dir, "kubeconfig")
+	if err := devenv.WriteKubeconfig(cfg, path, "target"); err != nil {
+		return "", err
+	}
+	return path, nil
+}
+
+// stop deletes Pod p: its process gets SIGTERM, then SIGKILL after grace.
+func (f *FluxPods) stop(p *fluxPod, grace time.Duration) {
+	f.mu.Lock()
+	p.stopped = true
+	cmd, done, cancel := p.cmd, p.done, p.cancel
+	f.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+	if cmd != nil && cmd.Process != nil {
+		devenv.StopProcessGroup(cmd, done, grace)
+	}
+}
+
+// stopAll stops every Pod.
+func (f *FluxPods) stopAll() {
+	f.mu.Lock()
+	pods := make([]*fluxPod, 0, len(f.pods))
+	for _, p := range f.pods {
+		pods = append(pods, p)
+	}
+	f.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, p := range pods {
+		wg.Add(1)
+		go func() { defer wg.Done(); f.stop(p, fluxMaxGrace) }()
+	}
+	wg.Wait()
+}
+
+// writeStatus writes d's status as the Deployment controller would for its one Pod p.
+func (f *FluxPods) writeStatus(ctx context.Context, cs kubernetes.Interface, d *appsv1.Deployment, p podState) error {
+	want := deploymentStatus(d, p, time.Now())
+	if statusEqual(d.Status, want) {
+		return nil
+	}
+	d = d.DeepCopy()
+	d.Status = want
+	_, err := cs.AppsV1().Deployments(d.Namespace).UpdateStatus(ctx, d, metav1.UpdateOptions{})
+	return err
+}
+
+// deploymentStatus is the status calculateStatus and syncRolloutStatus give Deployment d whose
+// ReplicaSet p.rs has replicas(d) Pods of which one runs here (ready or not) and the rest never
+// start.
+func deploymentStatus(d *appsv1.Deployment, p podState, now time.Time) appsv1.DeploymentStatus {
+	want := replicas(d)
+	var available int32
+	if p.ready && want > 0 {
+		available = 1
+	}
+	st := appsv1.DeploymentStatus{
+		ObservedGeneration:  d.Generation,
+		Replicas:            want,
+		UpdatedReplicas:     want,
+		ReadyReplicas:       available,
+		AvailableReplicas:   available,
+		UnavailableReplicas: max(want-available, 0),
+		CollisionCount:      d.Status.CollisionCount,
+		Conditions:          append([]appsv1.DeploymentCondition(nil), d.Status.Conditions...),
+	}
+	if available >= want-maxUnavailable(d) {
+		setDeploymentCondition(&st, appsv1.DeploymentAvailable, corev1.ConditionTrue, "MinimumReplicasAvailable", "Deployment has minimum availability.", now)
+	} else {
+		setDeploymentCondition(&st, appsv1.DeploymentAvailable, corev1.ConditionFalse, "MinimumReplicasUnavailable", "Deployment does not have minimum availability.", now)
+	}
+	if st.UpdatedReplicas == want && st.AvailableReplicas == want {
+		setDeploymentCondition(&st, appsv1.DeploymentProgressing, corev1.ConditionTrue, "NewReplicaSetAvailable", fmt.Sprintf("ReplicaSet %q has successfully progressed.", p.rs), now)
+	} else {
+		setDeploymentCondition(&st, appsv1.DeploymentProgressing, corev1.ConditionTrue, "ReplicaSetUpdated", fmt.Sprintf("ReplicaSet %q is progressing.", p.rs), now)
+	}
+	return st
+}
+
+// setDeploymentCondition sets a condition as deploymentutil.SetDeploymentCondition does: kept as it
+// is when status and reason are unchanged (here also the message), lastTransitionTime kept when
+// only the reason changes.
+func setDeploymentCondition(st *appsv1.DeploymentStatus, t appsv1.DeploymentConditionType, status corev1.ConditionStatus, reason, message string, now time.Time) {
+	c := appsv1.DeploymentCondition{Type: t, Status: status, Reason: reason, Message: message,
+		LastUpdateTime: metav1.NewTime(now), LastTransitionTime: metav1.NewTime(now)}
+	for i := range st.Conditions {
+		cur := &st.Conditions[i]
+		if cur.Type != t {
+			continue
+		}
+		if cur.Status == status && cur.Reason == reason && cur.Message == message {
+			return
+		}
+		if cur.Status == status {
+			c.LastTransitionTime = cur.LastTransitionTime
+		}
+		st.Conditions[i] = c
+		return
+	}
+	st.Conditions = append(st.Conditions, c)
+}
+
+// statusEqual compares the fields deploymentStatus sets, conditions without their times.
+func statusEqual(a, b appsv1.DeploymentStatus) bool {
+	if a.ObservedGeneration != b.ObservedGeneration || a.Replicas != b.Replicas || a.UpdatedReplicas != b.UpdatedReplicas ||
+		a.ReadyReplicas != b.ReadyReplicas || a.AvailableReplicas != b.AvailableReplicas ||
+		a.UnavailableReplicas != b.UnavailableReplicas || len(a.Conditions) != len(b.Conditions) {
+		return false
+	}
+	for i := range a.Conditions {
+		x, y := a.Conditions[i], b.Conditions[i]
+		if x.Type != y.Type || x.Status != y.Status || x.Reason != y.Reason || x.Message != y.Message {
+			return false
+		}
+	}
+	return true
+}
+
+// replicas is d's spec.replicas (1 when unset, as the API server defaults it).
+func replicas(d *appsv1.Deployment) int32 {
+	if d.Spec.Replicas == nil {
+		return 1
+	}
+	return *d.Spec.Replicas
+}
+
+// maxUnavailable is deploymentutil.MaxUnavailable (deployment_util.go lines 447-458, with
+// ResolveFenceposts): 0 for Recreate or no replicas; else spec.strategy.rollingUpdate
+// maxUnavailable scaled down from a percentage (default 25%), 1 when it and maxSurge (scaled up,
+// default 25%) are both 0, at most replicas.
+func maxUnavailable(d *appsv1.Deployment) int32 {
+	n := replicas(d)
+	if d.Spec.Strategy.Type == appsv1.RecreateDeploymentStrategyType || n == 0 {
+		return 0
+	}
+	def := intstr.FromString("25%")
+	mu, ms := &def, &def
+	if ru := d.Spec.Strategy.RollingUpdate; ru != nil {
+		if ru.MaxUnavailable != nil {
+			mu = ru.MaxUnavailable
+		}
+		if ru.MaxSurge != nil {
+			ms = ru.MaxSurge
+		}
+	}
+	surge, err1 := intstr.GetScaledValueFromIntOrPercent(ms, int(n), true)
+	unavailable, err2 := intstr.GetScaledValueFromIntOrPercent(mu, int(n), false)
+	if err1 != nil || err2 != nil {
+		return 0
+	}
+	if surge == 0 && unavailable == 0 {
+		unavailable = 1
+	}
+	return min(int32(unavailable), n)
+}
+
+// manager returns the Pod's "manager" container (Flux's controllers' name for it), or its first.
+func manager(spec *corev1.PodSpec) *corev1.Container {
+	for i := range spec.Containers {
+		if spec.Containers[i].Name == "manager" {
+			return &spec.Containers[i]
+		}
+	}
+	if len(spec.Containers) > 0 {
+		return &spec.Containers[0]
+	}
+	return nil
+}
+
+// imageName is the last path element of an image's repository: ghcr.io/fluxcd/x:v1 -> x.
+func imageName(image string) string {
+	if i := strings.Index(image, "@"); i >= 0 {
+		image = image[:i]
+	}
+	name := image[strings.LastIndex(image, "/")+1:]
+	if i := strings.Index(name, ":"); i >= 0 {
+		name = name[:i]
+	}
+	return name
+}
+
+// containerPort resolves a probe's port (a number or a port name) to the container port.
+func containerPort(c *corev1.Container, port intstr.IntOrString) int32 {
+	if port.Type == intstr.Int {
+		return port.IntVal
+	}
+	for _, p := range c.Ports {
+		if p.Name == port.StrVal {
+			return p.ContainerPort
+		}
+	}
+	if n, err := strconv.Atoi(port.StrVal); err == nil {
+		return int32(n)
+	}
+	return 0
+}
+
+// grace is the Pod's termination grace period, at most fluxMaxGrace.
+func grace(spec *corev1.PodSpec) time.Duration {
+	g := 30 * time.Second
+	if spec.TerminationGracePeriodSeconds != nil {
+		g = time.Duration(*spec.TerminationGracePeriodSeconds) * time.Second
+	}
+	return min(g, fluxMaxGrace)
+}
+
+// templateHash is a short hash of a Pod template: a new one is a new ReplicaSet.
+func templateHash(t *corev1.PodTemplateSpec) string {
+	raw, _ := json.Marshal(t)
+	sum := sha256.Sum256(raw)
+	return hex.EncodeToString(sum[:])[:10]
+}
+
+// expand replaces $(VAR) references to variables in env, as the kubelet expands a container's
+// args and env (an unknown reference is kept as written; $$ escapes a $).
+func expand(s string, env map[string]string) string {
+	if !strings.Contains(s, "$") {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		switch {
+		case strings.HasPrefix(s[i:], "$$"):
+			b.WriteByte('$')
+			i++
+		case strings.HasPrefix(s[i:], "$("):
+			end := strings.IndexByte(s[i:], ')')
+			if end < 0 {
+				b.WriteString(s[i:])
+				return b.String()
+			}
+			name := s[i+2 : i+end]
+			if v, ok := env[name]; ok {
+				b.WriteString(v)
+			} else {
+				b.WriteString(s[i : i+end+1])
+			}
+			i += end
+		default:
+			b.WriteByte(s[i])
+		}
+	}
+	return b.String()
+}
+
+// lineWriter writes whole lines, each prefixed with its source, to out.
+type lineWriter struct {
+	mu  sync.Mutex
+	out io.Writer
+}
+
+// line writes one line from source.
+func (l *lineWriter) line(source, text string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	fmt.Fprintf(l.out, "[%s] %s\n", source, strings.TrimRight(text, "\n"))
+}
+
+// writer returns a writer whose output goes line by line to l, prefixed with source.
+func (l *lineWriter) writer(source string) io.Writer { return &prefixWriter{l: l, source: source} }
+
+// prefixWriter buffers a partial line until its end.
+type prefixWriter struct {
+	l      *lineWriter
+	source string
+	mu     sync.Mutex
+	buf    []byte
+}
+
+// Write implements io.Writer.
+func (w *prefixWriter) Write(b []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf = append(w.buf, b...)
+	for {
+		i := bytes.IndexByte(w.buf, '\n')
+		if i < 0 {
+			break
+		}
+		w.l.line(w.source, string(w.buf[:i]))
+		w.buf = w.buf[i+1:]
+	}
+	if len(w.buf) > 64*1024 { // a very long line: write it as it is
+		w.l.line(w.source, string(w.buf))
+		w.buf = nil
+	}
+	return len(b), nil
+}
