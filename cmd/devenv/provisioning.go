@@ -87,6 +87,10 @@ func startProvisioning(ctx context.Context, root, dev, state string, backend *re
 		say("terraform is not on PATH: provisioning is NOT started (HostClusters of mode provision_vanilla and provision_eks fail with ProvisioningUnavailable); put terraform %s on PATH and restart to play it", runner.TerraformVersion)
 		return nil, nil
 	}
+	runnerBin := filepath.Join(binDir(root), "terraform-runner")
+	if _, err := os.Stat(runnerBin); err != nil {
+		return nil, fmt.Errorf("the provisioning runs need %s, which is missing: run `make build` (make run builds it)", runnerBin)
+	}
 	key, err := provisionerKey(filepath.Join(dir, provisioningAPIKey))
 	if err != nil {
 		return nil, err
@@ -94,7 +98,7 @@ func startProvisioning(ctx context.Context, root, dev, state string, backend *re
 	addr := "127.0.0.1:" + envOr("KUBEOPERA_PROVISIONER_PORT", "8092")
 	say("Starting the cluster provisioner on http://%s (API key in %s/%s/%s), its runs' Pods played with the real terraform-runner and terraform, AWS played locally; log in %s/logs/provisioner.log", addr, state, provisioningDir, provisioningAPIKey, state)
 	env, err := provisioning.Start(ctx, provisioning.Options{
-		Backend: backend, Root: root, RunnerBinary: filepath.Join(binDir(root), "terraform-runner"), Addr: addr, APIKey: key,
+		Backend: backend, Root: root, RunnerBinary: runnerBin, Addr: addr, APIKey: key,
 		ClusterCA: clusterCA, SSMPollInterval: devSSMPollInterval, Log: log,
 	})
 	if err != nil {

@@ -26,7 +26,7 @@ import (
 func TestLocalEnvironmentStartsAgainAfterKill(t *testing.T) {
 	framework.SkipWithoutServers(t)
 	dir := t.TempDir()
-	bin := buildCommands(t, filepath.Join(dir, "bin"), "manager", "devenv")
+	bin := buildCommands(t, filepath.Join(dir, "bin"), "manager", "devenv", "terraform-runner")
 	ports, err := devenv.FreePorts(5)
 	if err != nil {
 		t.Fatal(err)

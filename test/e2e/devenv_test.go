@@ -66,7 +66,7 @@ func TestLocalEnvironment(t *testing.T) {
 	t.Parallel()
 	framework.SkipWithoutServers(t)
 	dir := t.TempDir()
-	bin := buildCommands(t, filepath.Join(dir, "bin"), "manager", "devenv")
+	bin := buildCommands(t, filepath.Join(dir, "bin"), "manager", "devenv", "terraform-runner")
 	ports, err := devenv.FreePorts(5)
 	if err != nil {
 		t.Fatal(err)
