@@ -26,6 +26,9 @@ type Forwarder struct {
 	// when one is accepted.
 	marks    map[string]bool
 	seenMark chan struct{}
+	// open are the piped connections, both sides, closed when the test ends (closed).
+	open   map[net.Conn]bool
+	closed bool
 }
 
 // Forward listens on ip (a free port) and forwards every connection to the server at to (its
@@ -39,7 +42,7 @@ func Forward(t testing.TB, ip, to string) *Forwarder {
 	if err != nil {
 		t.Fatalf("failed to listen on %s: %v", ip, err)
 	}
-	f := &Forwarder{Addr: ln.Addr().String(), ln: ln, to: to, marks: map[string]bool{}, seenMark: make(chan struct{}, 1)}
+	f := &Forwarder{Addr: ln.Addr().String(), ln: ln, to: to, marks: map[string]bool{}, seenMark: make(chan struct{}, 1), open: map[net.Conn]bool{}}
 	var wg sync.WaitGroup
 	go func() {
 		for {
@@ -62,7 +65,19 @@ func Forward(t testing.TB, ip, to string) *Forwarder {
 			go func() { defer wg.Done(); f.pipe(c) }()
 		}
 	}()
-	t.Cleanup(func() { _ = ln.Close(); wg.Wait() })
+	// When the test ends the forwarder goes away as a server does: the listener and every
+	// connection through it are closed, so no client's keep-alive connection holds the cleanup
+	// until it idles out.
+	t.Cleanup(func() {
+		_ = ln.Close()
+		f.mu.Lock()
+		f.closed = true
+		for c := range f.open {
+			_ = c.Close()
+		}
+		f.mu.Unlock()
+		wg.Wait()
+	})
 	return f
 }
 
@@ -74,6 +89,19 @@ func (f *Forwarder) pipe(c net.Conn) {
 		return
 	}
 	defer s.Close()
+	f.mu.Lock()
+	if f.closed {
+		f.mu.Unlock()
+		return
+	}
+	f.open[c], f.open[s] = true, true
+	f.mu.Unlock()
+	defer func() {
+		f.mu.Lock()
+		delete(f.open, c)
+		delete(f.open, s)
+		f.mu.Unlock()
+	}()
 	done := make(chan struct{}, 2)
 	go func() { _, _ = io.Copy(s, c); done <- struct{}{} }()
 	go func() { _, _ = io.Copy(c, s); done <- struct{}{} }()
