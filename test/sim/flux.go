@@ -9,10 +9,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -27,6 +29,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 
 	"github.com/kubeopera/kubeopera/internal/devenv"
 )
@@ -92,32 +95,36 @@ var overriddenFlags = map[string]bool{
 //
 //   - Kubelet: for each Deployment it runs one Pod of the current template: the container named
 //     "manager" whose image is a Flux controller it has a binary for (source-controller,
-//     kustomize-controller in BinDir) runs as a process with the container's args and env
-//     ($(VAR) references expanded, env from a fieldRef to metadata.namespace resolved), as the
-//     Pod's ServiceAccount (a token from the TokenRequest API, as the kubelet's projected token
-//     volume; none with automountServiceAccountToken: false), in a fresh work directory (its
+//     kustomize-controller in BinDir) runs as a process with the container's args ($(VAR)
+//     expanded: expandVars) and env (containerEnv; anything else there is not played and the Pod
+//     never starts), with a token of the Pod's ServiceAccount as KUBECONFIG (writePodKubeconfig;
+//     none with automountServiceAccountToken: false), in a fresh work directory (podSandbox; its
 //     emptyDir volumes). The flags in overriddenFlags are replaced (see there). The Pod is ready
 //     once its readinessProbe (an httpGet on a named or numbered container port) answers 2xx or
-//     3xx, or once it runs when there is no probe. A process that exits makes its Pod not ready
-//     and is restarted with the kubelet's back-off (10s doubling to 300s). A changed template is
-//     a new Pod: the old process stops, a new one starts. Images it has no binary for (e.g.
-//     helm-controller) never start, as an image that cannot be pulled.
+//     3xx (pkg/probe/http/http.go:111; timeoutSeconds' default 1 s), or once it runs when there
+//     is no probe. A process that exits makes its Pod not ready and is restarted with the
+//     kubelet's back-off (10s doubling to 300s). A deleted Pod's process is stopped
+//     (stopContainer, grace). A changed template is a new Pod: the old process stops, a new one
+//     starts. Images it has no binary for (e.g. helm-controller) never start.
 //   - Deployment controller: it writes the Deployment's status as calculateStatus does
 //     (k8s.io/kubernetes v1.36.3 pkg/controller/deployment/sync.go lines 494-533):
 //     observedGeneration, replicas, updatedReplicas, readyReplicas, availableReplicas,
 //     unavailableReplicas, and Available=True/MinimumReplicasAvailable ("Deployment has minimum
 //     availability.") when availableReplicas >= replicas - maxUnavailable, else
-//     Available=False/MinimumReplicasUnavailable; and Progressing as progress.go lines 48-70 do
-//     it: True/NewReplicaSetAvailable ("ReplicaSet %q has successfully progressed.") once every
-//     replica is updated and available, else True/ReplicaSetUpdated ("ReplicaSet %q is
-//     progressing."). The reason constants are deploymentutil's
-//     (pkg/controller/deployment/util/deployment_util.go lines 73-100).
+//     Available=False/MinimumReplicasUnavailable; and Progressing as progress.go lines 47-70 do
+//     it: left as it is once the rollout is complete, else True/NewReplicaSetAvailable
+//     ("ReplicaSet %q has successfully progressed.") once every replica is updated and
+//     available, else True/ReplicaSetUpdated ("ReplicaSet %q is progressing."). The reason
+//     constants are deploymentutil's (pkg/controller/deployment/util/deployment_util.go lines
+//     73-100).
 //
-// What it does not play: more than one replica (one Pod runs; further replicas stay pending, so
-// the Deployment is available only when maxUnavailable allows it), liveness probes, probe
-// periods (the readiness probe is tried every 250ms until it first passes, rather than every
-// periodSeconds, to keep tests quick; afterwards only an exit makes the Pod unready),
-// minReadySeconds, token rotation, and Deployments outside flux-system.
+// What it does not play: Pod and ReplicaSet objects, more than one replica (one Pod runs;
+// further replicas stay pending, so the Deployment is available only when maxUnavailable allows
+// it), rolling updates (a new template is played as Recreate), ProgressDeadlineExceeded and
+// NewReplicaSetCreated, liveness probes, probe periods (the readiness probe is tried every 250ms
+// until it first passes, rather than every periodSeconds, to keep tests quick; afterwards only an
+// exit makes the Pod unready), minReadySeconds, token rotation and Pod-bound tokens, service
+// links, and Deployments outside flux-system.
 type FluxPods struct {
 	// Target is the admin config of the target cluster: FluxPods reads Deployments and writes
 	// their status with it, and requests the ServiceAccount tokens the Pods run with.
@@ -333,38 +340,29 @@ func (f *FluxPods) start(ctx context.Context, cs kubernetes.Interface, d *appsv1
 	if _, err := os.Stat(p.binary); err != nil {
 		return fmt.Errorf("%s is missing: run `make tools`: %w", p.binary, err)
 	}
-	for _, sub := range []string{"data", "tmp", "home"} {
-		if err := os.MkdirAll(filepath.Join(p.dir, sub), 0o755); err != nil {
+	env, err := podSandbox(p.dir)
+	if err == nil {
+		err = os.MkdirAll(filepath.Join(p.dir, "data"), 0o755)
+	}
+	if err != nil {
+		return err
+	}
+	cenv, err := containerEnv(c, d.Namespace)
+	if err != nil {
+		return fmt.Errorf("%v is not played", err)
+	}
+	maps.Copy(env, cenv)
+	// controller-runtime's config loader reads KUBECONFIG (sigs.k8s.io/controller-runtime v0.24.1
+	// pkg/client/config/config.go, loadConfig lines 115-155); Flux's flags have no --kubeconfig.
+	// Without a token (automountServiceAccountToken: false) there is none, and the controller
+	// fails to find a config as it would in a Pod.
+	if f.KubeconfigPath != "" {
+		env["KUBECONFIG"] = f.KubeconfigPath
+	} else if ptr.Deref(spec.AutomountServiceAccountToken, true) {
+		env["KUBECONFIG"] = filepath.Join(p.dir, "kubeconfig")
+		if err := writePodKubeconfig(ctx, f.Target, FluxNamespace, spec.ServiceAccountName, nil, fluxTokenTTL, env["KUBECONFIG"]); err != nil {
 			return err
 		}
-	}
-
-	kubeconfig := f.KubeconfigPath
-	if kubeconfig == "" {
-		var err error
-		if kubeconfig, err = f.podKubeconfig(ctx, spec, p.dir); err != nil {
-			return err
-		}
-	}
-
-	// Env as the kubelet sets it: the container's env, $(VAR) references to earlier variables
-	// expanded, and the fieldRef to metadata.namespace resolved.
-	env := map[string]string{}
-	var envOrder []string
-	for _, e := range c.Env {
-		v := e.Value
-		switch {
-		case e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.namespace":
-			v = d.Namespace
-		case e.ValueFrom != nil:
-			f.logf("Deployment %s: env %s from %v is not played; left empty", d.Name, e.Name, e.ValueFrom)
-		default:
-			v = expand(v, env)
-		}
-		if _, ok := env[e.Name]; !ok {
-			envOrder = append(envOrder, e.Name)
-		}
-		env[e.Name] = v
 	}
 
 	// Free localhost ports for the controller's listeners.
@@ -392,7 +390,7 @@ func (f *FluxPods) start(ctx context.Context, cs kubernetes.Interface, d *appsv1
 
 	args := []string{}
 	for i := 0; i < len(c.Args); i++ {
-		a := expand(c.Args[i], env)
+		a := expandVars(c.Args[i], cenv)
 		name, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
 		if strings.HasPrefix(a, "--") && overriddenFlags[name] {
 			// "--flag value": skip the value too (only enable-leader-election is a bool flag).
@@ -414,18 +412,7 @@ func (f *FluxPods) start(ctx context.Context, cs kubernetes.Interface, d *appsv1
 	args = append(args, "--enable-leader-election=false")
 
 	cmd := exec.Command(p.binary, args...)
-	// The container's environment only, plus what its file system would provide.
-	cmd.Env = []string{
-		"PATH=" + os.Getenv("PATH"),
-		"HOME=" + filepath.Join(p.dir, "home"),
-		"TMPDIR=" + filepath.Join(p.dir, "tmp"),
-		// controller-runtime's config loader reads it (sigs.k8s.io/controller-runtime v0.24.1
-		// pkg/client/config/config.go, loadConfig lines 115-155); Flux's flags have no --kubeconfig.
-		"KUBECONFIG=" + kubeconfig,
-	}
-	for _, n := range envOrder {
-		cmd.Env = append(cmd.Env, n+"="+env[n])
-	}
+	cmd.Env = environ(env)
 	cmd.Dir = p.dir
 	w := f.logs.writer(d.Name)
 	cmd.Stdout, cmd.Stderr = w, w
@@ -510,31 +497,6 @@ func (f *FluxPods) probe(ctx context.Context, p *fluxPod, c *corev1.Container, l
 	}
 }
 
-// podKubeconfig writes the kubeconfig of a Pod with spec into dir: the target's server and CA and
-// a token of the Pod's ServiceAccount.
-func (f *FluxPods) podKubeconfig(ctx context.Context, spec *corev1.PodSpec, dir string) (string, error) {
-	cfg := &rest.Config{
-		Host:            f.Target.Host,
-		TLSClientConfig: rest.TLSClientConfig{CAData: f.Target.CAData, CAFile: f.Target.CAFile, Insecure: f.Target.Insecure, ServerName: f.Target.ServerName},
-	}
-	if spec.AutomountServiceAccountToken == nil || *spec.AutomountServiceAccountToken {
-		sa := spec.ServiceAccountName
-		if sa == "" {
-			sa = "default"
-		}
-		sc, err := devenv.ServiceAccountConfig(ctx, f.Target, FluxNamespace, sa, fluxTokenTTL)
-		if err != nil {
-			return "", err
-		}
-		cfg.BearerToken = sc.BearerToken
-	}
-	path := filepath.Join(dir, "kubeconfig")
-	if err := devenv.WriteKubeconfig(cfg, path, "target"); err != nil {
-		return "", err
-	}
-	return path, nil
-}
-
 // stop deletes Pod p: its process gets SIGTERM, then SIGKILL after grace.
 func (f *FluxPods) stop(p *fluxPod, grace time.Duration) {
 	f.mu.Lock()
@@ -545,7 +507,7 @@ func (f *FluxPods) stop(p *fluxPod, grace time.Duration) {
 		cancel()
 	}
 	if cmd != nil && cmd.Process != nil {
-		devenv.StopProcessGroup(cmd, done, grace)
+		stopContainer(cmd, done, grace)
 	}
 }
 
@@ -601,9 +563,18 @@ func deploymentStatus(d *appsv1.Deployment, p podState, now time.Time) appsv1.De
 	} else {
 		setDeploymentCondition(&st, appsv1.DeploymentAvailable, corev1.ConditionFalse, "MinimumReplicasUnavailable", "Deployment does not have minimum availability.", now)
 	}
-	if st.UpdatedReplicas == want && st.AvailableReplicas == want {
-		setDeploymentCondition(&st, appsv1.DeploymentProgressing, corev1.ConditionTrue, "NewReplicaSetAvailable", fmt.Sprintf("ReplicaSet %q has successfully progressed.", p.rs), now)
-	} else {
+	// A complete rollout's Progressing is left as it is (progress.go:47-51). A new ReplicaSet would
+	// have replaced the condition (NewReplicaSetCreated, sync.go:289-293, not played), so only a
+	// NewReplicaSetAvailable of this ReplicaSet counts.
+	done := fmt.Sprintf("ReplicaSet %q has successfully progressed.", p.rs)
+	cur := slices.IndexFunc(d.Status.Conditions, func(c appsv1.DeploymentCondition) bool {
+		return c.Type == appsv1.DeploymentProgressing && c.Reason == "NewReplicaSetAvailable" && c.Message == done
+	})
+	switch {
+	case st.Replicas == st.UpdatedReplicas && cur >= 0:
+	case st.UpdatedReplicas == want && st.AvailableReplicas == want:
+		setDeploymentCondition(&st, appsv1.DeploymentProgressing, corev1.ConditionTrue, "NewReplicaSetAvailable", done, now)
+	default:
 		setDeploymentCondition(&st, appsv1.DeploymentProgressing, corev1.ConditionTrue, "ReplicaSetUpdated", fmt.Sprintf("ReplicaSet %q is progressing.", p.rs), now)
 	}
 	return st
@@ -727,13 +698,9 @@ func containerPort(c *corev1.Container, port intstr.IntOrString) int32 {
 	return 0
 }
 
-// grace is the Pod's termination grace period, at most fluxMaxGrace.
+// grace is the Pod's termination grace period (killGrace), at most fluxMaxGrace.
 func grace(spec *corev1.PodSpec) time.Duration {
-	g := 30 * time.Second
-	if spec.TerminationGracePeriodSeconds != nil {
-		g = time.Duration(*spec.TerminationGracePeriodSeconds) * time.Second
-	}
-	return min(g, fluxMaxGrace)
+	return min(killGrace(nil, spec), fluxMaxGrace)
 }
 
 // templateHash is a short hash of a Pod template: a new one is a new ReplicaSet.
@@ -741,38 +708,6 @@ func templateHash(t *corev1.PodTemplateSpec) string {
 	raw, _ := json.Marshal(t)
 	sum := sha256.Sum256(raw)
 	return hex.EncodeToString(sum[:])[:10]
-}
-
-// expand replaces $(VAR) references to variables in env, as the kubelet expands a container's
-// args and env (an unknown reference is kept as written; $$ escapes a $).
-func expand(s string, env map[string]string) string {
-	if !strings.Contains(s, "$") {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		switch {
-		case strings.HasPrefix(s[i:], "$$"):
-			b.WriteByte('$')
-			i++
-		case strings.HasPrefix(s[i:], "$("):
-			end := strings.IndexByte(s[i:], ')')
-			if end < 0 {
-				b.WriteString(s[i:])
-				return b.String()
-			}
-			name := s[i+2 : i+end]
-			if v, ok := env[name]; ok {
-				b.WriteString(v)
-			} else {
-				b.WriteString(s[i : i+end+1])
-			}
-			i += end
-		default:
-			b.WriteByte(s[i])
-		}
-	}
-	return b.String()
 }
 
 // lineWriter writes whole lines, each prefixed with its source, to out.

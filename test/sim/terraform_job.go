@@ -17,11 +17,9 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
-	authenticationv1 "k8s.io/api/authentication/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -29,108 +27,78 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
 	"github.com/kubeopera/kubeopera/internal/devenv"
 )
 
-// The Job controller's and kubelet's constants the TerraformJob actor plays (Kubernetes v1.36.3).
-const (
-	// jobControllerName is spec.managedBy of the Jobs the built-in controller syncs
-	// (batchv1.JobControllerName); Jobs managed by another controller are left alone.
-	jobControllerName = batchv1.JobControllerName
-	// Pod failure backoff: 10 s doubled per consecutive failure, at most 10 minutes
-	// (pkg/controller/job/job_controller.go lines 76-79, backoff_utils.go lines 258-279).
-	jobPodFailureBackOff    = 10 * time.Second
-	maxJobPodFailureBackOff = 10 * time.Minute
-	// jobSyncInterval is how often the actor lists the namespace's Jobs.
-	jobSyncInterval = 200 * time.Millisecond
-	// tokenExpirationSeconds is what the kube-api-access volume asks the kubelet for
-	// (plugin/pkg/admission/serviceaccount/admission.go line 493:
-	// serviceaccount.WarnOnlyBoundTokenExpirationSeconds = 60*60 + 7, pkg/serviceaccount/claims.go).
-	tokenExpirationSeconds = 3607
-	// mountRetry is how often a volume the kubelet cannot set up yet is tried again.
-	mountRetry = time.Second
-)
+// jobSyncInterval is how often the actor lists the Jobs and looks at a running Pod: its own
+// polling, where the real controller and kubelet react to watch events (the Job controller
+// batches a Job's syncs over SyncJobBatchPeriod, 1 s: pkg/controller/job/job_controller.go:71).
+const jobSyncInterval = 200 * time.Millisecond
 
 // TerraformJob plays the Job controller (kube-controller-manager) and the kubelet for the
-// provisioner's Jobs in Namespace of the backend cluster (there is neither here: docs/testing.md#actors):
-// for each Job it runs RunnerBinary (cmd/terraform-runner, built by the test) as the
-// Job's one container, with the identity, environment and volumes the Pod would have, and
-// reports the outcome on the Pod and the Job as v1.36 does. It plays nothing else: the runner
-// does its own work against the API server with the Job ServiceAccount's real RBAC.
+// provisioner's Jobs in Namespace of the backend cluster (there is neither here:
+// docs/testing.md#actors): it runs RunnerBinary (cmd/terraform-runner) as each Job's one
+// container, with the Pod's identity, environment and volumes, and reports the outcome on the Pod
+// and the Job. The runner does its own work with the Job ServiceAccount's real RBAC. Sources are
+// k8s.io/kubernetes v1.36.3; J is pkg/controller/job/job_controller.go, K is
+// pkg/kubelet/kubelet_pods.go.
 //
-// Job controller (k8s.io/kubernetes v1.36.3, pkg/controller/job/job_controller.go):
-//   - Jobs with spec.managedBy other than kubernetes.io/job-controller are skipped (JobManagedBy,
-//     GA in 1.35); finished Jobs (Complete or Failed) are left alone.
-//   - A suspended Job gets condition Suspended=True (reason JobSuspended) and no Pod; when it is
-//     resumed the condition turns False (reason JobResumed) and startTime is set then
-//     (syncJob, lines 1162-1192; ensureJobConditionStatus, lines 2161-2174). v1.36 also clears
-//     startTime when it sets Suspended=True (lines 1172-1174,
-//     MutableSchedulingDirectivesForSuspendedJobs, Beta and on by default since 1.36).
-//   - startTime is set on the first sync of an unsuspended Job (lines 1051-1054).
-//   - The Pod is made from the template as manageJob does (lines 1892-1951): generateName
-//     "<job>-", the template's labels (the API server put batch.kubernetes.io/job-name,
-//     job-name, batch.kubernetes.io/controller-uid and controller-uid there:
-//     pkg/registry/batch/job/strategy.go, generateSelector, lines 241-281) and annotations, a
-//     controller ownerReference to the Job, and finalizer batch.kubernetes.io/job-tracking
-//     (appendJobCompletionFinalizerIfNotFound, lines 2100-2105;
-//     pkg/controller/controller_utils.go GetPodFromTemplate, lines 567-590); status active=1.
-//   - When the Pod ends, its tracking finalizer is removed (removeTrackingFinalizerPatch, lines
-//     2107-2118) and it is counted in succeeded or failed. Success: condition SuccessCriteriaMet
-//     (reason CompletionsReached, "Reached expected number of succeeded pods") is written first,
-//     then Complete with the same reason and completionTime (newSuccessCondition, lines
-//     1221-1232; trackJobStatusAndRemoveFinalizers, lines 1440-1450; enactJobFinished, lines
-//     1648-1652). Failure beyond spec.backoffLimit: FailureTarget (reason BackoffLimitExceeded,
-//     "Job has reached the specified backoff limit"), then Failed with the same reason
-//     (lines 1085-1090, 1428-1438, newFailedConditionForFailureTarget). Within the limit a new
-//     Pod is made after the pod failure backoff. Past startTime + activeDeadlineSeconds:
-//     FailureTarget (reason DeadlineExceeded, "Job was active longer than specified deadline"),
-//     the Pod deleted with its grace period (the kubelet stops the runner: SIGTERM, SIGKILL
-//     after terminationGracePeriodSeconds), and once it has terminated, Failed (lines 1088-1135,
-//     1717-1724). The API server validates these transitions
-//     (pkg/registry/batch/job/strategy.go, status update validation), so a wrong order fails.
+// Job controller:
+//   - Jobs whose spec.managedBy is not kubernetes.io/job-controller are skipped (J:963-966),
+//     finished Jobs are left alone (J:972), a suspended Job gets no Pod (jobSuspended, J:1767).
+//   - The Pod is made from the template as manageJob does (J:1892-1951; GetPodFromTemplate,
+//     pkg/controller/controller_utils.go:567-590): generateName "<job>-", the template's labels
+//     (with the job-name and controller-uid labels the API server put there:
+//     pkg/registry/batch/job/strategy.go:241-281) and annotations, a controller ownerReference
+//     and finalizer batch.kubernetes.io/job-tracking (J:2100-2105). Then startTime (J:1051-1054)
+//     and active=1 are written together (J:1200-1205).
+//   - The Pod ended: SuccessCriteriaMet (CompletionsReached, "Reached expected number of
+//     succeeded pods") or FailureTarget (BackoffLimitExceeded, "Job has reached the specified
+//     backoff limit") with the Pod in uncountedTerminatedPods; its finalizer removed
+//     (J:2107-2118); then succeeded or failed counted with Complete and completionTime or Failed
+//     (J:1067, 1085-1089, 1366-1395, 1428-1450, flushUncountedAndRemoveFinalizers 1510-1559,
+//     enactJobFinished 1631-1653).
+//   - Past startTime + activeDeadlineSeconds (J:1090-1091, 1717-1724): the Pod's finalizer
+//     removed and the Pod deleted (deleteActivePods, J:1122-1133, 1300-1312); FailureTarget
+//     (DeadlineExceeded, "Job was active longer than specified deadline") with the Pod uncounted,
+//     active 0 and terminating 1; then failed 1; Failed only once the Pod has terminated
+//     (enactJobFinished, J:1642-1646).
+//   - A deleted Job's Pod loses its finalizer (handleSingleOrphanPod, J:827-856); the garbage
+//     collector (a real kube-controller-manager here) deletes the Pod.
 //
 // Kubelet:
-//   - Volumes are set up as the kubelet projects them: a ConfigMap or Secret volume is a
-//     directory with a file per key (or per items entry), mode defaultMode (0644), written the
-//     kubelet's way: the data in a timestamped "..<time>" directory, a "..data" symlink to it,
-//     and a symlink per key to "..data/<key>" (pkg/volume/util/atomic_writer.go lines 139-250,
-//     457-496; pkg/volume/configmap/configmap.go MakePayload lines 263-305, secret likewise).
-//     An emptyDir is an empty directory. A volume whose ConfigMap or Secret is missing keeps
-//     the Pod Pending and is retried, as the kubelet does. Each mountPath maps to its directory
-//     (with subPath), and every environment value naming a path under a mountPath is rewritten
-//     to the directory (the runner only learns paths from its environment).
-//   - The ServiceAccount token: the kubelet projects a token bound to the Pod (TokenRequest,
-//     expirationSeconds 3607) into the kube-api-access volume the ServiceAccount admission
-//     plugin adds. rest.InClusterConfig reads fixed paths under /var/run/secrets, so the actor
-//     requests exactly that token (TokenRequest for spec.serviceAccountName, bound to the Pod)
-//     and hands it to the runner as a kubeconfig in KUBECONFIG; the runner's RBAC is the real
-//     one.
-//   - The container's environment: env values with $(VAR) references expanded, valueFrom
-//     fieldRef (metadata.name, metadata.namespace, metadata.uid, metadata.labels['k'],
-//     metadata.annotations['k'], spec.serviceAccountName, spec.nodeName), secretKeyRef and
-//     configMapKeyRef, and envFrom; then the actor's Env on top (e.g. AWS_ENDPOINT_URL of the
-//     test's AWS), and PROVISION_MODULES_DIR=ModulesDir (the modules ship in the runner's image).
-//     PATH comes from the test process (the image's PATH), HOME and TMPDIR are the Pod's own.
-//   - The container runs RunnerBinary with the container's args (its command is the image's
-//     entrypoint, which RunnerBinary stands in for); stdout and stderr are kept together
-//     (Output) as a container log is. Status: Running with the container's running state and
-//     Ready=True; then Succeeded or Failed with the terminated state (exit code, reason
-//     Completed or Error as containerd's CRI reports, startedAt, finishedAt) and Ready=False
-//     (reason PodCompleted or PodFailed) (pkg/kubelet/kubelet_pods.go lines 2361-2369;
-//     pkg/kubelet/status/generate.go). A Job deleted while its Pod runs stops the runner with
-//     SIGTERM and, after the Pod's terminationGracePeriodSeconds, SIGKILL.
+//   - The Pod is bound to Node KubeletNodeName at creation (the scheduler is not played), whose
+//     log endpoint the actor serves (serveLogs).
+//   - Volumes: emptyDir an empty directory; configMap and secret as the AtomicWriter writes
+//     them (project). Each mountPath maps to its directory (with subPath), and an environment
+//     value naming a path under a mountPath is rewritten to it (the runner learns paths only from
+//     its environment).
+//   - The ServiceAccount token, as KUBECONFIG (writePodKubeconfig); the environment (podSandbox,
+//     containerEnv), then the actor's Env and PROVISION_MODULES_DIR=ModulesDir (the modules ship
+//     in the runner's image). The container runs RunnerBinary (its image's entrypoint) with its
+//     args expanded (ExpandContainerCommandAndArgs, pkg/kubelet/container/helpers.go:265-280).
+//   - Status: phase Running with the container running; then Succeeded or Failed (getPhase,
+//     K:1653) with the terminated state: exit code, reason Completed or Error; StartError, exit
+//     128 and the error as message when it cannot start (containerd v2
+//     internal/cri/server/helpers.go completeExitReason, errorExitReason, errorStartReason,
+//     errorStartExitCode; its start path sets Message to the error); 128+signal when killed
+//     (exitCode).
+//   - A deleted Pod's container is stopped (stopContainer, killGrace); once the Pod is terminal
+//     it is deleted with grace 0 and a UID precondition (pkg/kubelet/status/status_manager.go:
+//     1210-1217, canBeDeleted 1241-1257).
 //
-// Refused rather than run differently from Kubernetes (an error in Output, no Pod): init
-// containers, more than one container, completions or parallelism other than 1, pod failure and
-// success policies, a restartPolicy other than Never, volume types other than configMap, secret,
-// emptyDir and the service account token. The scheduler is not played: every Pod is bound to
-// Node KubeletNodeName at creation, whose kubelet log endpoint the actor serves (serveLogs), so
-// `kubectl logs` works. Not played at all: security contexts (the runner runs as the test's user), resource limits, TTL after finished.
+// Refused (logged to Log, no Pod): init containers, more than one container, a command,
+// completions or parallelism other than 1, backoffLimit other than 0, pod failure and success
+// policies, restartPolicy other than Never, automountServiceAccountToken false, volumes other than
+// configMap, secret and emptyDir, configMap or secret volumes with items or optional, envFrom and
+// valueFrom other than fieldRef metadata.namespace. Not played: Pod conditions, Job status.ready,
+// the Suspended condition (and startTime cleared on suspension), suspending a running Job,
+// retries, a volume source missing when the Pod starts (the Pod stays Pending; jobs.Create makes
+// every source before it un-suspends the Job), security contexts (the runner runs as the test's
+// user), resources, service links, TTL after finished.
 type TerraformJob struct {
 	// Backend is the backend cluster (an admin config: the actor is the controllers).
 	Backend *rest.Config
@@ -143,14 +111,16 @@ type TerraformJob struct {
 	ModulesDir string
 	// Env is set on top of the container's environment.
 	Env map[string]string
+	// Log receives the actor's own diagnostics (never a container's log); nil is os.Stderr.
+	Log io.Writer
 
 	mu      sync.Mutex
 	outputs map[string]*lockedBuffer
-	running map[types.UID]context.CancelFunc
+	jobs    map[types.UID]*corev1.Pod // the Jobs taken up, with their Pod once created
 }
 
-// Output returns the combined output of the last Pod of Job name (as `kubectl logs job/<name>`
-// would), and whether a Pod of it ran.
+// Output returns the container log of Job name's Pod (as `kubectl logs job/<name>` would), and
+// whether its container was started.
 func (a *TerraformJob) Output(name string) (string, bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -159,6 +129,14 @@ func (a *TerraformJob) Output(name string) (string, bool) {
 		return "", false
 	}
 	return b.String(), true
+}
+
+func (a *TerraformJob) logf(format string, args ...any) {
+	w := a.Log
+	if w == nil {
+		w = os.Stderr
+	}
+	_, _ = fmt.Fprintf(w, "TerraformJob: "+format+"\n", args...)
 }
 
 // Run plays the controllers until ctx ends.
@@ -172,7 +150,7 @@ func (a *TerraformJob) Run(ctx context.Context) error {
 	}
 	a.mu.Lock()
 	a.outputs = map[string]*lockedBuffer{}
-	a.running = map[types.UID]context.CancelFunc{}
+	a.jobs = map[types.UID]*corev1.Pod{}
 	a.mu.Unlock()
 	stopLogs, err := a.serveLogs(ctx, cs)
 	if err != nil {
@@ -190,28 +168,23 @@ func (a *TerraformJob) Run(ctx context.Context) error {
 			for i := range jobs.Items {
 				job := &jobs.Items[i]
 				seen[job.UID] = true
-				if a.sync(ctx, cs, job) {
-					jobCtx, cancel := context.WithCancel(ctx)
-					a.mu.Lock()
-					a.running[job.UID] = cancel
-					a.mu.Unlock()
-					wg.Add(1)
-					go func() {
-						defer wg.Done()
-						a.runJob(jobCtx, cs, job)
-						a.mu.Lock()
-						delete(a.running, job.UID)
-						a.mu.Unlock()
-						cancel()
-					}()
+				a.mu.Lock()
+				_, taken := a.jobs[job.UID]
+				a.mu.Unlock()
+				if taken || ptr.Deref(job.Spec.ManagedBy, batchv1.JobControllerName) != batchv1.JobControllerName ||
+					jobFinished(job) || job.DeletionTimestamp != nil || ptr.Deref(job.Spec.Suspend, false) {
+					continue
 				}
+				a.mu.Lock()
+				a.jobs[job.UID] = nil
+				a.mu.Unlock()
+				wg.Go(func() { a.runJob(ctx, cs, job) })
 			}
-			// A deleted Job's Pod is stopped (the garbage collector deletes it, and the
-			// kubelet kills its containers).
+			// A deleted Job's Pod is an orphan: its finalizer is removed.
 			a.mu.Lock()
-			for uid, cancel := range a.running {
-				if !seen[uid] {
-					cancel()
+			for uid, pod := range a.jobs {
+				if !seen[uid] && (pod == nil || removeTrackingFinalizer(ctx, cs, pod) == nil) {
+					delete(a.jobs, uid)
 				}
 			}
 			a.mu.Unlock()
@@ -224,154 +197,131 @@ func (a *TerraformJob) Run(ctx context.Context) error {
 	}
 }
 
-// sync handles what needs no Pod (skipped, finished and suspended Jobs) and says whether the Job
-// needs its Pod run.
-func (a *TerraformJob) sync(ctx context.Context, cs kubernetes.Interface, job *batchv1.Job) bool {
-	if by := ptr.Deref(job.Spec.ManagedBy, jobControllerName); by != jobControllerName || jobFinished(job) || job.DeletionTimestamp != nil {
-		return false
-	}
-	a.mu.Lock()
-	_, running := a.running[job.UID]
-	a.mu.Unlock()
-	if running {
-		return false
-	}
-	if ptr.Deref(job.Spec.Suspend, false) {
-		if c := jobCondition(job, batchv1.JobSuspended); c == nil || c.Status != corev1.ConditionTrue {
-			_ = a.updateJobStatus(ctx, cs, job, func(s *batchv1.JobStatus) {
-				s.Conditions = ensureJobCondition(s.Conditions, batchv1.JobSuspended, corev1.ConditionTrue, "JobSuspended", "Job suspended")
-				s.StartTime = nil // v1.36, MutableSchedulingDirectivesForSuspendedJobs (on by default)
-			})
-		}
-		return false
-	}
-	return true
-}
-
-// runJob runs Pods for job until it is finished or ctx ends.
+// runJob plays the Job controller for job: its Pod, and the Job's status as the Pod runs and ends.
 func (a *TerraformJob) runJob(ctx context.Context, cs kubernetes.Interface, job *batchv1.Job) {
-	out := &lockedBuffer{}
+	if reason := unsupported(job); reason != "" {
+		a.logf("Job %s uses %s, which TerraformJob does not play: no Pod", job.Name, reason)
+		return
+	}
+	pod, err := a.createPod(ctx, cs, job)
+	if err != nil {
+		a.logf("failed to create the Pod of Job %s: %v", job.Name, err)
+		return
+	}
 	a.mu.Lock()
-	a.outputs[job.Name] = out
+	_, listed := a.jobs[job.UID]
+	if listed {
+		a.jobs[job.UID] = pod
+	}
 	a.mu.Unlock()
+	if !listed { // the Job was deleted meanwhile: its Pod is an orphan already
+		a.report(removeTrackingFinalizer(ctx, cs, pod))
+	}
 	var started time.Time
-	err := a.updateJobStatus(ctx, cs, job, func(s *batchv1.JobStatus) {
-		now := metav1.Now()
-		if c := jobCondition(job, batchv1.JobSuspended); c != nil && c.Status == corev1.ConditionTrue {
-			s.Conditions = ensureJobCondition(s.Conditions, batchv1.JobSuspended, corev1.ConditionFalse, "JobResumed", "Job resumed")
-			s.StartTime = &now
-		}
+	if err := a.updateJobStatus(ctx, cs, job, func(s *batchv1.JobStatus) {
 		if s.StartTime == nil {
+			now := metav1.Now()
 			s.StartTime = &now
 		}
 		started = s.StartTime.Time
-	})
-	if err != nil {
-		out.printf("actor: failed to start Job %s: %v\n", job.Name, err)
+		s.Active, s.Terminating = 1, ptr.To[int32](0)
+	}); err != nil {
+		a.logf("%v", err)
 		return
 	}
-	if reason := unsupported(job); reason != "" {
-		out.printf("actor: Job %s uses %s, which TerraformJob does not play\n", job.Name, reason)
-		return
-	}
-	// activeDeadlineSeconds counts from startTime (pastActiveDeadline, lines 1717-1724).
-	var deadline time.Time
+	ended := make(chan bool, 1)
+	exit := 0
+	go func() {
+		var ran bool
+		exit, ran = a.runPod(ctx, cs, job.Name, pod)
+		ended <- ran
+	}()
+	var deadline <-chan time.Time
 	if ads := job.Spec.ActiveDeadlineSeconds; ads != nil {
-		deadline = started.Add(time.Duration(*ads) * time.Second)
+		t := time.NewTimer(time.Until(started.Add(time.Duration(*ads) * time.Second)))
+		defer t.Stop()
+		deadline = t.C
 	}
-	for {
-		pod, err := a.createPod(ctx, cs, job)
-		if err != nil {
-			out.printf("actor: failed to create the Pod of Job %s: %v\n", job.Name, err)
-			return
+	select {
+	case ran := <-ended:
+		if ran {
+			a.podEnded(ctx, cs, job, pod, exit == 0)
 		}
-		if err := a.updateJobStatus(ctx, cs, job, func(s *batchv1.JobStatus) {
-			s.Active, s.Ready, s.Terminating = 1, ptr.To[int32](0), ptr.To[int32](0)
-		}); err != nil {
-			out.printf("actor: %v\n", err)
-			return
-		}
-		out = &lockedBuffer{}
-		a.mu.Lock()
-		a.outputs[job.Name] = out
-		a.mu.Unlock()
-		exitCode, pastDeadline, err := a.runPod(ctx, cs, job, pod, deadline, out)
-		if ctx.Err() != nil {
-			return
-		}
-		if err != nil {
-			out.printf("actor: %v\n", err)
-			return
-		}
-		// The Job controller removes the Pod's tracking finalizer, then counts it.
-		if err := removeTrackingFinalizer(context.WithoutCancel(ctx), cs, pod); err != nil {
-			out.printf("actor: %v\n", err)
-			return
-		}
-		if pastDeadline {
-			// The FailureTarget condition was written when the Pod was deleted; once it has
-			// terminated, it is counted and the Job is Failed.
-			_ = a.updateJobStatus(ctx, cs, job, func(s *batchv1.JobStatus) {
-				s.Failed++
-				s.Active, s.Ready, s.Terminating = 0, ptr.To[int32](0), ptr.To[int32](0)
-				s.Conditions = append(s.Conditions, *jobCondition2(batchv1.JobFailed, batchv1.JobReasonDeadlineExceeded, deadlineMessage))
-			})
-			return
-		}
-		if exitCode == 0 {
-			_ = a.updateJobStatus(ctx, cs, job, func(s *batchv1.JobStatus) {
-				s.Succeeded++
-				s.Active, s.Ready, s.Terminating = 0, ptr.To[int32](0), ptr.To[int32](0)
-				s.Conditions = append(s.Conditions, *jobCondition2(batchv1.JobSuccessCriteriaMet, batchv1.JobReasonCompletionsReached, "Reached expected number of succeeded pods"))
-			})
-			_ = a.updateJobStatus(ctx, cs, job, func(s *batchv1.JobStatus) {
-				c := jobCondition2(batchv1.JobComplete, batchv1.JobReasonCompletionsReached, "Reached expected number of succeeded pods")
-				s.Conditions = append(s.Conditions, *c)
-				s.CompletionTime = &c.LastTransitionTime
-			})
-			return
-		}
-		var failed int32
-		_ = a.updateJobStatus(ctx, cs, job, func(s *batchv1.JobStatus) {
-			s.Failed++
-			failed = s.Failed
-			s.Active, s.Ready, s.Terminating = 0, ptr.To[int32](0), ptr.To[int32](0)
-		})
-		if failed > ptr.Deref(job.Spec.BackoffLimit, 6) {
-			const msg = "Job has reached the specified backoff limit"
-			_ = a.updateJobStatus(ctx, cs, job, func(s *batchv1.JobStatus) {
-				s.Conditions = append(s.Conditions, *jobCondition2(batchv1.JobFailureTarget, batchv1.JobReasonBackoffLimitExceeded, msg))
-			})
-			_ = a.updateJobStatus(ctx, cs, job, func(s *batchv1.JobStatus) {
-				s.Conditions = append(s.Conditions, *jobCondition2(batchv1.JobFailed, batchv1.JobReasonBackoffLimitExceeded, msg))
-			})
-			return
-		}
-		backoff := jobPodFailureBackOff
-		for i := int32(1); i < failed && backoff < maxJobPodFailureBackOff; i++ {
-			backoff = min(backoff*2, maxJobPodFailureBackOff)
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(backoff):
+	case <-deadline:
+		a.deadlineExceeded(ctx, cs, job, pod)
+		if <-ended {
+			a.report(a.updateJobStatus(ctx, cs, job, func(s *batchv1.JobStatus) {
+				s.Terminating = ptr.To[int32](0)
+				s.Conditions = append(s.Conditions, *newJobCondition(batchv1.JobFailed, batchv1.JobReasonDeadlineExceeded, deadlineMessage))
+			}))
 		}
 	}
 }
 
-// deadlineMessage is the Job controller's message for DeadlineExceeded (syncJob, line 1091).
+func (a *TerraformJob) report(err error) {
+	if err != nil {
+		a.logf("%v", err)
+	}
+}
+
+// podEnded plays the syncs that see job's Pod terminal (see TerraformJob): the interim condition
+// with the Pod uncounted, the finalizer removed, then the count and the final condition.
+func (a *TerraformJob) podEnded(ctx context.Context, cs kubernetes.Interface, job *batchv1.Job, pod *corev1.Pod, succeeded bool) {
+	interim, final, reason, msg := batchv1.JobFailureTarget, batchv1.JobFailed, batchv1.JobReasonBackoffLimitExceeded, "Job has reached the specified backoff limit"
+	uncounted := batchv1.UncountedTerminatedPods{Failed: []types.UID{pod.UID}}
+	if succeeded {
+		interim, final, reason, msg = batchv1.JobSuccessCriteriaMet, batchv1.JobComplete, batchv1.JobReasonCompletionsReached, "Reached expected number of succeeded pods"
+		uncounted = batchv1.UncountedTerminatedPods{Succeeded: []types.UID{pod.UID}}
+	}
+	err := a.updateJobStatus(ctx, cs, job, func(s *batchv1.JobStatus) {
+		s.Active, s.UncountedTerminatedPods = 0, &uncounted
+		s.Conditions = append(s.Conditions, *newJobCondition(interim, reason, msg))
+	})
+	if err == nil {
+		err = removeTrackingFinalizer(ctx, cs, pod)
+	}
+	if err == nil {
+		err = a.updateJobStatus(ctx, cs, job, func(s *batchv1.JobStatus) {
+			s.UncountedTerminatedPods = &batchv1.UncountedTerminatedPods{}
+			c := newJobCondition(final, reason, msg)
+			s.Conditions = append(s.Conditions, *c)
+			if succeeded {
+				s.Succeeded++
+				s.CompletionTime = &c.LastTransitionTime
+			} else {
+				s.Failed++
+			}
+		})
+	}
+	a.report(err)
+}
+
+// deadlineMessage is the Job controller's message for DeadlineExceeded (J:1091).
 const deadlineMessage = "Job was active longer than specified deadline"
 
-// deadlineExceeded plays syncJob past the Job's activeDeadlineSeconds (lines 1088-1135): the
-// FailureTarget condition (reason DeadlineExceeded), and the active Pod deleted (with its
-// terminationGracePeriodSeconds; the kubelet then stops its container) and counted as
-// terminating.
+// deadlineExceeded plays the sync past the Job's deadline up to Failed (see TerraformJob): the
+// Pod's finalizer removed, the Pod deleted with its grace period, then two writes.
 func (a *TerraformJob) deadlineExceeded(ctx context.Context, cs kubernetes.Interface, job *batchv1.Job, pod *corev1.Pod) {
-	_ = a.updateJobStatus(ctx, cs, job, func(s *batchv1.JobStatus) {
-		s.Active, s.Ready, s.Terminating = 0, ptr.To[int32](0), ptr.To[int32](1)
-		s.Conditions = append(s.Conditions, *jobCondition2(batchv1.JobFailureTarget, batchv1.JobReasonDeadlineExceeded, deadlineMessage))
-	})
-	_ = cs.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: pod.Spec.TerminationGracePeriodSeconds})
+	err := removeTrackingFinalizer(ctx, cs, pod)
+	if err == nil {
+		if err = cs.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{}); apierrors.IsNotFound(err) {
+			err = nil
+		}
+	}
+	if err == nil {
+		err = a.updateJobStatus(ctx, cs, job, func(s *batchv1.JobStatus) {
+			s.Active, s.Terminating = 0, ptr.To[int32](1)
+			s.UncountedTerminatedPods = &batchv1.UncountedTerminatedPods{Failed: []types.UID{pod.UID}}
+			s.Conditions = append(s.Conditions, *newJobCondition(batchv1.JobFailureTarget, batchv1.JobReasonDeadlineExceeded, deadlineMessage))
+		})
+	}
+	if err == nil {
+		err = a.updateJobStatus(ctx, cs, job, func(s *batchv1.JobStatus) {
+			s.UncountedTerminatedPods = &batchv1.UncountedTerminatedPods{}
+			s.Failed++
+		})
+	}
+	a.report(err)
 }
 
 // unsupported names what job uses that the actor does not play, or "".
@@ -382,17 +332,30 @@ func unsupported(job *batchv1.Job) string {
 		return "init containers"
 	case len(spec.Containers) != 1:
 		return "more than one container"
+	case len(spec.Containers[0].Command) > 0:
+		return "a command (RunnerBinary is the image's entrypoint)"
 	case ptr.Deref(job.Spec.Completions, 1) != 1 || ptr.Deref(job.Spec.Parallelism, 1) != 1:
 		return "completions or parallelism other than 1"
+	case ptr.Deref(job.Spec.BackoffLimit, 6) != 0:
+		return "backoffLimit other than 0 (retries)"
 	case job.Spec.PodFailurePolicy != nil:
 		return "a pod failure policy"
 	case job.Spec.SuccessPolicy != nil:
 		return "a success policy"
 	case spec.RestartPolicy != corev1.RestartPolicyNever:
 		return "restartPolicy " + string(spec.RestartPolicy)
+	case !ptr.Deref(spec.AutomountServiceAccountToken, true):
+		return "automountServiceAccountToken false"
+	}
+	if _, err := containerEnv(&spec.Containers[0], job.Namespace); err != nil {
+		return err.Error()
 	}
 	for _, v := range spec.Volumes {
-		if v.ConfigMap == nil && v.Secret == nil && v.EmptyDir == nil && (v.Projected == nil || !isServiceAccountTokenVolume(v)) {
+		switch {
+		case v.ConfigMap != nil && (len(v.ConfigMap.Items) > 0 || v.ConfigMap.Optional != nil),
+			v.Secret != nil && (len(v.Secret.Items) > 0 || v.Secret.Optional != nil):
+			return "volume " + v.Name + " with items or optional"
+		case v.ConfigMap == nil && v.Secret == nil && v.EmptyDir == nil && (v.Projected == nil || !isServiceAccountTokenVolume(v)):
 			return "volume " + v.Name + " of a type other than configMap, secret or emptyDir"
 		}
 	}
@@ -412,7 +375,6 @@ func (a *TerraformJob) createPod(ctx context.Context, cs kubernetes.Interface, j
 		},
 		Spec: t.Spec,
 	}
-	// Bound to the kubelet this actor plays (see serveLogs), as the scheduler would bind it.
 	pod.Spec.NodeName = KubeletNodeName
 	return cs.CoreV1().Pods(job.Namespace).Create(ctx, pod, metav1.CreateOptions{})
 }
@@ -421,14 +383,14 @@ func (a *TerraformJob) createPod(ctx context.Context, cs kubernetes.Interface, j
 const KubeletNodeName = "terraform-job-kubelet"
 
 // serveLogs plays the kubelet's log endpoint, so `kubectl logs` and the provisioner's
-// GET /provisions/{id}/logs read the runner's output through the API server as they do from a
-// real kubelet: it registers Node KubeletNodeName with an InternalIP and
+// GET /provisions/{id}/logs read the runner's output through the API server as from a real
+// kubelet: it registers Node KubeletNodeName with an InternalIP and
 // status.daemonEndpoints.kubeletEndpoint.port, which the API server dials for pods/log
-// (pkg/registry/core/pod/strategy.go LogLocation -> the node's connection info,
-// pkg/kubelet/client/kubelet_client.go NodeConnectionInfoGetter), and answers
-// GET /containerLogs/<namespace>/<pod>/<container> over HTTPS with the container's output
-// (pkg/kubelet/server/server.go, route containerLogs). The API server verifies no kubelet serving
-// certificate unless --kubelet-certificate-authority is set, which no backend here sets.
+// (pkg/registry/core/pod/strategy.go:660-665; pkg/kubelet/client/kubelet_client.go:115-130), and
+// answers GET /containerLogs/<namespace>/<pod>/<container> over HTTPS with the container's
+// output (pkg/kubelet/server/server.go:637-640, 881-883; before the container started, the error
+// of K:1580). The API server verifies no kubelet serving certificate unless
+// --kubelet-certificate-authority is set, which no backend here sets.
 func (a *TerraformJob) serveLogs(ctx context.Context, cs kubernetes.Interface) (func(), error) {
 	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		parts := strings.Split(strings.TrimPrefix(r.URL.Path, "/containerLogs/"), "/")
@@ -443,7 +405,7 @@ func (a *TerraformJob) serveLogs(ctx context.Context, cs kubernetes.Interface) (
 		}
 		out, ok := a.Output(pod.Labels[batchv1.JobNameLabel])
 		if !ok {
-			http.Error(w, "container not started", http.StatusBadRequest)
+			http.Error(w, fmt.Sprintf("container %q in pod %q is waiting to start: ContainerCreating", parts[2], pod.Name), http.StatusBadRequest)
 			return
 		}
 		w.Header().Set("Content-Type", "text/plain")
@@ -464,7 +426,8 @@ func (a *TerraformJob) serveLogs(ctx context.Context, cs kubernetes.Interface) (
 		return nil, fmt.Errorf("registering the kubelet's Node: %w", err)
 	}
 	// Only an InternalIP: the API server dials the first of its preferred address types
-	// (Hostname first by default), and the Node's name resolves nowhere here.
+	// (Hostname first by default: cmd/kube-apiserver/app/options/options.go:75), and the Node's
+	// name resolves nowhere here.
 	node.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "127.0.0.1"}}
 	node.Status.DaemonEndpoints.KubeletEndpoint.Port = int32(port)
 	if _, err := cs.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{}); err != nil {
@@ -474,137 +437,124 @@ func (a *TerraformJob) serveLogs(ctx context.Context, cs kubernetes.Interface) (
 	return srv.Close, nil
 }
 
-// runPod plays the kubelet for pod: volumes, token, environment, the container, the status. It
-// returns the container's exit code and whether the Job's deadline stopped it; an error means
-// the Pod could not be run at all.
-func (a *TerraformJob) runPod(ctx context.Context, cs kubernetes.Interface, job *batchv1.Job, pod *corev1.Pod, deadline time.Time, out *lockedBuffer) (int, bool, error) {
-	// podCtx ends when the Pod is deleted by the deadline (or the Job): the container is stopped.
-	podCtx, stop := context.WithCancel(ctx)
-	defer stop()
-	var pastDeadline atomic.Bool
-	if !deadline.IsZero() {
-		timer := time.AfterFunc(time.Until(deadline), func() {
-			pastDeadline.Store(true)
-			a.deadlineExceeded(ctx, cs, job, pod)
-			stop()
-		})
-		defer timer.Stop()
-	}
+// runPod plays the kubelet for pod of Job job (see TerraformJob) and returns the container's exit
+// code; ran is false when the Pod did not run to an end (the actor stopped, or the Pod needs what
+// is not played).
+func (a *TerraformJob) runPod(ctx context.Context, cs kubernetes.Interface, job string, pod *corev1.Pod) (exit int, ran bool) {
 	dir, err := os.MkdirTemp("", "pod-"+pod.Name+"-")
 	if err != nil {
-		return 0, false, err
+		a.logf("Pod %s: %v", pod.Name, err)
+		return 0, false
 	}
 	defer func() { _ = os.RemoveAll(dir) }()
 	c := pod.Spec.Containers[0]
-
-	// Volumes: retried while what they project is missing, as the kubelet keeps a Pod
-	// ContainerCreating until its volumes mount.
-	var mounts map[string]string
-	for {
-		mounts, err = a.mountVolumes(ctx, cs, pod, c, filepath.Join(dir, "volumes"))
-		if err == nil {
-			break
-		}
-		out.printf("actor: MountVolume failed for Pod %s: %v\n", pod.Name, err)
-		select {
-		case <-podCtx.Done():
-			return 137, pastDeadline.Load(), ctx.Err()
-		case <-time.After(mountRetry):
-		}
-	}
-	kubeconfig := filepath.Join(dir, "kubeconfig")
-	if err := a.writeServiceAccountKubeconfig(ctx, cs, pod, kubeconfig); err != nil {
-		return 0, false, err
-	}
-	// The image's environment (PATH; HOME and TMPDIR the Pod's own), then the container's.
-	for _, d := range []string{"home", "tmp"} {
-		if err := os.Mkdir(filepath.Join(dir, d), 0o755); err != nil {
-			return 0, false, err
-		}
-	}
-	env := map[string]string{"PATH": os.Getenv("PATH"), "HOME": filepath.Join(dir, "home"), "TMPDIR": filepath.Join(dir, "tmp")}
-	cenv, err := a.containerEnv(ctx, cs, pod, c, mounts)
+	mounts, err := a.mountVolumes(ctx, cs, pod, c, filepath.Join(dir, "volumes"))
 	if err != nil {
-		return 0, false, fmt.Errorf("failed to set up the environment of Pod %s: %w", pod.Name, err)
+		a.logf("Pod %s: MountVolume failed: %v (not played: the Pod stays Pending)", pod.Name, err)
+		return 0, false
 	}
-	maps.Copy(env, cenv)
-	env["KUBECONFIG"] = kubeconfig
+	env, err := podSandbox(dir)
+	if err != nil {
+		a.logf("Pod %s: %v", pod.Name, err)
+		return 0, false
+	}
+	cenv, _ := containerEnv(&c, pod.Namespace) // unsupported has checked it
+	for k, v := range cenv {
+		if p, ok := mapPath(v, mounts); ok {
+			v = p
+		}
+		env[k] = v
+	}
+	maps.Copy(env, a.Env)
+	if a.ModulesDir != "" {
+		env["PROVISION_MODULES_DIR"] = a.ModulesDir
+	}
+	env["KUBECONFIG"] = filepath.Join(dir, "kubeconfig")
+	if err := writePodKubeconfig(ctx, a.Backend, pod.Namespace, pod.Spec.ServiceAccountName, pod, 0, env["KUBECONFIG"]); err != nil {
+		a.logf("Pod %s: %v", pod.Name, err)
+		return 0, false
+	}
+	args := make([]string, 0, len(c.Args))
+	for _, s := range c.Args {
+		args = append(args, expandVars(s, cenv))
+	}
+	cmd := exec.Command(a.RunnerBinary, args...)
+	cmd.Env = environ(env)
+	cmd.Dir = env["TMPDIR"]
+	if d, ok := mapPath(c.WorkingDir, mounts); ok {
+		cmd.Dir = d
+	}
+	out := &lockedBuffer{}
+	a.mu.Lock()
+	a.outputs[job] = out
+	a.mu.Unlock()
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 
 	started := metav1.Now()
-	if err := updatePodStatus(ctx, cs, pod, func(s *corev1.PodStatus) {
-		s.Phase = corev1.PodRunning
-		s.StartTime = &started
-		s.Conditions = setPodCondition(s.Conditions, corev1.PodReady, corev1.ConditionTrue, "")
-		s.ContainerStatuses = []corev1.ContainerStatus{{
-			Name: c.Name, Image: c.Image, Ready: true, Started: ptr.To(true),
-			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: started}},
-		}}
-	}); err != nil {
-		return 0, false, err
-	}
-	if !pastDeadline.Load() {
-		_ = a.updateJobStatus(ctx, cs, job, func(s *batchv1.JobStatus) { s.Ready = ptr.To[int32](1) })
-	}
-
-	cmd := exec.CommandContext(podCtx, a.RunnerBinary, c.Args...)
-	cmd.Env = environ(env)
-	cmd.Dir = filepath.Join(dir, "tmp")
-	if c.WorkingDir != "" {
-		if d, ok := mapPath(c.WorkingDir, mounts); ok {
-			cmd.Dir = d
+	term := &corev1.ContainerStateTerminated{ExitCode: 128, Reason: "StartError", StartedAt: started}
+	proc, err := devenv.StartTied(cmd) // the runner dies with this process, as a container with its node
+	if err != nil {
+		term.Message = err.Error()
+	} else {
+		_, err := updatePodStatus(ctx, cs, pod, func(s *corev1.PodStatus) {
+			s.Phase, s.StartTime = corev1.PodRunning, &started
+			s.ContainerStatuses = []corev1.ContainerStatus{{Name: c.Name, Image: c.Image, Ready: true, Started: ptr.To(true),
+				State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: started}}}}
+		})
+		a.report(err)
+		if a.awaitExit(ctx, cs, pod, cmd, proc) {
+			return 0, false
+		}
+		term.ExitCode, term.Reason = int32(exitCode(proc.Wait())), "Completed"
+		if term.ExitCode != 0 {
+			term.Reason = "Error"
 		}
 	}
-	cmd.Stdout, cmd.Stderr = out, out
-	// The kubelet stops a container with SIGTERM and, after the grace period, SIGKILL.
-	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
-	cmd.WaitDelay = time.Duration(ptr.Deref(pod.Spec.TerminationGracePeriodSeconds, corev1.DefaultTerminationGracePeriodSeconds)) * time.Second
-	// The runner dies with this process, as a container with its node (devenv.StartTied).
-	runErr := func() error {
-		proc, err := devenv.StartTied(cmd)
-		if err != nil {
-			return err
+	term.FinishedAt = metav1.Now()
+	cur, err := updatePodStatus(ctx, cs, pod, func(s *corev1.PodStatus) {
+		s.Phase = corev1.PodSucceeded
+		if term.ExitCode != 0 {
+			s.Phase = corev1.PodFailed
 		}
-		return proc.Wait()
-	}()
-	exitCode := 0
-	var exitErr *exec.ExitError
-	switch {
-	case runErr == nil:
-	case errors.As(runErr, &exitErr):
-		exitCode = exitErr.ExitCode()
-		if exitCode < 0 { // killed by a signal
-			exitCode = 137
-		}
-	default:
-		out.printf("actor: failed to start the container: %v\n", runErr)
-		exitCode = 128
-	}
-	if ctx.Err() != nil {
-		return exitCode, false, ctx.Err()
-	}
-	finished := metav1.Now()
-	phase, reason, readyReason := corev1.PodSucceeded, "Completed", "PodCompleted"
-	if exitCode != 0 {
-		phase, reason, readyReason = corev1.PodFailed, "Error", "PodFailed"
-	}
-	err = updatePodStatus(ctx, cs, pod, func(s *corev1.PodStatus) {
-		s.Phase = phase
-		s.Conditions = setPodCondition(s.Conditions, corev1.PodReady, corev1.ConditionFalse, readyReason)
-		s.ContainerStatuses = []corev1.ContainerStatus{{
-			Name: c.Name, Image: c.Image, Ready: false, Started: ptr.To(false),
-			State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
-				ExitCode: int32(exitCode), Reason: reason, StartedAt: started, FinishedAt: finished,
-			}},
-		}}
+		s.ContainerStatuses = []corev1.ContainerStatus{{Name: c.Name, Image: c.Image, Started: ptr.To(false), State: corev1.ContainerState{Terminated: term}}}
 	})
-	return exitCode, pastDeadline.Load(), err
+	if err == nil && cur.DeletionTimestamp != nil {
+		err = cs.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0), Preconditions: metav1.NewUIDPreconditions(string(pod.UID))})
+	}
+	a.report(err)
+	return int(term.ExitCode), true
+}
+
+// awaitExit waits until the container exits. When the Pod is deleted (or gone) the kubelet stops
+// the container with the Pod's grace period; when ctx ends the actor stops it likewise, as a node
+// going away, and awaitExit says so (true).
+func (a *TerraformJob) awaitExit(ctx context.Context, cs kubernetes.Interface, pod *corev1.Pod, cmd *exec.Cmd, proc *devenv.Child) bool {
+	tick := time.NewTicker(jobSyncInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-proc.Done():
+			return false
+		case <-ctx.Done():
+			stopContainer(cmd, proc.Done(), killGrace(nil, &pod.Spec))
+			return true
+		case <-tick.C:
+		}
+		cur, err := cs.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) || (err == nil && cur.UID != pod.UID) {
+			stopContainer(cmd, proc.Done(), killGrace(nil, &pod.Spec))
+			return false
+		}
+		if err == nil && cur.DeletionTimestamp != nil {
+			stopContainer(cmd, proc.Done(), killGrace(cur.DeletionGracePeriodSeconds, &pod.Spec))
+			return false
+		}
+	}
 }
 
 // mountVolumes sets up the volumes c mounts under dir and returns mountPath -> directory.
 func (a *TerraformJob) mountVolumes(ctx context.Context, cs kubernetes.Interface, pod *corev1.Pod, c corev1.Container, dir string) (map[string]string, error) {
-	if err := os.RemoveAll(dir); err != nil {
-		return nil, err
-	}
 	mounts := map[string]string{}
 	for _, m := range c.VolumeMounts {
 		i := slices.IndexFunc(pod.Spec.Volumes, func(v corev1.Volume) bool { return v.Name == m.Name })
@@ -612,8 +562,8 @@ func (a *TerraformJob) mountVolumes(ctx context.Context, cs kubernetes.Interface
 			return nil, fmt.Errorf("volume %q is not in the Pod", m.Name)
 		}
 		v := pod.Spec.Volumes[i]
-		if v.Projected != nil && isServiceAccountTokenVolume(v) {
-			continue // its token is delivered as KUBECONFIG
+		if v.Projected != nil {
+			continue // kube-api-access: its token is delivered as KUBECONFIG
 		}
 		target := filepath.Join(dir, v.Name)
 		if _, err := os.Stat(target); err != nil {
@@ -626,266 +576,74 @@ func (a *TerraformJob) mountVolumes(ctx context.Context, cs kubernetes.Interface
 	return mounts, nil
 }
 
-// setUpVolume writes volume v into target.
+// setUpVolume writes volume v into target: an empty directory, or the data of a ConfigMap
+// (MakePayload, pkg/volume/configmap/configmap.go:263-305; binaryData is not played) or a Secret
+// (pkg/volume/secret/secret.go:259) with the volume's defaultMode.
 func (a *TerraformJob) setUpVolume(ctx context.Context, cs kubernetes.Interface, pod *corev1.Pod, v corev1.Volume, target string) error {
-	switch {
-	case v.EmptyDir != nil:
+	if v.EmptyDir != nil {
 		return os.MkdirAll(target, 0o777)
-	case v.ConfigMap != nil:
+	}
+	if v.ConfigMap != nil {
 		cm, err := cs.CoreV1().ConfigMaps(pod.Namespace).Get(ctx, v.ConfigMap.Name, metav1.GetOptions{})
-		optional := ptr.Deref(v.ConfigMap.Optional, false)
-		if apierrors.IsNotFound(err) && optional {
-			return os.MkdirAll(target, 0o777)
-		}
 		if err != nil {
 			return fmt.Errorf("configmap %q: %w", v.ConfigMap.Name, err)
+		}
+		if len(cm.BinaryData) > 0 {
+			return fmt.Errorf("configmap %q has binaryData, which is not played", cm.Name)
 		}
 		data := map[string][]byte{}
 		for k, s := range cm.Data {
 			data[k] = []byte(s)
 		}
-		maps.Copy(data, cm.BinaryData)
-		return project(target, data, v.ConfigMap.Items, ptr.Deref(v.ConfigMap.DefaultMode, corev1.ConfigMapVolumeSourceDefaultMode), optional)
-	case v.Secret != nil:
-		s, err := cs.CoreV1().Secrets(pod.Namespace).Get(ctx, v.Secret.SecretName, metav1.GetOptions{})
-		optional := ptr.Deref(v.Secret.Optional, false)
-		if apierrors.IsNotFound(err) && optional {
-			return os.MkdirAll(target, 0o777)
-		}
-		if err != nil {
-			return fmt.Errorf("secret %q: %w", v.Secret.SecretName, err)
-		}
-		return project(target, s.Data, v.Secret.Items, ptr.Deref(v.Secret.DefaultMode, corev1.SecretVolumeSourceDefaultMode), optional)
+		return project(target, data, ptr.Deref(v.ConfigMap.DefaultMode, corev1.ConfigMapVolumeSourceDefaultMode))
 	}
-	return fmt.Errorf("volume %q is of a type TerraformJob does not play", v.Name)
+	s, err := cs.CoreV1().Secrets(pod.Namespace).Get(ctx, v.Secret.SecretName, metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("secret %q: %w", v.Secret.SecretName, err)
+	}
+	return project(target, s.Data, ptr.Deref(v.Secret.DefaultMode, corev1.SecretVolumeSourceDefaultMode))
 }
 
 // isServiceAccountTokenVolume reports whether v is the kube-api-access volume the ServiceAccount
 // admission plugin adds (a projected service account token, kube-root-ca.crt and the namespace).
 func isServiceAccountTokenVolume(v corev1.Volume) bool {
-	for _, s := range v.Projected.Sources {
-		if s.ServiceAccountToken != nil {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(v.Projected.Sources, func(s corev1.VolumeProjection) bool { return s.ServiceAccountToken != nil })
 }
 
-// project writes data (or its items) into target the way the kubelet's AtomicWriter does.
-func project(target string, data map[string][]byte, items []corev1.KeyToPath, mode int32, optional bool) error {
-	payload := map[string][]byte{}
-	modes := map[string]int32{}
-	if len(items) == 0 {
-		for k, v := range data {
-			payload[k], modes[k] = v, mode
-		}
-	} else {
-		for _, it := range items {
-			v, ok := data[it.Key]
-			if !ok {
-				if optional {
-					continue
-				}
-				return fmt.Errorf("references non-existent key: %s", it.Key)
-			}
-			payload[it.Path], modes[it.Path] = v, ptr.Deref(it.Mode, mode)
-		}
-	}
+// project writes data into target as the kubelet's AtomicWriter does
+// (pkg/volume/util/atomic_writer.go): a timestamped "..<time>" directory, mode 0755
+// (newTimestampDir, lines 398-412), holding a file per key with mode (writePayloadToDir, lines
+// 419-441); a "..data" symlink to it (lines 215-228); and a symlink per key to "..data/<key>"
+// (createUserVisibleFiles, lines 467-480). Keys cannot hold a "/" (validation.IsConfigMapKey), so
+// without items every file is at the top.
+func project(target string, data map[string][]byte, mode int32) error {
 	if err := os.MkdirAll(target, 0o755); err != nil {
 		return err
 	}
 	tsDir, err := os.MkdirTemp(target, time.Now().UTC().Format("..2006_01_02_15_04_05."))
+	if err == nil {
+		err = os.Chmod(tsDir, 0o755)
+	}
 	if err != nil {
 		return err
 	}
-	for p, v := range payload {
-		f := filepath.Join(tsDir, p)
-		if err := os.MkdirAll(filepath.Dir(f), 0o755); err != nil {
+	for k, v := range data {
+		if err := os.WriteFile(filepath.Join(tsDir, k), v, os.FileMode(mode)); err != nil {
 			return err
 		}
-		if err := os.WriteFile(f, v, os.FileMode(modes[p])); err != nil {
-			return err
-		}
-		if err := os.Chmod(f, os.FileMode(modes[p])); err != nil {
+		if err := os.Chmod(filepath.Join(tsDir, k), os.FileMode(mode)); err != nil {
 			return err
 		}
 	}
 	if err := os.Symlink(filepath.Base(tsDir), filepath.Join(target, "..data")); err != nil {
 		return err
 	}
-	linked := map[string]bool{}
-	for p := range payload {
-		top, _, _ := strings.Cut(p, "/")
-		if linked[top] {
-			continue
-		}
-		linked[top] = true
-		if err := os.Symlink(filepath.Join("..data", top), filepath.Join(target, top)); err != nil {
+	for k := range data {
+		if err := os.Symlink(filepath.Join("..data", k), filepath.Join(target, k)); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-// writeServiceAccountKubeconfig writes a kubeconfig holding a token of pod's ServiceAccount,
-// bound to the Pod, as the kubelet would project it.
-func (a *TerraformJob) writeServiceAccountKubeconfig(ctx context.Context, cs kubernetes.Interface, pod *corev1.Pod, path string) error {
-	sa := pod.Spec.ServiceAccountName
-	if sa == "" {
-		sa = "default"
-	}
-	tr, err := cs.CoreV1().ServiceAccounts(pod.Namespace).CreateToken(ctx, sa, &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{
-		ExpirationSeconds: ptr.To[int64](tokenExpirationSeconds),
-		BoundObjectRef:    &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: pod.Name, UID: pod.UID},
-	}}, metav1.CreateOptions{})
-	if err != nil {
-		return fmt.Errorf("failed to request a token of ServiceAccount %s/%s: %w", pod.Namespace, sa, err)
-	}
-	ca := a.Backend.CAData
-	if len(ca) == 0 && a.Backend.CAFile != "" {
-		if ca, err = os.ReadFile(a.Backend.CAFile); err != nil {
-			return err
-		}
-	}
-	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters["backend"] = &clientcmdapi.Cluster{Server: a.Backend.Host, CertificateAuthorityData: ca, TLSServerName: a.Backend.ServerName, InsecureSkipTLSVerify: a.Backend.Insecure}
-	cfg.AuthInfos["pod"] = &clientcmdapi.AuthInfo{Token: tr.Status.Token}
-	cfg.Contexts["pod"] = &clientcmdapi.Context{Cluster: "backend", AuthInfo: "pod", Namespace: pod.Namespace}
-	cfg.CurrentContext = "pod"
-	return clientcmd.WriteToFile(*cfg, path)
-}
-
-// containerEnv is c's environment as the kubelet builds it (pkg/kubelet/kubelet_pods.go,
-// makeEnvironmentVariables), paths under mounts mapped, the actor's Env on top.
-func (a *TerraformJob) containerEnv(ctx context.Context, cs kubernetes.Interface, pod *corev1.Pod, c corev1.Container, mounts map[string]string) (map[string]string, error) {
-	env := map[string]string{}
-	for _, from := range c.EnvFrom {
-		var data map[string]string
-		switch {
-		case from.ConfigMapRef != nil:
-			cm, err := cs.CoreV1().ConfigMaps(pod.Namespace).Get(ctx, from.ConfigMapRef.Name, metav1.GetOptions{})
-			if err != nil && !(apierrors.IsNotFound(err) && ptr.Deref(from.ConfigMapRef.Optional, false)) {
-				return nil, err
-			}
-			if cm != nil {
-				data = cm.Data
-			}
-		case from.SecretRef != nil:
-			s, err := cs.CoreV1().Secrets(pod.Namespace).Get(ctx, from.SecretRef.Name, metav1.GetOptions{})
-			if err != nil && !(apierrors.IsNotFound(err) && ptr.Deref(from.SecretRef.Optional, false)) {
-				return nil, err
-			}
-			if s != nil {
-				data = map[string]string{}
-				for k, v := range s.Data {
-					data[k] = string(v)
-				}
-			}
-		}
-		for k, v := range data {
-			env[from.Prefix+k] = v
-		}
-	}
-	for _, e := range c.Env {
-		if e.ValueFrom == nil {
-			env[e.Name] = expandEnv(e.Value, env)
-			continue
-		}
-		v, err := valueFrom(ctx, cs, pod, e.ValueFrom)
-		if err != nil {
-			return nil, fmt.Errorf("env %s: %w", e.Name, err)
-		}
-		env[e.Name] = v
-	}
-	for k, v := range env {
-		if p, ok := mapPath(v, mounts); ok {
-			env[k] = p
-		}
-	}
-	maps.Copy(env, a.Env)
-	if a.ModulesDir != "" {
-		env["PROVISION_MODULES_DIR"] = a.ModulesDir
-	}
-	return env, nil
-}
-
-// valueFrom resolves an env var's valueFrom.
-func valueFrom(ctx context.Context, cs kubernetes.Interface, pod *corev1.Pod, from *corev1.EnvVarSource) (string, error) {
-	switch {
-	case from.FieldRef != nil:
-		p := from.FieldRef.FieldPath
-		switch {
-		case p == "metadata.name":
-			return pod.Name, nil
-		case p == "metadata.namespace":
-			return pod.Namespace, nil
-		case p == "metadata.uid":
-			return string(pod.UID), nil
-		case p == "spec.serviceAccountName":
-			return pod.Spec.ServiceAccountName, nil
-		case p == "spec.nodeName":
-			return pod.Spec.NodeName, nil
-		case strings.HasPrefix(p, "metadata.labels['") && strings.HasSuffix(p, "']"):
-			return pod.Labels[strings.TrimSuffix(strings.TrimPrefix(p, "metadata.labels['"), "']")], nil
-		case strings.HasPrefix(p, "metadata.annotations['") && strings.HasSuffix(p, "']"):
-			return pod.Annotations[strings.TrimSuffix(strings.TrimPrefix(p, "metadata.annotations['"), "']")], nil
-		}
-		return "", fmt.Errorf("fieldRef %s is not played", p)
-	case from.SecretKeyRef != nil:
-		s, err := cs.CoreV1().Secrets(pod.Namespace).Get(ctx, from.SecretKeyRef.Name, metav1.GetOptions{})
-		if err != nil {
-			return "", err
-		}
-		v, ok := s.Data[from.SecretKeyRef.Key]
-		if !ok && !ptr.Deref(from.SecretKeyRef.Optional, false) {
-			return "", fmt.Errorf("secret %s has no key %s", from.SecretKeyRef.Name, from.SecretKeyRef.Key)
-		}
-		return string(v), nil
-	case from.ConfigMapKeyRef != nil:
-		cm, err := cs.CoreV1().ConfigMaps(pod.Namespace).Get(ctx, from.ConfigMapKeyRef.Name, metav1.GetOptions{})
-		if err != nil {
-			return "", err
-		}
-		v, ok := cm.Data[from.ConfigMapKeyRef.Key]
-		if !ok && !ptr.Deref(from.ConfigMapKeyRef.Optional, false) {
-			return "", fmt.Errorf("configmap %s has no key %s", from.ConfigMapKeyRef.Name, from.ConfigMapKeyRef.Key)
-		}
-		return v, nil
-	}
-	return "", errors.New("valueFrom source is not played")
-}
-
-// expandEnv replaces $(NAME) with env[NAME] when defined, and $$ with $, as the kubelet expands
-// env values (third_party/forked/golang/expansion).
-func expandEnv(s string, env map[string]string) string {
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] != '$' || i+1 >= len(s) {
-			b.WriteByte(s[i])
-			continue
-		}
-		switch s[i+1] {
-		case '$':
-			b.WriteByte('$')
-			i++
-		case '(':
-			end := strings.IndexByte(s[i+2:], ')')
-			if end < 0 {
-				b.WriteString(s[i:])
-				return b.String()
-			}
-			name := s[i+2 : i+2+end]
-			if v, ok := env[name]; ok {
-				b.WriteString(v)
-			} else {
-				b.WriteString(s[i : i+3+end])
-			}
-			i += 2 + end
-		default:
-			b.WriteByte(s[i])
-		}
-	}
-	return b.String()
 }
 
 // mapPath maps a path under one of mounts' mountPaths to the volume's directory.
@@ -904,14 +662,6 @@ func mapPath(p string, mounts map[string]string) (string, bool) {
 		return "", false
 	}
 	return filepath.Join(mounts[best], strings.TrimPrefix(p, best)), true
-}
-
-func environ(env map[string]string) []string {
-	out := make([]string, 0, len(env))
-	for _, k := range slices.Sorted(maps.Keys(env)) {
-		out = append(out, k+"="+env[k])
-	}
-	return out
 }
 
 // updateJobStatus applies mutate to the current Job's status and writes it (retrying conflicts).
@@ -934,16 +684,18 @@ func (a *TerraformJob) updateJobStatus(ctx context.Context, cs kubernetes.Interf
 }
 
 // updatePodStatus applies mutate to the current Pod's status and writes it.
-func updatePodStatus(ctx context.Context, cs kubernetes.Interface, pod *corev1.Pod, mutate func(*corev1.PodStatus)) error {
-	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+func updatePodStatus(ctx context.Context, cs kubernetes.Interface, pod *corev1.Pod, mutate func(*corev1.PodStatus)) (*corev1.Pod, error) {
+	var out *corev1.Pod
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		cur, err := cs.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
 		mutate(&cur.Status)
-		_, err = cs.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, cur, metav1.UpdateOptions{})
+		out, err = cs.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, cur, metav1.UpdateOptions{})
 		return err
 	})
+	return out, err
 }
 
 // removeTrackingFinalizer removes batch.kubernetes.io/job-tracking from pod, as
@@ -958,58 +710,15 @@ func removeTrackingFinalizer(ctx context.Context, cs kubernetes.Interface, pod *
 }
 
 func jobFinished(job *batchv1.Job) bool {
-	for _, t := range []batchv1.JobConditionType{batchv1.JobComplete, batchv1.JobFailed} {
-		if c := jobCondition(job, t); c != nil && c.Status == corev1.ConditionTrue {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(job.Status.Conditions, func(c batchv1.JobCondition) bool {
+		return (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed) && c.Status == corev1.ConditionTrue
+	})
 }
 
-func jobCondition(job *batchv1.Job, t batchv1.JobConditionType) *batchv1.JobCondition {
-	for i := range job.Status.Conditions {
-		if job.Status.Conditions[i].Type == t {
-			return &job.Status.Conditions[i]
-		}
-	}
-	return nil
-}
-
-// jobCondition2 is newCondition(t, True, reason, message, now).
-func jobCondition2(t batchv1.JobConditionType, reason, message string) *batchv1.JobCondition {
+// newJobCondition is the Job controller's newCondition(t, True, reason, message, now).
+func newJobCondition(t batchv1.JobConditionType, reason, message string) *batchv1.JobCondition {
 	now := metav1.Now()
 	return &batchv1.JobCondition{Type: t, Status: corev1.ConditionTrue, LastProbeTime: now, LastTransitionTime: now, Reason: reason, Message: message}
-}
-
-// ensureJobCondition is the Job controller's ensureJobConditionStatus: an existing condition is
-// replaced when it differs; a missing one is added unless its status is False.
-func ensureJobCondition(list []batchv1.JobCondition, t batchv1.JobConditionType, status corev1.ConditionStatus, reason, message string) []batchv1.JobCondition {
-	now := metav1.Now()
-	c := batchv1.JobCondition{Type: t, Status: status, LastProbeTime: now, LastTransitionTime: now, Reason: reason, Message: message}
-	for i := range list {
-		if list[i].Type == t {
-			if list[i].Status != status || list[i].Reason != reason || list[i].Message != message {
-				list[i] = c
-			}
-			return list
-		}
-	}
-	if status != corev1.ConditionFalse {
-		list = append(list, c)
-	}
-	return list
-}
-
-// setPodCondition sets condition t of a Pod's status.
-func setPodCondition(list []corev1.PodCondition, t corev1.PodConditionType, status corev1.ConditionStatus, reason string) []corev1.PodCondition {
-	c := corev1.PodCondition{Type: t, Status: status, Reason: reason, LastTransitionTime: metav1.Now()}
-	for i := range list {
-		if list[i].Type == t {
-			list[i] = c
-			return list
-		}
-	}
-	return append(list, c)
 }
 
 // lockedBuffer is a container log written by the runner's stdout and stderr at once.
@@ -1028,8 +737,4 @@ func (l *lockedBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
-}
-
-func (l *lockedBuffer) printf(format string, args ...any) {
-	_, _ = fmt.Fprintf(l, format, args...)
 }

@@ -131,8 +131,6 @@ type run struct {
 	operation    api.Operation
 	module       map[string]string
 	credential   map[string][]byte
-	// seeSuspended keeps the Job suspended until the Job controller has said so.
-	seeSuspended bool
 	// deadline is the Job's activeDeadlineSeconds.
 	deadline *int64
 }
@@ -253,15 +251,6 @@ func (e *terraformEnv) start(t *testing.T, r run) {
 			}
 			if _, err := e.cs.BatchV1().Jobs(jobsNamespace).Create(ctx, job, metav1.CreateOptions{}); err != nil {
 				return err
-			}
-			if r.seeSuspended {
-				framework.Eventually(t, time.Minute, "condition Suspended", func() (bool, string) {
-					j, err := e.cs.BatchV1().Jobs(jobsNamespace).Get(ctx, job.Name, metav1.GetOptions{})
-					if err != nil {
-						return false, err.Error()
-					}
-					return slices.Contains(conditionTypes(j), "Suspended/JobSuspended"), fmt.Sprint(j.Status)
-				})
 			}
 			_, err := e.cs.BatchV1().Jobs(jobsNamespace).Patch(ctx, job.Name, types.MergePatchType, []byte(`{"spec":{"suspend":false}}`), metav1.PatchOptions{})
 			return err
@@ -602,7 +591,7 @@ output "cluster_name" { value = "c-deadline" }
 		const id = "destroy1"
 		phases := e.phases(t, id)
 		before := len(e.aws.Requests("s3"))
-		e.start(t, run{id: id, topology: api.TopologyEKS, operation: api.OperationDestroy, credential: e.staticKey(), module: eksModule("c-eks/terraform.tfstate", ca), seeSuspended: true})
+		e.start(t, run{id: id, topology: api.TopologyEKS, operation: api.OperationDestroy, credential: e.staticKey(), module: eksModule("c-eks/terraform.tfstate", ca)})
 		job, out := e.wait(t, id)
 		if out.Annotations[api.AnnotationPhase] != string(api.StatusSucceeded) || out.Annotations[api.AnnotationMessage] != "Destroyed" || len(out.Data) != 0 {
 			log, _ := e.actor.Output(api.JobName(id))
@@ -611,9 +600,7 @@ output "cluster_name" { value = "c-deadline" }
 		if want := []string{"planning", "applying", "succeeded"}; !slices.Equal(phases(), want) {
 			t.Errorf("phases %v, want %v", phases(), want)
 		}
-		// Created suspended, resumed: the Suspended condition stays, False with JobResumed.
-		if want := []string{"SuccessCriteriaMet/CompletionsReached", "Complete/CompletionsReached"}; !slices.Equal(conditionTypes(job), want) ||
-			job.Status.Conditions[0].Type != batchv1.JobSuspended || job.Status.Conditions[0].Reason != "JobResumed" {
+		if want := []string{"SuccessCriteriaMet/CompletionsReached", "Complete/CompletionsReached"}; !slices.Equal(conditionTypes(job), want) {
 			t.Errorf("Job conditions %+v", job.Status.Conditions)
 		}
 		state, err := e.aws.S3.Object(tfStateBucket, "c-eks/terraform.tfstate")
