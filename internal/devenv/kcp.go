@@ -11,12 +11,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -163,7 +165,10 @@ func StopProcessGroup(cmd *exec.Cmd, done <-chan struct{}, grace time.Duration) 
 	}
 }
 
-// FreePorts returns n distinct free TCP ports on 127.0.0.1.
+// FreePorts returns n distinct free TCP ports on 127.0.0.1 for servers started later, from below
+// the kernel's ephemeral range (net.ipv4.ip_local_port_range): a port from inside it, as ":0"
+// gives, can be taken by any process's outgoing connection before the server binds it, which
+// on a busy machine running several suites at once it sometimes was.
 func FreePorts(n int) ([]int, error) {
 	var ls []net.Listener
 	defer func() {
@@ -171,14 +176,32 @@ func FreePorts(n int) ([]int, error) {
 			_ = l.Close()
 		}
 	}()
+	lo, hi := 10000, ephemeralLow()
 	ports := make([]int, 0, n)
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+	for tries := 0; len(ports) < n; tries++ {
+		if tries > 1000 {
+			return nil, fmt.Errorf("found only %d free ports in %d-%d on 127.0.0.1, want %d", len(ports), lo, hi-1, n)
+		}
+		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(lo+rand.IntN(hi-lo))))
 		if err != nil {
-			return nil, err
+			continue // taken
 		}
 		ls = append(ls, l)
 		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
 	}
 	return ports, nil
+}
+
+// ephemeralLow is the first port of the kernel's ephemeral range (Linux's
+// /proc/sys/net/ipv4/ip_local_port_range; 32768 where it cannot be read).
+func ephemeralLow() int {
+	raw, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err == nil {
+		if f := strings.Fields(string(raw)); len(f) == 2 {
+			if v, err := strconv.Atoi(f[0]); err == nil && v > 11000 {
+				return v
+			}
+		}
+	}
+	return 32768
 }
