@@ -172,8 +172,16 @@ func run() error {
 	for _, r := range stopped {
 		say("Stopped %s, which a previous run left running", r)
 	}
-	if err := devenv.CheckClaims(claims(root, dev, port)); err != nil {
-		return err
+	// A process that has just died (a killed run's servers die with it) may hold its ports for a
+	// moment after it is gone, before the kernel releases its sockets: ask again for a few
+	// seconds before giving up.
+	claimErr := devenv.CheckClaims(claims(root, dev, port))
+	for deadline := time.Now().Add(10 * time.Second); claimErr != nil && time.Now().Before(deadline); {
+		time.Sleep(500 * time.Millisecond)
+		claimErr = devenv.CheckClaims(claims(root, dev, port))
+	}
+	if claimErr != nil {
+		return claimErr
 	}
 	kcpLog, _ := os.Create(filepath.Join(logs, "kcp.log"))
 	say("Starting kcp on https://127.0.0.1:%d (state in %s/kcp, log in %s/logs/kcp.log)", port, state, state)
