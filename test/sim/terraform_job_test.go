@@ -2,16 +2,9 @@ package sim_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/base64"
 	"encoding/json"
-	"encoding/pem"
 	"fmt"
-	"math/big"
 	"os"
 	"path/filepath"
 	"slices"
@@ -367,7 +360,7 @@ output "cluster_ca_certificate" { value = %q }
 // destroy leaves the state empty.
 func TestTerraformJob(t *testing.T) {
 	e := startTerraformEnv(t)
-	ca := base64.StdEncoding.EncodeToString(testCA(t))
+	ca := base64.StdEncoding.EncodeToString(framework.SelfSignedCA(t))
 
 	t.Run("vanilla_kubeadm: the control plane's admin kubeconfig from SSM", func(t *testing.T) {
 		const id, param = "vanilla1", "/kubeopera/c-vanilla/admin_kubeconfig"
@@ -623,19 +616,4 @@ output "cluster_name" { value = "c-deadline" }
 			t.Errorf("the Pod's log:\n%s", log)
 		}
 	})
-}
-
-// testCA is a self-signed CA certificate (PEM), as a cluster's CA bundle.
-func testCA(t *testing.T) []byte {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "kubernetes"}, NotBefore: time.Now(), NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
 }
