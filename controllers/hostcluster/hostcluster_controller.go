@@ -22,6 +22,7 @@ import (
 	"github.com/kubeopera/kubeopera/internal/flux"
 	"github.com/kubeopera/kubeopera/internal/netguard"
 	pclient "github.com/kubeopera/kubeopera/internal/provisioner/client"
+	"github.com/kubeopera/kubeopera/internal/provisioning"
 	"github.com/kubeopera/kubeopera/internal/readlimit"
 	"github.com/kubeopera/kubeopera/internal/reconcile"
 	"github.com/kubeopera/kubeopera/internal/scaffolder"
@@ -98,7 +99,7 @@ type Reconciler struct {
 	// unset, which fails provision_vanilla and provision_eks at once, saying so.
 	Provisioner *pclient.Client
 	// MaxRunsPerHour caps the provisioning runs (apply and destroy) one workspace starts in any
-	// hour, counted in a ledger in its backend namespace (runcap.go); over it a HostCluster fails
+	// hour, counted in a ledger in its backend namespace (internal/provisioning); over it a HostCluster fails
 	// with QuotaExceeded and nothing is created. 0: no limit (the manager's flag defaults to
 	// DefaultMaxRunsPerHour).
 	MaxRunsPerHour int
@@ -127,6 +128,7 @@ type Reconciler struct {
 	Guard *netguard.Guard
 
 	installs  *reconcile.Operations[mcreconcile.Request, flux.Result]
+	runs      *provisioning.Runs
 	eksTokens ekstoken.Cache
 	trigger   *apiexport.Trigger
 	now       func() time.Time
@@ -178,6 +180,10 @@ func (r *Reconciler) SetupWithManager(mgr mcmanager.Manager) error {
 	if r.Guard == nil {
 		r.Guard = netguard.New(nil, netguard.DefaultRules()...)
 	}
+	r.runs = &provisioning.Runs{
+		Client: r.Provisioner, Identity: r.ProvisionerIdentity, MaxPerHour: r.MaxRunsPerHour, PlatformIdentity: r.PlatformAWS != nil,
+		ManagedBy: ControllerName, PollInterval: r.PollInterval, Now: r.now,
+	}
 	// A Flux install writes a dozen CRDs and takes seconds: never in a reconcile worker.
 	r.trigger = &apiexport.Trigger{}
 	r.installs = &reconcile.Operations[mcreconcile.Request, flux.Result]{
@@ -214,7 +220,7 @@ type scope struct {
 	hc *kov1alpha1.HostCluster
 	// target talks to the target cluster (access).
 	target *target.Target
-	// externalID is the workspace's AWS external ID (workspaceExternalID, first called by
+	// externalID is the workspace's AWS external ID (runsFor, first called by
 	// provision).
 	externalID string
 }

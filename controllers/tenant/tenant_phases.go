@@ -98,7 +98,8 @@ func (r *Reconciler) release(ctx context.Context, s *scope) error {
 	t := s.tenant
 	key := s.releaseKey()
 	var obs helm.Observation
-	if res, ok := r.installs.Take(key); ok {
+	switch res, state := r.installs.Poll(key); state {
+	case reconcile.OperationEnded:
 		// The install or upgrade this Tenant started has ended.
 		if res.Err != nil {
 			return helmError(s, res.Err)
@@ -106,9 +107,9 @@ func (r *Reconciler) release(ctx context.Context, s *scope) error {
 		obs = res.Value
 		s.Event(corev1.EventTypeNormal, kov1alpha1.ProgressingReason,
 			fmt.Sprintf("Installed vCluster release %s revision %d", s.releaseName, obs.Revision))
-	} else if r.installs.Running(key) {
+	case reconcile.OperationRunning:
 		return r.installing(s)
-	} else {
+	case reconcile.OperationIdle:
 		var err error
 		if obs, err = r.Helm.Observe(ctx, s.release(), s.values); err != nil {
 			return helmError(s, err)
@@ -233,11 +234,9 @@ func (r *Reconciler) callback(ctx context.Context, s *scope) error {
 // release included.
 func (r *Reconciler) uninstall(ctx context.Context, s *scope) error {
 	// An install still running would write the release again after the uninstall.
-	key := s.releaseKey()
-	if r.installs.Running(key) {
+	if !r.installs.Quiet(s.releaseKey()) {
 		return reconcile.Waiting(kov1alpha1.DeletingReason, "Waiting for the running install of "+s.releaseName+" to end", r.RequeueInterval)
 	}
-	r.installs.Take(key)
 	ns := &corev1.Namespace{}
 	err := s.Backend.Reader.Get(ctx, client.ObjectKey{Name: s.hostNamespace}, ns)
 	switch {

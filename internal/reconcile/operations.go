@@ -23,9 +23,13 @@ const DefaultOperationTimeout = 10 * time.Minute
 // Timeout; when one ends, Done is told the key's request so the object is reconciled again at
 // once, and the next pass takes the result. A step uses it as:
 //
-//	if res, ok := ops.Take(key); ok { /* use res.Value, res.Err */ }
-//	else if ops.Running(key) { return Waiting(...) }
-//	else { ops.Start(key, req, fn); return Waiting(...) }
+//	switch res, state := ops.Poll(key); state {
+//	case OperationEnded:   // use res.Value, res.Err
+//	case OperationRunning: return Waiting(...)
+//	case OperationIdle:    // observe; when due: ops.Run(key, req, fn); return Waiting(...)
+//	}
+//
+// and a delete step waits with Quiet(key) so no operation writes after it.
 //
 // Results live in memory: after a restart the step observes the external system again, which it
 // must do anyway. On shutdown, operations that have started run to their end (an install cut in
@@ -215,6 +219,42 @@ func (o *Operations[R, T]) Running(key string) bool {
 	defer o.mu.Unlock()
 	_, ok := o.running[key]
 	return ok
+}
+
+// OperationState is what Poll found for a key.
+type OperationState int
+
+const (
+	// OperationIdle: no operation runs for the key and none left a result: the step observes
+	// the external system and starts one when due.
+	OperationIdle OperationState = iota
+	// OperationRunning: one runs; its end reconciles the object again.
+	OperationRunning
+	// OperationEnded: one ended since the last Poll; its result is returned (and forgotten).
+	OperationEnded
+)
+
+// Poll is a step's one look at key's operation, under one lock: the result of one that ended
+// (taken), or whether one is running.
+func (o *Operations[R, T]) Poll(key string) (Result[T], OperationState) {
+	o.init()
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if res, ok := o.results[key]; ok {
+		delete(o.results, key)
+		return res, OperationEnded
+	}
+	if _, ok := o.running[key]; ok {
+		return Result[T]{}, OperationRunning
+	}
+	return Result[T]{}, OperationIdle
+}
+
+// Quiet reports whether no operation runs for key, forgetting the result of one that ended: a
+// delete step waits until it is, so no operation writes after the delete.
+func (o *Operations[R, T]) Quiet(key string) bool {
+	_, state := o.Poll(key)
+	return state != OperationRunning
 }
 
 // Take returns and forgets the result of key's last operation, if it ended since last taken.

@@ -53,6 +53,15 @@ func TestOperations(t *testing.T) {
 	if !ops.Running("k0") {
 		t.Error("k0 not running")
 	}
+	if _, state := ops.Poll("k0"); state != reconcile.OperationRunning {
+		t.Errorf("Poll(k0) = %v while it runs, want OperationRunning", state)
+	}
+	if ops.Quiet("k0") {
+		t.Error("Quiet(k0) while it runs")
+	}
+	if _, state := ops.Poll("never"); state != reconcile.OperationIdle {
+		t.Errorf("Poll(never) = %v, want OperationIdle", state)
+	}
 	time.Sleep(100 * time.Millisecond)
 	if n := running.Load(); n != 2 {
 		t.Errorf("%d operations run at once, limit 2", n)
@@ -79,6 +88,18 @@ func TestOperations(t *testing.T) {
 	}
 	if ops.Running("k3") {
 		t.Error("k3 still running")
+	}
+	if res, state := ops.Poll("k2"); state != reconcile.OperationEnded || res.Value != 2 {
+		t.Errorf("Poll(k2) = %v, %v, want OperationEnded with 2", res, state)
+	}
+	if _, state := ops.Poll("k2"); state != reconcile.OperationIdle {
+		t.Errorf("Poll(k2) after its result was taken = %v, want OperationIdle", state)
+	}
+	if !ops.Quiet("k1") {
+		t.Error("Quiet(k1) after it ended")
+	}
+	if _, ok := ops.Take("k1"); ok {
+		t.Error("Quiet(k1) kept the result of the operation that ended")
 	}
 	if !ops.Run("k3", "req3", op(-1)) {
 		t.Error("no new operation after the result was taken")
