@@ -130,7 +130,6 @@ type Reconciler struct {
 	installs  *reconcile.Operations[mcreconcile.Request, flux.Result]
 	runs      *provisioning.Runs
 	eksTokens ekstoken.Cache
-	trigger   *apiexport.Trigger
 	now       func() time.Time
 	// kind is the HostCluster described to the reconcile skeleton (SetupWithManager).
 	kind *reconcile.Kind[*kov1alpha1.HostCluster, *scope]
@@ -185,14 +184,11 @@ func (r *Reconciler) SetupWithManager(mgr mcmanager.Manager) error {
 		ManagedBy: ControllerName, PollInterval: r.PollInterval, Now: r.now,
 	}
 	// A Flux install writes a dozen CRDs and takes seconds: never in a reconcile worker.
-	r.trigger = &apiexport.Trigger{}
-	r.installs = &reconcile.Operations[mcreconcile.Request, flux.Result]{
-		Limit: r.InstallConcurrency, PerWorkspace: r.InstallsPerWorkspace, Workspace: reconcile.RequestWorkspace,
-		Timeout: r.InstallTimeout, Done: r.trigger.Enqueue,
-	}
-	if err := mgr.GetLocalManager().Add(r.installs); err != nil {
+	installs, installEnds, err := reconcile.NewOperations[flux.Result](mgr, r.InstallConcurrency, r.InstallsPerWorkspace, r.InstallTimeout)
+	if err != nil {
 		return err
 	}
+	r.installs = installs
 	r.kind = &reconcile.Kind[*kov1alpha1.HostCluster, *scope]{
 		Controller:    ControllerName,
 		GVK:           kov1alpha1.GroupVersion.WithKind("HostCluster"),
@@ -209,7 +205,7 @@ func (r *Reconciler) SetupWithManager(mgr mcmanager.Manager) error {
 		ReadyRequeue:  func(*kov1alpha1.HostCluster) time.Duration { return wait.Jitter(r.InventoryInterval, 0.2) },
 	}
 	return apiexport.NewController(mgr, "hostcluster", r.Workspaces, &kov1alpha1.HostCluster{},
-		mccontroller.Options{Reconciler: r.kind, MaxConcurrentReconciles: r.Concurrency}, apiexport.Watch{Trigger: r.trigger})
+		mccontroller.Options{Reconciler: r.kind, MaxConcurrentReconciles: r.Concurrency}, installEnds)
 }
 
 // scope is what one reconcile pass knows of a HostCluster, around the shared workspace↔backend

@@ -81,9 +81,8 @@ type Reconciler struct {
 	// InstallTimeout bounds one install or upgrade (reconcile.DefaultOperationTimeout when zero).
 	InstallTimeout time.Duration
 
-	// installs run Helm installs and upgrades; each one's end requeues its Tenant (trigger).
+	// installs run Helm installs and upgrades; each one's end requeues its Tenant.
 	installs *reconcile.Operations[mcreconcile.Request, helm.Observation]
-	trigger  *apiexport.Trigger
 	// kind is the Tenant described to the reconcile skeleton (SetupWithManager).
 	kind *reconcile.Kind[*kov1alpha1.Tenant, *scope]
 }
@@ -108,14 +107,11 @@ func (r *Reconciler) SetupWithManager(mgr mcmanager.Manager) error {
 	}
 	// A Helm install takes about a second even with Wait=false; run in the reconcile workers it
 	// would hold them from every other Tenant's quick pass.
-	r.trigger = &apiexport.Trigger{}
-	r.installs = &reconcile.Operations[mcreconcile.Request, helm.Observation]{
-		Limit: r.InstallConcurrency, PerWorkspace: r.InstallsPerWorkspace, Workspace: reconcile.RequestWorkspace,
-		Timeout: r.InstallTimeout, Done: r.trigger.Enqueue,
-	}
-	if err := mgr.GetLocalManager().Add(r.installs); err != nil {
+	installs, installEnds, err := reconcile.NewOperations[helm.Observation](mgr, r.InstallConcurrency, r.InstallsPerWorkspace, r.InstallTimeout)
+	if err != nil {
 		return err
 	}
+	r.installs = installs
 	r.kind = &reconcile.Kind[*kov1alpha1.Tenant, *scope]{
 		Controller:   ControllerName,
 		GVK:          kov1alpha1.GroupVersion.WithKind("Tenant"),
@@ -131,7 +127,7 @@ func (r *Reconciler) SetupWithManager(mgr mcmanager.Manager) error {
 		ReadyRequeue: func(*kov1alpha1.Tenant) time.Duration { return wait.Jitter(r.ReadyRecheckInterval, 0.2) },
 	}
 	return apiexport.NewController(mgr, "tenant", r.Workspaces, &kov1alpha1.Tenant{},
-		mccontroller.Options{Reconciler: r.kind, MaxConcurrentReconciles: r.Concurrency}, apiexport.Watch{Trigger: r.trigger})
+		mccontroller.Options{Reconciler: r.kind, MaxConcurrentReconciles: r.Concurrency}, installEnds)
 }
 
 // scope is what one reconcile pass knows of a Tenant, around the shared workspace↔backend Scope.

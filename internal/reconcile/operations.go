@@ -7,9 +7,11 @@ import (
 	"sync"
 	"time"
 
+	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
 	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
 
 	"github.com/kubeopera/kubeopera/workspaces"
+	"github.com/kubeopera/kubeopera/workspaces/apiexport"
 )
 
 // DefaultOperationTimeout bounds one operation when Operations.Timeout is zero: a Flux or vCluster
@@ -74,6 +76,21 @@ type workspaceSlots struct {
 type Result[T any] struct {
 	Value T
 	Err   error
+}
+
+// NewOperations returns the long operations of a controller registered with workspaces/apiexport:
+// at most limit at once and perWorkspace of one workspace (0: no such bound), each bounded by
+// timeout, added to mgr so they end with it. The end of each reconciles its object again through
+// the returned Watch, which the controller passes to apiexport.NewController.
+func NewOperations[T any](mgr mcmanager.Manager, limit, perWorkspace int, timeout time.Duration) (*Operations[mcreconcile.Request, T], apiexport.Watch, error) {
+	trigger := &apiexport.Trigger{}
+	ops := &Operations[mcreconcile.Request, T]{
+		Limit: limit, PerWorkspace: perWorkspace, Workspace: RequestWorkspace, Timeout: timeout, Done: trigger.Enqueue,
+	}
+	if err := mgr.GetLocalManager().Add(ops); err != nil {
+		return nil, apiexport.Watch{}, err
+	}
+	return ops, apiexport.Watch{Trigger: trigger}, nil
 }
 
 // RequestWorkspace is the logical cluster of a multicluster request: Operations.Workspace for
