@@ -88,9 +88,13 @@ TEST_BIN := $(CURDIR)/_artifacts/bin
 test-bin: ui
 	go build -o $(TEST_BIN)/ ./cmd/...
 
+# go test starts the packages' test runs in the order it is given them: the longest first, so they
+# do not start last (test/e2e, 8 of the run's 14 minutes, used to start as the 60th package).
+TEST_FIRST := ./test/e2e ./test/e2e/localenv ./controllers/hostcluster ./controllers/kubernetescluster ./controllers/tenant
+
 .PHONY: test
 test: tools ui chromium test-bin ## Run every test, including the e2e suite on real kcp and kube-apiservers.
-	KUBEOPERA_TEST_BIN=$(TEST_BIN) hack/test.sh $(GO_TEST_FLAGS) -p $(GO_TEST_PARALLEL) -timeout 30m ./...
+	KUBEOPERA_TEST_BIN=$(TEST_BIN) hack/test.sh $(GO_TEST_FLAGS) -p $(GO_TEST_PARALLEL) -timeout 30m $(TEST_FIRST) ./...
 
 .PHONY: test-unit
 test-unit: ## Only the tests that need no server (go test -short, no e2e): a fast loop; make test runs everything.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // PollInterval is how often Eventually and Consistently check their condition.
@@ -41,6 +42,20 @@ func Eventually(t testing.TB, timeout time.Duration, what string, cond func() (b
 	if err != nil {
 		t.Fatalf("timed out after %s waiting for %s; last: %s", timeout, what, strings.TrimSpace(last))
 	}
+}
+
+// EventuallyObject reads obj (by its namespace and name) through c until ready says it is, and
+// fails the test after timeout with what ready said last (e.g. its phase and conditions).
+func EventuallyObject[T client.Object](t testing.TB, c client.Client, obj T, timeout time.Duration, what string, ready func(T) (bool, string)) T {
+	t.Helper()
+	key := client.ObjectKeyFromObject(obj)
+	Eventually(t, timeout, what, func() (bool, string) {
+		if err := c.Get(t.Context(), key, obj); err != nil {
+			return false, err.Error()
+		}
+		return ready(obj)
+	})
+	return obj
 }
 
 // Consistently fails the test as soon as cond does not hold, checking it for the whole duration.

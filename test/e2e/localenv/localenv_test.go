@@ -1,4 +1,4 @@
-package e2e
+package localenv
 
 import (
 	"bytes"
@@ -349,14 +349,38 @@ func walkProvisioning(t *testing.T, bin, state string, env []string, run *runnin
 // waitHostClusterPhaseIn waits for a HostCluster in namespace to reach phase.
 func waitHostClusterPhaseIn(t *testing.T, c client.Client, namespace, name string, phase kov1alpha1.HostClusterPhase, timeout time.Duration) *kov1alpha1.HostCluster {
 	t.Helper()
-	hc := &kov1alpha1.HostCluster{}
-	framework.Eventually(t, timeout, "HostCluster "+name+" "+string(phase), func() (bool, string) {
-		if err := c.Get(context.Background(), client.ObjectKey{Namespace: namespace, Name: name}, hc); err != nil {
-			return false, err.Error()
-		}
-		return hc.Status.Phase == phase, describeHC(hc)
+	hc := &kov1alpha1.HostCluster{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
+	return framework.EventuallyObject(t, c, hc, timeout, "HostCluster "+name+" "+string(phase), func(hc *kov1alpha1.HostCluster) (bool, string) {
+		return hc.Status.Phase == phase, describe(string(hc.Status.Phase), hc.Status.Message, hc.Status.Conditions)
 	})
-	return hc
+}
+
+// waitPhase waits for a Tenant to reach phase.
+func waitPhase(t *testing.T, c client.Client, namespace, name string, phase kov1alpha1.TenantPhase) *kov1alpha1.Tenant {
+	t.Helper()
+	tn := &kov1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
+	return framework.EventuallyObject(t, c, tn, 2*time.Minute, "Tenant "+name+" "+string(phase), func(tn *kov1alpha1.Tenant) (bool, string) {
+		return tn.Status.Phase == phase, describe(string(tn.Status.Phase), tn.Status.Message, tn.Status.Conditions)
+	})
+}
+
+// describe is what a wait shows of an object's status when it times out.
+func describe(phase, message string, conditions []metav1.Condition) string {
+	var conds []string
+	for _, c := range conditions {
+		conds = append(conds, fmt.Sprintf("%s=%s/%s(%s)", c.Type, c.Status, c.Reason, c.Message))
+	}
+	return fmt.Sprintf("phase %q message %q conditions %v", phase, message, conds)
+}
+
+// buildCommands puts the named commands of cmd/, built once for the run (framework.Commands),
+// into dir and returns dir.
+func buildCommands(t *testing.T, dir string, cmds ...string) string {
+	t.Helper()
+	if _, err := framework.Commands(dir, cmds...); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
 
 // runningDevenv is a started bin/devenv.
