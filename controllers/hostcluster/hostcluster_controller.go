@@ -203,9 +203,13 @@ func (r *Reconciler) SetupWithManager(mgr mcmanager.Manager) error {
 		PublishPhases: true,
 		ReadyMessage:  readyMessage,
 		ReadyRequeue:  func(*kov1alpha1.HostCluster) time.Duration { return wait.Jitter(r.InventoryInterval, 0.2) },
+		OwnAnnotations: []string{
+			kov1alpha1.ValidationStartedAnnotation, kov1alpha1.ScaffoldJobIDAnnotation,
+			kov1alpha1.ProvisionJobIDAnnotation, kov1alpha1.DestroyJobIDAnnotation,
+		},
 	}
 	return apiexport.NewController(mgr, "hostcluster", r.Workspaces, &kov1alpha1.HostCluster{},
-		mccontroller.Options{Reconciler: r.kind, MaxConcurrentReconciles: r.Concurrency}, installEnds)
+		mccontroller.Options{Reconciler: r.kind, MaxConcurrentReconciles: r.Concurrency}, r.kind.Watch(), installEnds)
 }
 
 // scope is what one reconcile pass knows of a HostCluster, around the shared workspace↔backend

@@ -345,7 +345,7 @@ func (r *Reconciler) bootstrapFlux(ctx context.Context, s *scope) error {
 		s.Event(corev1.EventTypeNormal, kov1alpha1.ProgressingReason, res.Value.Message)
 		reconcile.MarkFalse(hc, kov1alpha1.FluxReadyCondition, reason, res.Value.Message)
 	case state == reconcile.OperationRunning:
-		return reconcile.Waiting(kov1alpha1.WaitingReason, "Installing Flux into "+flux.Namespace, r.PollInterval)
+		return reconcile.Waiting(kov1alpha1.WaitingReason, "Installing Flux into "+flux.Namespace, r.installs.Recheck())
 	case installedThisGeneration(hc):
 		reason = reconcile.GetCondition(hc, kov1alpha1.FluxReadyCondition).Reason
 	default:
@@ -354,7 +354,7 @@ func (r *Reconciler) bootstrapFlux(ctx context.Context, s *scope) error {
 		r.installs.Run(key, s.Request, func(ctx context.Context) (flux.Result, error) {
 			return r.Flux.Ensure(ctx, cfg)
 		})
-		return reconcile.Waiting(kov1alpha1.WaitingReason, "Installing Flux into "+flux.Namespace, r.PollInterval)
+		return reconcile.Waiting(kov1alpha1.WaitingReason, "Installing Flux into "+flux.Namespace, r.installs.Recheck())
 	}
 
 	if hc.Spec.GitCredentialsSecretRef != "" {

@@ -110,7 +110,7 @@ func (r *Reconciler) SetupWithManager(mgr mcmanager.Manager) error {
 		},
 	}
 	return apiexport.NewController(mgr, "kubernetescluster", r.Workspaces, &platformv1alpha1.KubernetesCluster{},
-		mccontroller.Options{Reconciler: r.kind, MaxConcurrentReconciles: r.Concurrency},
+		mccontroller.Options{Reconciler: r.kind, MaxConcurrentReconciles: r.Concurrency}, r.kind.Watch(),
 		apiexport.Watch{Object: &platformv1alpha1.ProviderConfig{}, Map: r.naming(func(kc *platformv1alpha1.KubernetesCluster) string {
 			if kc.Spec.ProviderRef.ConfigRef == nil {
 				return ""

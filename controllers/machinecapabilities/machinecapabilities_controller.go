@@ -68,7 +68,7 @@ func (r *Reconciler) SetupWithManager(mgr mcmanager.Manager) error {
 		ReadyMessage: readyMessage,
 	}
 	return apiexport.NewController(mgr, "machinecapabilities", r.Workspaces, &platformv1alpha1.MachineCapabilities{},
-		mccontroller.Options{Reconciler: r.kind, MaxConcurrentReconciles: r.Concurrency},
+		mccontroller.Options{Reconciler: r.kind, MaxConcurrentReconciles: r.Concurrency}, r.kind.Watch(),
 		apiexport.Watch{Object: &platformv1alpha1.ProviderMachineFlavor{}, Map: r.allOfWorkspace})
 }
 

@@ -91,7 +91,7 @@ func (r *Reconciler) SetupWithManager(mgr mcmanager.Manager) error {
 		ReadyRequeue: func(*platformv1alpha1.ProviderConfig) time.Duration { return readyRecheck },
 	}
 	return apiexport.NewController(mgr, "providerconfig", r.Workspaces, &platformv1alpha1.ProviderConfig{},
-		mccontroller.Options{Reconciler: r.kind, MaxConcurrentReconciles: r.Concurrency},
+		mccontroller.Options{Reconciler: r.kind, MaxConcurrentReconciles: r.Concurrency}, r.kind.Watch(),
 		// A ProviderConfig being deleted waits for the KubernetesClusters naming it: one going
 		// is looked at at once.
 		apiexport.Watch{Object: &platformv1alpha1.KubernetesCluster{}, Map: func(obj client.Object) []types.NamespacedName {

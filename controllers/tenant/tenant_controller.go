@@ -127,7 +127,7 @@ func (r *Reconciler) SetupWithManager(mgr mcmanager.Manager) error {
 		ReadyRequeue: func(*kov1alpha1.Tenant) time.Duration { return wait.Jitter(r.ReadyRecheckInterval, 0.2) },
 	}
 	return apiexport.NewController(mgr, "tenant", r.Workspaces, &kov1alpha1.Tenant{},
-		mccontroller.Options{Reconciler: r.kind, MaxConcurrentReconciles: r.Concurrency}, installEnds)
+		mccontroller.Options{Reconciler: r.kind, MaxConcurrentReconciles: r.Concurrency}, r.kind.Watch(), installEnds)
 }
 
 // scope is what one reconcile pass knows of a Tenant, around the shared workspace↔backend Scope.

@@ -155,7 +155,8 @@ func (s *scope) release() helm.Release {
 
 // installing says the Tenant waits for its install or upgrade, which requeues it when it ends.
 func (r *Reconciler) installing(s *scope) error {
-	return reconcile.Waiting(kov1alpha1.WaitingReason, "Installing vCluster release "+s.releaseName, r.RequeueInterval)
+	// The install's end requeues the Tenant: no poll meanwhile.
+	return reconcile.Waiting(kov1alpha1.WaitingReason, "Installing vCluster release "+s.releaseName, r.installs.Recheck())
 }
 
 // helmError says which release a Helm client error is about. The skeleton stalls the Tenant

@@ -24,6 +24,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/util/flowcontrol"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -123,6 +124,10 @@ func (o Options) Configs() (*Configs, error) {
 	kcp = countWatches(workspaces.ClusterConfig(kcp, o.PlatformWorkspace))
 	kcp.QPS, kcp.Burst = o.KCPQPS, o.KCPBurst
 	backend.QPS, backend.Burst = o.BackendQPS, o.BackendBurst
+	// One limiter for every client of the backend made from this config (the controllers' per-kind
+	// REST clients, Helm's, the provider's), so --backend-qps bounds the manager as a whole; a
+	// config without one gives each client a limiter of its own.
+	backend.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(o.BackendQPS, o.BackendBurst)
 	return &Configs{KCP: kcp, Sweep: sweep, Backend: backend}, nil
 }
 

@@ -2,12 +2,16 @@ package reconcile
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/kubeopera/kubeopera/syncer"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
 
 	"github.com/kubeopera/kubeopera/workspaces"
@@ -45,6 +49,52 @@ type Kind[O Object, S any] struct {
 	// ReadyRequeue, if set, returns the (jittered) interval after which a Ready object is checked
 	// for drift.
 	ReadyRequeue func(obj O) time.Duration
+	// OwnAnnotations are the annotations the steps write on the object (a job's ID, when a wait
+	// began): a change of one of them alone wakes no pass (Watch).
+	OwnAnnotations []string
+}
+
+// Watch is how the controller watches its own kind (give it to apiexport.NewController): an
+// update is queued only when it carries something a pass acts on (Changed), so the controller's
+// own status, finalizer and annotation writes do not wake it again: the pass that wrote them
+// already returned what should happen next.
+func (k *Kind[O, S]) Watch() apiexport.Watch {
+	return apiexport.Watch{Object: k.New(), Updates: k.Changed}
+}
+
+// Changed reports whether an update of one of the kind's objects carries anything a pass acts
+// on: a new generation (the spec), a deletion, the kind's finalizer taken away, other labels or
+// annotations (the retry annotation among them; not OwnAnnotations), or the phase set back to
+// Pending (an admin's retry, docs/architecture.md). Any other change is the manager's own
+// status write.
+func (k *Kind[O, S]) Changed(oldObj, newObj client.Object) bool {
+	o, ok1 := oldObj.(Object)
+	n, ok2 := newObj.(Object)
+	if !ok1 || !ok2 {
+		return true
+	}
+	ownAnnotation := func(key string) bool { return slices.Contains(k.OwnAnnotations, key) }
+	switch {
+	case o.GetGeneration() != n.GetGeneration(),
+		!o.GetDeletionTimestamp().Equal(n.GetDeletionTimestamp()),
+		controllerutil.ContainsFinalizer(o, k.Finalizer) && !controllerutil.ContainsFinalizer(n, k.Finalizer),
+		!maps.Equal(o.GetLabels(), n.GetLabels()),
+		!maps.EqualFunc(withoutKeys(o.GetAnnotations(), ownAnnotation), withoutKeys(n.GetAnnotations(), ownAnnotation), func(a, b string) bool { return a == b }),
+		phaseOf(n) == PhasePending && phaseOf(o) != PhasePending:
+		return true
+	}
+	return false
+}
+
+// withoutKeys is m without the keys drop says to drop.
+func withoutKeys(m map[string]string, drop func(string) bool) map[string]string {
+	out := make(map[string]string, len(m))
+	for key, v := range m {
+		if !drop(key) {
+			out[key] = v
+		}
+	}
+	return out
 }
 
 // Reconcile implements mcreconcile.Reconciler for the kind.

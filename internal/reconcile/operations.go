@@ -238,6 +238,14 @@ func (o *Operations[R, T]) Running(key string) bool {
 	return ok
 }
 
+// Recheck is how long a step waiting on a running operation waits before it looks again
+// anyway: the operation's end requeues the object at once, so this is only the fallback for an
+// end that was never told (its Timeout, and a little more).
+func (o *Operations[R, T]) Recheck() time.Duration {
+	o.init()
+	return o.Timeout + 10*time.Second
+}
+
 // OperationState is what Poll found for a key.
 type OperationState int
 

@@ -10,9 +10,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	commonv1alpha1 "github.com/kubeopera/kubeopera/apis/common/v1alpha1"
@@ -286,7 +288,8 @@ func (p Pass[S]) finish(ctx context.Context, err error, ready func(), reasonOver
 			ready()
 		}
 		if p.ReadyRequeue != nil {
-			return ctrl.Result{RequeueAfter: p.ReadyRequeue()}, nil
+			// A drift check: behind every object that changed or waits for something.
+			return ctrl.Result{RequeueAfter: p.ReadyRequeue(), Priority: ptr.To(handler.LowPriority)}, nil
 		}
 		return ctrl.Result{}, nil
 	}

@@ -19,6 +19,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	ctrlreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	commonv1alpha1 "github.com/kubeopera/kubeopera/apis/common/v1alpha1"
@@ -165,6 +166,11 @@ func TestOutcomes(t *testing.T) {
 			}
 			if err != nil && res.RequeueAfter != 0 {
 				t.Error("an error together with RequeueAfter")
+			}
+			// A Ready object's drift check waits behind every object that changed or waits on
+			// something; nothing else changes the request's priority.
+			if drift := tc.wantPhase == "Ready"; drift != (res.Priority != nil && *res.Priority == handler.LowPriority) || (!drift && res.Priority != nil) {
+				t.Errorf("Priority = %v for phase %s, want low for a drift check only", res.Priority, tc.wantPhase)
 			}
 			if string(after.Status.Phase) != tc.wantPhase {
 				t.Errorf("phase = %q, want %q", after.Status.Phase, tc.wantPhase)

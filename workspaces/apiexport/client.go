@@ -62,6 +62,7 @@ type scopedClient struct {
 	lc     string
 	reader client.Reader // nil: reads go to the API server
 	w      client.Client
+	writes *ownWrites // the provider's record of its own writes (ownwrites.go)
 }
 
 var _ client.Client = scopedClient{}
@@ -95,11 +96,21 @@ func (c scopedClient) Delete(ctx context.Context, obj client.Object, opts ...cli
 }
 
 func (c scopedClient) Update(ctx context.Context, obj client.Object, opts ...client.UpdateOption) error {
-	return c.w.Update(c.in(ctx), obj, opts...)
+	before := obj.GetResourceVersion()
+	if err := c.w.Update(c.in(ctx), obj, opts...); err != nil {
+		return err
+	}
+	c.writes.record(obj, before)
+	return nil
 }
 
 func (c scopedClient) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
-	return c.w.Patch(c.in(ctx), obj, patch, opts...)
+	before := obj.GetResourceVersion()
+	if err := c.w.Patch(c.in(ctx), obj, patch, opts...); err != nil {
+		return err
+	}
+	c.writes.record(obj, before)
+	return nil
 }
 
 func (c scopedClient) DeleteAllOf(ctx context.Context, obj client.Object, opts ...client.DeleteAllOfOption) error {
@@ -109,7 +120,7 @@ func (c scopedClient) DeleteAllOf(ctx context.Context, obj client.Object, opts .
 func (c scopedClient) Status() client.SubResourceWriter { return c.SubResource("status") }
 
 func (c scopedClient) SubResource(subResource string) client.SubResourceClient {
-	return scopedSubResource{lc: c.lc, c: c.w.SubResource(subResource)}
+	return scopedSubResource{lc: c.lc, c: c.w.SubResource(subResource), writes: c.writes}
 }
 
 func (c scopedClient) Scheme() *runtime.Scheme        { return c.w.Scheme() }
@@ -122,8 +133,9 @@ func (c scopedClient) IsObjectNamespaced(obj runtime.Object) (bool, error) {
 }
 
 type scopedSubResource struct {
-	lc string
-	c  client.SubResourceClient
+	lc     string
+	c      client.SubResourceClient
+	writes *ownWrites
 }
 
 func (s scopedSubResource) Get(ctx context.Context, obj, sub client.Object, opts ...client.SubResourceGetOption) error {
@@ -135,11 +147,21 @@ func (s scopedSubResource) Create(ctx context.Context, obj, sub client.Object, o
 }
 
 func (s scopedSubResource) Update(ctx context.Context, obj client.Object, opts ...client.SubResourceUpdateOption) error {
-	return s.c.Update(WithCluster(ctx, s.lc), obj, opts...)
+	before := obj.GetResourceVersion()
+	if err := s.c.Update(WithCluster(ctx, s.lc), obj, opts...); err != nil {
+		return err
+	}
+	s.writes.record(obj, before)
+	return nil
 }
 
 func (s scopedSubResource) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
-	return s.c.Patch(WithCluster(ctx, s.lc), obj, patch, opts...)
+	before := obj.GetResourceVersion()
+	if err := s.c.Patch(WithCluster(ctx, s.lc), obj, patch, opts...); err != nil {
+		return err
+	}
+	s.writes.record(obj, before)
+	return nil
 }
 
 func (s scopedSubResource) Apply(ctx context.Context, obj runtime.ApplyConfiguration, opts ...client.SubResourceApplyOption) error {

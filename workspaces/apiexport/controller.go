@@ -17,6 +17,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
 	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
@@ -29,9 +31,10 @@ type MapFunc func(client.Object) []types.NamespacedName
 
 // route is one controller's watch of one kind: one handler on that kind's informer in each shard.
 type route struct {
-	obj   client.Object
-	mapFn MapFunc
-	queue workqueue.TypedRateLimitingInterface[mcreconcile.Request]
+	obj     client.Object
+	mapFn   MapFunc
+	updates func(old, new client.Object) bool
+	queue   workqueue.TypedRateLimitingInterface[mcreconcile.Request]
 }
 
 func requestFor(key types.NamespacedName) reconcile.Request {
@@ -44,6 +47,10 @@ type Watch struct {
 	Object  client.Object
 	Map     MapFunc
 	Trigger *Trigger
+	// Updates, if set, says which updates are queued (old and new object): e.g. not the
+	// controller's own status writes. nil: every update. A Watch of the controller's own kind
+	// with Updates and no Map sets how that kind is watched.
+	Updates func(old, new client.Object) bool
 }
 
 // Trigger queues requests of its controller from outside any watch: e.g. when a long operation
@@ -117,7 +124,16 @@ func NewController(mgr mcmanager.Manager, name string, p *Provider, For client.O
 	if err != nil {
 		return err
 	}
-	for _, w := range append([]Watch{{Object: For}}, watches...) {
+	own := Watch{Object: For}
+	var others []Watch
+	for _, w := range watches {
+		if w.Trigger == nil && w.Map == nil && w.Updates != nil && reflect.TypeOf(w.Object) == reflect.TypeOf(For) {
+			own.Updates = w.Updates
+			continue
+		}
+		others = append(others, w)
+	}
+	for _, w := range append([]Watch{own}, others...) {
 		if w.Trigger != nil {
 			if err := c.Watch(w.Trigger); err != nil {
 				return err
@@ -142,7 +158,7 @@ type source struct {
 }
 
 func (s *source) Start(ctx context.Context, q workqueue.TypedRateLimitingInterface[mcreconcile.Request]) error {
-	return s.provider.addRoute(ctx, &route{obj: s.watch.Object, mapFn: s.watch.Map, queue: q})
+	return s.provider.addRoute(ctx, &route{obj: s.watch.Object, mapFn: s.watch.Map, updates: s.watch.Updates, queue: q})
 }
 
 func (s *source) String() string { return fmt.Sprintf("fleet source %T", s.watch.Object) }
@@ -172,7 +188,7 @@ func (p *Provider) watch(ctx context.Context, s *shard, r *route) error {
 	if err != nil {
 		return fmt.Errorf("failed to watch %T at %s: %w", r.obj, s.url, err)
 	}
-	handle := func(obj any) {
+	handle := func(obj any, priority int) {
 		if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
 			obj = t.Obj
 		}
@@ -180,18 +196,35 @@ func (p *Provider) watch(ctx context.Context, s *shard, r *route) error {
 		if !ok {
 			return
 		}
-		p.route(r, logicalcluster.From(o).String(), o)
+		p.route(r, logicalcluster.From(o).String(), o, priority)
 	}
-	_, err = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    handle,
-		UpdateFunc: func(_, obj any) { handle(obj) },
-		DeleteFunc: handle,
+	_, err = inf.AddEventHandler(toolscache.ResourceEventHandlerDetailedFuncs{
+		AddFunc: func(obj any, initialList bool) {
+			// What the informer lists when it starts (a manager's cold start) goes behind what
+			// changes meanwhile, as controller-runtime's own handlers do.
+			priority := 0
+			if initialList {
+				priority = handler.LowPriority
+			}
+			handle(obj, priority)
+		},
+		UpdateFunc: func(oldObj, obj any) {
+			if r.updates != nil {
+				o, ok1 := oldObj.(client.Object)
+				n, ok2 := obj.(client.Object)
+				if ok1 && ok2 && !r.updates(o, n) {
+					return
+				}
+			}
+			handle(obj, 0)
+		},
+		DeleteFunc: func(obj any) { handle(obj, 0) },
 	})
 	return err
 }
 
-// route queues the requests obj maps to, or parks them until lc is engaged.
-func (p *Provider) route(r *route, lc string, obj client.Object) {
+// route queues the requests obj maps to at priority, or parks them until lc is engaged.
+func (p *Provider) route(r *route, lc string, obj client.Object, priority int) {
 	keys := []types.NamespacedName{{Namespace: obj.GetNamespace(), Name: obj.GetName()}}
 	if r.mapFn != nil {
 		keys = r.mapFn(obj)
@@ -220,8 +253,18 @@ func (p *Provider) route(r *route, lc string, obj client.Object) {
 	}
 	p.mu.Unlock()
 	for _, k := range keys {
-		r.queue.Add(mcreconcile.Request{ClusterName: p.ClusterName(lc), Request: requestFor(k)})
+		r.add(mcreconcile.Request{ClusterName: p.ClusterName(lc), Request: requestFor(k)}, priority)
 	}
+}
+
+// add queues req at priority when the controller's queue has priorities (controller-runtime's
+// default), else plainly.
+func (r *route) add(req mcreconcile.Request, priority int) {
+	if pq, ok := r.queue.(priorityqueue.PriorityQueue[mcreconcile.Request]); ok && priority != 0 {
+		pq.AddWithOpts(priorityqueue.AddOpts{Priority: &priority}, req)
+		return
+	}
+	r.queue.Add(req)
 }
 
 func lowerFirst(s string) string {

@@ -3,6 +3,7 @@ package apiexport_test
 import (
 	"context"
 	"fmt"
+	"maps"
 	"runtime"
 	"sync"
 	"testing"
@@ -120,7 +121,13 @@ func start(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	rec := &recorder{p: p, requests: map[string]int{}}
-	if err := apiexport.NewController(mgr, "fleet-test", p, &kov1alpha1.Tenant{}, mccontroller.Options{Reconciler: rec, MaxConcurrentReconciles: 4, SkipNameValidation: ptrTo(true)}); err != nil {
+	// As reconcile.Kind's watch does: an update that changes only what the recorder writes itself
+	// (its annotation) is not queued.
+	updates := func(o, n client.Object) bool {
+		return o.GetGeneration() != n.GetGeneration() || !maps.Equal(o.GetLabels(), n.GetLabels())
+	}
+	if err := apiexport.NewController(mgr, "fleet-test", p, &kov1alpha1.Tenant{}, mccontroller.Options{Reconciler: rec, MaxConcurrentReconciles: 4, SkipNameValidation: ptrTo(true)},
+		apiexport.Watch{Object: &kov1alpha1.Tenant{}, Updates: updates}); err != nil {
 		t.Fatal(err)
 	}
 	framework.RunUntilCleanup(t, mgr)
@@ -210,6 +217,45 @@ func TestProvider(t *testing.T) {
 				}
 			}
 			return false, fmt.Sprintf("%d events, none from the test controller", len(list.Items))
+		})
+	})
+
+	// The recorder annotates each Tenant once (its own write), which its watch's Updates drops; a
+	// tenant's label change it keeps. Events of one kind reach the queue in the order they happened, so
+	// once a second Tenant created after the first one's write has been reconciled, a pass the
+	// write had caused would already have been counted.
+	t.Run("updates a watch's Updates drops do not wake the controller; the others do", func(t *testing.T) {
+		lc, c := e.workspace(t, "fleet-own")
+		annotated := func(name string) {
+			t.Helper()
+			framework.Eventually(t, time.Minute, "Tenant "+name+" annotated by its pass", func() (bool, string) {
+				tn := &kov1alpha1.Tenant{}
+				if err := c.Get(ctx, client.ObjectKey{Namespace: "default", Name: name}, tn); err != nil {
+					return false, err.Error()
+				}
+				return tn.Annotations["test.kubeopera.io/seen-in"] == lc, fmt.Sprint(tn.Annotations)
+			})
+		}
+		annotated("t")
+		barrier := &kov1alpha1.Tenant{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "barrier"},
+			Spec:       kov1alpha1.TenantSpec{UserID: "u", TenantName: "barrier-own", CloudSpaceID: "barrier-own"},
+		}
+		barrier.Spec.Quota.CPU.Set(1)
+		barrier.Spec.Quota.Memory.Set(1 << 30)
+		if err := c.Create(ctx, barrier); err != nil {
+			t.Fatal(err)
+		}
+		annotated("barrier")
+		if got := e.rec.count(lc); got != 2 {
+			t.Fatalf("%d passes for two created Tenants, each annotated once by its own pass: want 2 (the annotation writes woke the controller)", got)
+		}
+		patch := client.RawPatch("application/merge-patch+json", []byte(`{"metadata":{"labels":{"touched-by":"tenant"}}}`))
+		if err := c.Patch(ctx, &kov1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "t"}}, patch); err != nil {
+			t.Fatal(err)
+		}
+		framework.Eventually(t, 30*time.Second, "a pass for the tenant's write", func() (bool, string) {
+			return e.rec.count(lc) == 3, fmt.Sprintf("%d passes, want 3", e.rec.count(lc))
 		})
 	})
 

@@ -73,6 +73,8 @@ type Provider struct {
 	// pending holds requests for workspaces whose objects were seen before their binding was:
 	// they are queued when the workspace is engaged and dropped when it goes.
 	pending map[string]map[*route]map[types.NamespacedName]struct{}
+	// writes are the manager's own writes to workspace objects whose events are in flight.
+	writes ownWrites
 }
 
 type index struct {

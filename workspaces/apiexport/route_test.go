@@ -31,8 +31,8 @@ func TestRequestsWaitForTheirWorkspace(t *testing.T) {
 	s := &shard{url: "https://kcp/services/apiexport/x/kubeopera.io"}
 	binding := tenantIn("a", "binding")
 
-	p.route(r, "a", tenantIn("a", "t1"))
-	p.route(r, "b", tenantIn("b", "t2"))
+	p.route(r, "a", tenantIn("a", "t1"), 0)
+	p.route(r, "b", tenantIn("b", "t2"), 0)
 	if q.Len() != 0 {
 		t.Fatalf("%d requests queued for workspaces not engaged", q.Len())
 	}
@@ -54,7 +54,7 @@ func TestRequestsWaitForTheirWorkspace(t *testing.T) {
 	if q.Len() != 0 {
 		t.Errorf("%d requests queued by repeated engagement or a dropped workspace", q.Len())
 	}
-	p.route(r, "a", tenantIn("a", "t3"))
+	p.route(r, "a", tenantIn("a", "t3"), 0)
 	if got, _ := q.Get(); got.ClusterName != "kubeopera.io#a" || got.Name != "t3" {
 		t.Errorf("engaged workspace's request %v", got)
 	}

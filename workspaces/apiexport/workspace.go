@@ -28,13 +28,13 @@ type Workspace struct {
 
 // Client reads from the shard's wildcard cache and writes through its shared writer.
 func (w Workspace) Client() client.Client {
-	return scopedClient{lc: w.LogicalCluster, w: w.shard.writer, reader: cacheReader{lc: w.LogicalCluster, cache: w.shard.cache}}
+	return scopedClient{lc: w.LogicalCluster, w: w.shard.writer, reader: cacheReader{lc: w.LogicalCluster, cache: w.shard.cache}, writes: &w.provider.writes}
 }
 
 // Direct reads and writes through the shard's shared writer, uncached (Secrets, which are never
 // cached).
 func (w Workspace) Direct() client.Client {
-	return scopedClient{lc: w.LogicalCluster, w: w.shard.writer}
+	return scopedClient{lc: w.LogicalCluster, w: w.shard.writer, writes: &w.provider.writes}
 }
 
 // Recorder writes events as controller into the workspace through the provider's sink.
@@ -126,6 +126,13 @@ func (p *Provider) Read(ctx context.Context, req mcreconcile.Request, obj client
 	}
 	if err := ws.Client().Get(ctx, req.NamespacedName, obj); err != nil {
 		return Workspace{}, false, client.IgnoreNotFound(err)
+	}
+	if p.writes.replaced(obj) {
+		// The cache has not seen the manager's last write to it yet: read what the write made,
+		// so this pass does not redo the last one's work or lose its status patch to it.
+		if err := ws.Direct().Get(ctx, req.NamespacedName, obj); err != nil {
+			return Workspace{}, false, client.IgnoreNotFound(err)
+		}
 	}
 	return ws, true, nil
 }
