@@ -54,8 +54,8 @@ const (
 func (r *Reconciler) normalSteps() []reconcile.Step[*scope] {
 	return refuseForbidden([]reconcile.Step[*scope]{
 		{Name: "start a new attempt", Run: r.start},
-		{Name: "admit the HostCluster", Condition: kov1alpha1.AdmittedCondition, Run: r.admit},
-		{Name: "prepare the backend namespace", Condition: kov1alpha1.BackendNamespaceReadyCondition, Run: r.backendNamespace},
+		{Name: "admit the HostCluster", Condition: kov1alpha1.AdmittedCondition, Run: r.admit, Once: true},
+		{Name: "prepare the backend namespace", Condition: kov1alpha1.BackendNamespaceReadyCondition, Run: r.backendNamespace, Once: true},
 		{Name: "provision the cluster", Condition: kov1alpha1.ProvisionedCondition, Run: r.provision, Failed: kov1alpha1.ProvisioningFailedReason},
 		{Name: "validate access to the cluster", Condition: kov1alpha1.AccessValidatedCondition, Run: r.access},
 		{Name: "bootstrap Flux", Condition: kov1alpha1.FluxReadyCondition, Run: r.bootstrapFlux, Failed: kov1alpha1.FluxInstallFailedReason},

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/wait"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	mccontroller "sigs.k8s.io/multicluster-runtime/pkg/controller"
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
 	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
@@ -80,9 +81,16 @@ type Reconciler struct {
 	InstallsPerWorkspace int
 	// InstallTimeout bounds one install or upgrade (reconcile.DefaultOperationTimeout when zero).
 	InstallTimeout time.Duration
+	// BackendWatcher watches the backend for the vCluster kubeconfig Secrets Tenants wait for
+	// (their host namespace, the one name): nil, they are polled only.
+	BackendWatcher client.WithWatch
+	// MaxSecretWatches bounds those watches (256 when zero); beyond, Tenants are polled.
+	MaxSecretWatches int
 
 	// installs run Helm installs and upgrades; each one's end requeues its Tenant.
 	installs *reconcile.Operations[mcreconcile.Request, helm.Observation]
+	// arrivals watch for the vCluster kubeconfig Secrets Tenants wait for.
+	arrivals *reconcile.Arrivals
 	// kind is the Tenant described to the reconcile skeleton (SetupWithManager).
 	kind *reconcile.Kind[*kov1alpha1.Tenant, *scope]
 }
@@ -112,6 +120,13 @@ func (r *Reconciler) SetupWithManager(mgr mcmanager.Manager) error {
 		return err
 	}
 	r.installs = installs
+	// The vCluster writes its kubeconfig Secret seconds after its release is deployed: watched
+	// (one name in one host namespace), so it is delivered at once; the poll stays the fallback.
+	arrivals, arrived, err := reconcile.NewArrivals(mgr, r.BackendWatcher, r.MaxSecretWatches)
+	if err != nil {
+		return err
+	}
+	r.arrivals = arrivals
 	r.kind = &reconcile.Kind[*kov1alpha1.Tenant, *scope]{
 		Controller:   ControllerName,
 		GVK:          kov1alpha1.GroupVersion.WithKind("Tenant"),
@@ -127,7 +142,7 @@ func (r *Reconciler) SetupWithManager(mgr mcmanager.Manager) error {
 		ReadyRequeue: func(*kov1alpha1.Tenant) time.Duration { return wait.Jitter(r.ReadyRecheckInterval, 0.2) },
 	}
 	return apiexport.NewController(mgr, "tenant", r.Workspaces, &kov1alpha1.Tenant{},
-		mccontroller.Options{Reconciler: r.kind, MaxConcurrentReconciles: r.Concurrency}, r.kind.Watch(), installEnds)
+		mccontroller.Options{Reconciler: r.kind, MaxConcurrentReconciles: r.Concurrency}, r.kind.Watch(), installEnds, arrived)
 }
 
 // scope is what one reconcile pass knows of a Tenant, around the shared workspace↔backend Scope.

@@ -33,13 +33,14 @@ const (
 	deleteNamespacePoll = 2 * time.Second
 )
 
-// normalSteps are reconcileNormal's steps, in order. Each pass is cheap: Helm never waits, and a
-// Provisioning Tenant is polled every RequeueInterval.
+// normalSteps are reconcileNormal's steps, in order. Each pass is cheap: Helm never waits, a
+// Provisioning Tenant is polled every RequeueInterval (its vCluster's Secret is watched), and what
+// is done is not redone before Ready (Once; every pass of a Ready Tenant checks everything).
 func (r *Reconciler) normalSteps() []reconcile.Step[*scope] {
 	return []reconcile.Step[*scope]{
-		{Name: "admit the Tenant", Condition: kov1alpha1.AdmittedCondition, Run: r.admit},
-		{Name: "prepare the backend namespaces", Condition: kov1alpha1.BackendNamespaceReadyCondition, Run: r.backendNamespaces},
-		{Name: "deploy the vCluster release", Condition: kov1alpha1.ReleaseDeployedCondition, Run: r.release, Failed: kov1alpha1.InstallFailedReason},
+		{Name: "admit the Tenant", Condition: kov1alpha1.AdmittedCondition, Run: r.admit, Once: true},
+		{Name: "prepare the backend namespaces", Condition: kov1alpha1.BackendNamespaceReadyCondition, Run: r.backendNamespaces, Once: true},
+		{Name: "deploy the vCluster release", Condition: kov1alpha1.ReleaseDeployedCondition, Run: r.release, Failed: kov1alpha1.InstallFailedReason, Once: true},
 		{Name: "deliver the vCluster kubeconfig", Condition: kov1alpha1.KubeconfigDeliveredCondition, Run: r.kubeconfig},
 		{Name: "tell kubeopera-api", Run: r.callback},
 	}
@@ -178,6 +179,8 @@ func (r *Reconciler) kubeconfig(ctx context.Context, s *scope) error {
 	}
 	raw := sec.Data[vcluster.KubeconfigKey]
 	if len(raw) == 0 {
+		// Requeued when it appears, or when the one there (empty) changes.
+		r.arrivals.Await(s.Request, &corev1.SecretList{}, s.hostNamespace, secretName, sec.ResourceVersion)
 		return reconcile.Waiting(kov1alpha1.WaitingReason,
 			fmt.Sprintf("Waiting for the vCluster to write Secret %s/%s", s.hostNamespace, secretName), r.RequeueInterval)
 	}

@@ -334,8 +334,13 @@ func setupTenants(ctx context.Context, m *Manager) error {
 	if err != nil {
 		return err
 	}
+	watcher, err := client.NewWithWatch(m.Configs.Backend, client.Options{Scheme: m.Scheme})
+	if err != nil {
+		return fmt.Errorf("failed to create the backend watcher: %w", err)
+	}
 	if err := (&tenant.Reconciler{
 		Workspaces:         m.Workspaces[KubeoperaProvider],
+		BackendWatcher:     watcher,
 		Backend:            m.Backend,
 		Helm:               helmClient,
 		API:                &kubeoperaapi.Client{BaseURL: o.KubeoperaAPIBaseURL, Token: o.InternalServiceToken},

@@ -44,6 +44,12 @@ type Step[S any] struct {
 	// Failed is the reason the object stalls with when the step's external client fails for good
 	// (see Run); commonv1alpha1.FailedReason when empty.
 	Failed string
+	// Once: when Condition is True at the object's generation, the step is not run again while
+	// the object works toward Ready, so the passes that follow its progress (an install's end, a
+	// Secret's arrival) do not redo finished work. It runs again in every pass of a Ready
+	// object (the drift check), after a transient error, and in a new attempt. Only for steps
+	// whose later steps need nothing from them in the pass' scope.
+	Once bool
 }
 
 // Pass is one reconcile pass of one object: the object, its scope, its steps and how to write its
@@ -186,7 +192,11 @@ func (p Pass[S]) Run(ctx context.Context) (res ctrl.Result, retErr error) {
 // step. With shown (reconcileNormal) and PublishPhases, each step is entered in the phase the
 // kind's Phase gives for it.
 func (p Pass[S]) runSteps(ctx context.Context, steps []Step[S], shown *shownPhase) error {
+	redo := shown == nil || p.redoAll()
 	for _, st := range steps {
+		if st.Once && !redo && doneAtGeneration(p.Object, st.Condition) {
+			continue
+		}
 		if shown != nil && p.PublishPhases && p.Phase != nil {
 			if err := shown.enter(ctx, p.Object, p.Phase(p.Object, st.Condition)); err != nil {
 				return &stepFailure{name: st.Name, condition: st.Condition, err: err}
@@ -268,6 +278,23 @@ func stallIfTerminal(err error, failed string) error {
 		return Stalled(failed, err.Error())
 	}
 	return err
+}
+
+// redoAll reports whether this pass runs the steps done already too (Step.Once): the object is
+// Ready (a drift check), its last pass failed transiently (what failed may need an earlier step
+// again, a namespace deleted meanwhile), or a new attempt begins (phase Pending).
+func (p Pass[S]) redoAll() bool {
+	if IsTrue(p.Object, commonv1alpha1.ReadyCondition) || phaseOf(p.Object) == PhasePending || phaseOf(p.Object) == "" {
+		return true
+	}
+	c := GetCondition(p.Object, commonv1alpha1.ReconcilingCondition)
+	return c != nil && c.Reason == commonv1alpha1.TransientErrorReason
+}
+
+// doneAtGeneration reports whether condition is True for the object's generation.
+func doneAtGeneration(obj Object, condition string) bool {
+	c := GetCondition(obj, condition)
+	return condition != "" && c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == obj.GetGeneration()
 }
 
 // stepFailure carries a step's name and condition with its outcome.

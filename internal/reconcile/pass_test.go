@@ -343,3 +343,45 @@ func TestPassPastItsDeadlineWritesItsStatus(t *testing.T) {
 		t.Errorf("message %q does not say the pass ran out of time", after.Status.Message)
 	}
 }
+
+// TestOnceSteps: a finished Once step is not redone by the passes that follow the object's
+// progress toward Ready, and is redone after a transient error and in every pass of a Ready
+// object (the drift check).
+func TestOnceSteps(t *testing.T) {
+	c := newClient(t)
+	newTenant(t, c, "once", nil)
+	onceRuns := 0
+	var next error
+	once := step("Claimed", func() error { onceRuns++; return nil })
+	once.Once = true
+	later := step("Installed", func() error { return next })
+	pass := func() {
+		t.Helper()
+		obj := get(t, c, "once")
+		_, _ = reconcile.Pass[*kov1alpha1.Tenant]{
+			Client: c, Object: obj, Scope: obj, Finalizer: finalizer, Normal: []reconcile.Step[*kov1alpha1.Tenant]{once, later},
+			Phase:        func(reconcile.Object, string) string { return "Provisioning" },
+			ReadyRequeue: func() time.Duration { return time.Hour },
+		}.Run(context.Background())
+	}
+	for i, tc := range []struct {
+		what string
+		next error
+		want int
+	}{
+		{"a new object runs every step", reconcile.Waiting("Waiting", "installing", time.Minute), 1},
+		{"a pass following the install does not claim again", reconcile.Waiting("Waiting", "installing", time.Minute), 1},
+		{"nor does one whose install then fails transiently", errors.New("connection refused"), 1},
+		{"the pass after a transient error runs every step", nil, 2},
+		{"a Ready object's pass (the drift check) runs every step", nil, 3},
+	} {
+		next = tc.next
+		pass()
+		if onceRuns != tc.want {
+			t.Fatalf("pass %d (%s): the Once step ran %d times in all, want %d", i+1, tc.what, onceRuns, tc.want)
+		}
+	}
+	if got := get(t, c, "once"); got.Status.Phase != "Ready" {
+		t.Errorf("phase %q after the last passes, want Ready", got.Status.Phase)
+	}
+}
