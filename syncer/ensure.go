@@ -6,6 +6,7 @@ import (
 
 	"github.com/kubeopera/kubeopera/workspaces"
 
+	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -25,13 +26,18 @@ type NamespaceClaim struct {
 // (ensurePodSecurity) before binding the manager's access in each (ensureAccess), so the last
 // namespace exists a few requests after the check rather than after every earlier one's binding.
 func (b Backend) EnsureNamespaces(ctx context.Context, logicalCluster string, claims ...NamespaceClaim) error {
+	// The checks are independent: one round trip for all of them.
 	existing := make([]*corev1.Namespace, len(claims))
+	var checks errgroup.Group
 	for i, c := range claims {
-		ns, err := b.checkNamespace(ctx, logicalCluster, c)
-		if err != nil {
+		checks.Go(func() error {
+			ns, err := b.checkNamespace(ctx, logicalCluster, c)
+			existing[i] = ns
 			return err
-		}
-		existing[i] = ns
+		})
+	}
+	if err := checks.Wait(); err != nil {
+		return err
 	}
 	created := make([]bool, len(claims))
 	for i, c := range claims {
@@ -57,12 +63,11 @@ func (b Backend) EnsureNamespaces(ctx context.Context, logicalCluster string, cl
 			created[i] = true
 		}
 	}
+	var access errgroup.Group
 	for i, c := range claims {
-		if err := b.ensureAccess(ctx, c.Name, created[i]); err != nil {
-			return err
-		}
+		access.Go(func() error { return b.ensureAccess(ctx, c.Name, created[i]) })
 	}
-	return nil
+	return access.Wait()
 }
 
 // checkNamespace returns c's namespace, nil when it is missing, or an error when it may not be

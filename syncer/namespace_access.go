@@ -2,7 +2,10 @@ package syncer
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"reflect"
+	"sync"
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -42,23 +45,67 @@ func (b Backend) ensureAccess(ctx context.Context, name string, fresh bool) erro
 			return fmt.Errorf("failed to get RoleBinding %s/%s: %w", name, NamespaceRoleBinding, err)
 		}
 	}
-	review := &authenticationv1.SelfSubjectReview{}
-	if err := b.Client.Create(ctx, review); err != nil {
-		return fmt.Errorf("failed to look up the manager's backend identity: %w", err)
+	user, err := identity(ctx, b.Client)
+	if err != nil {
+		return err
 	}
 	rb := &rbacv1.RoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Namespace: name, Name: NamespaceRoleBinding},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: NamespaceRole},
-		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: review.Status.UserInfo.Username}},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
 	}
 	if err := b.Client.Create(ctx, rb); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("failed to bind %s in backend namespace %s: %w", NamespaceRole, name, err)
 	}
-	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, accessTimeout, true, func(ctx context.Context) (bool, error) {
+	inEffect := func(ctx context.Context) (bool, error) {
 		return b.Reader.Get(ctx, key, &rbacv1.RoleBinding{}) == nil, nil
-	})
-	if err != nil {
+	}
+	if b.DeferAccess {
+		if ok, _ := inEffect(ctx); !ok {
+			return &AccessPendingError{Namespace: name}
+		}
+		return nil
+	}
+	if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, accessTimeout, true, inEffect); err != nil {
 		return fmt.Errorf("RoleBinding %s/%s is not in effect yet: %w", name, NamespaceRoleBinding, err)
 	}
 	return nil
+}
+
+// AccessPendingError says the manager's RoleBinding in a backend namespace of its own was made
+// and is not in effect yet (Backend.DeferAccess): Kubernetes' RBAC authorizer sees a new binding a
+// moment later. Retry shortly.
+type AccessPendingError struct{ Namespace string }
+
+func (e *AccessPendingError) Error() string {
+	return fmt.Sprintf("the manager's access to backend namespace %s is not in effect yet", e.Namespace)
+}
+
+// IsAccessPending reports whether err is an AccessPendingError.
+func IsAccessPending(err error) bool {
+	var e *AccessPendingError
+	return errors.As(err, &e)
+}
+
+// identities caches the backend identity of each client (its SelfSubjectReview): it does not
+// change while the process runs, so it is asked once, not for every namespace.
+var identities sync.Map // client.Client -> string
+
+// identity returns the user name the backend reports for c.
+func identity(ctx context.Context, c client.Client) (string, error) {
+	// Only a client behind a pointer is a key (every client controller-runtime makes is one).
+	cacheable := reflect.ValueOf(c).Kind() == reflect.Pointer
+	if cacheable {
+		if u, ok := identities.Load(c); ok {
+			return u.(string), nil
+		}
+	}
+	review := &authenticationv1.SelfSubjectReview{}
+	if err := c.Create(ctx, review); err != nil {
+		return "", fmt.Errorf("failed to look up the manager's backend identity: %w", err)
+	}
+	if cacheable {
+		identities.Store(c, review.Status.UserInfo.Username)
+	}
+	return review.Status.UserInfo.Username, nil
 }

@@ -72,6 +72,10 @@ func IsCollision(err error) bool {
 type Backend struct {
 	Client client.Client
 	Reader client.Reader
+	// DeferAccess: a RoleBinding just made for the manager in a namespace of its own that is not
+	// in effect yet is an AccessPendingError, to look at again later, instead of being waited
+	// for in line (the reconcilers set it: they requeue rather than hold a worker).
+	DeferAccess bool
 }
 
 // EnsureNamespace creates backend namespace name for logicalCluster, labelled with the workspace

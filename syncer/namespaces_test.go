@@ -2,14 +2,17 @@ package syncer_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kubeopera/kubeopera/internal/reconcile"
 	"github.com/kubeopera/kubeopera/syncer"
 	"github.com/kubeopera/kubeopera/test/framework"
 	"github.com/kubeopera/kubeopera/workspaces"
@@ -160,4 +163,34 @@ func TestBackendNamespaces(t *testing.T) {
 			t.Fatalf("namespace still there: %v", err)
 		}
 	})
+
+	// The reconcilers do not hold a worker while Kubernetes' RBAC authorizer catches up with a
+	// RoleBinding just made: they requeue the object (reconcile.AccessRecheck).
+	t.Run("with DeferAccess a binding not in effect yet is AccessPending, and the object waits", func(t *testing.T) {
+		deferred := syncer.Backend{Client: c, Reader: bindingsNotInEffect{c}, DeferAccess: true}
+		ns := workspaces.VClusterNamespace(lc, "deferred")
+		err := deferred.EnsureNamespace(ctx, lc, ns, "Tenant default/deferred")
+		if !syncer.IsAccessPending(err) {
+			t.Fatalf("EnsureNamespace = %v, want an AccessPendingError", err)
+		}
+		s := &reconcile.Scope{Backend: deferred, LogicalCluster: lc}
+		if w, ok := reconcile.AsWaiting(s.EnsureNamespaces(ctx, syncer.NamespaceClaim{Name: ns, Owner: "Tenant default/deferred"})); !ok || w.After != reconcile.AccessRecheck {
+			t.Errorf("the Scope's outcome = %v, want Waiting for %s", w, reconcile.AccessRecheck)
+		}
+		// Once the binding is in effect, the next pass goes on.
+		if err := (syncer.Backend{Client: c, Reader: c, DeferAccess: true}).EnsureNamespace(ctx, lc, ns, "Tenant default/deferred"); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// bindingsNotInEffect reads as an identity whose RoleBinding the RBAC authorizer has not seen yet:
+// the binding it just made is forbidden to it.
+type bindingsNotInEffect struct{ client.Reader }
+
+func (r bindingsNotInEffect) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if _, ok := obj.(*rbacv1.RoleBinding); ok {
+		return apierrors.NewForbidden(rbacv1.Resource("rolebindings"), key.Name, errors.New("not bound yet"))
+	}
+	return r.Reader.Get(ctx, key, obj, opts...)
 }

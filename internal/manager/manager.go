@@ -275,7 +275,7 @@ func New(ctx context.Context, o Options, cfgs *Configs, overrides ...func(*manag
 		return nil, err
 	}
 	local := m.GetLocalManager()
-	m.Backend = syncer.Backend{Client: local.GetClient(), Reader: local.GetAPIReader()}
+	m.Backend = syncer.Backend{Client: local.GetClient(), Reader: local.GetAPIReader(), DeferAccess: true}
 	if err := local.Add(addrs); err != nil {
 		return nil, fmt.Errorf("failed to add the target guard's refresh: %w", err)
 	}

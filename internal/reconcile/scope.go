@@ -93,9 +93,16 @@ func (s *Scope) EnsureNamespaces(ctx context.Context, claims ...syncer.Namespace
 		return Stalled(commonv1alpha1.FingerprintCollisionReason, err.Error())
 	case syncer.IsClaimed(err):
 		return Stalled(commonv1alpha1.NameConflictReason, err.Error())
+	case syncer.IsAccessPending(err):
+		// Looked at again in a moment, not waited for in a worker.
+		return Waiting(commonv1alpha1.WaitingReason, err.Error(), AccessRecheck)
 	}
 	return err
 }
+
+// AccessRecheck is how soon an object whose backend namespace's RoleBinding was not in effect yet
+// is looked at again (syncer.Backend.DeferAccess).
+const AccessRecheck = 250 * time.Millisecond
 
 // Store creates or updates Secret name in kcp-<fp>, labelled with Labels and annotated with the
 // workspace and Owner. A Secret of that name that is another object's is never overwritten: the
