@@ -42,14 +42,7 @@ func TestArrivals(t *testing.T) {
 	if err := c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "kc"}}); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case got := <-arrived:
-		if got != req("tenant-a") {
-			t.Errorf("requeued %v, want tenant-a's request", got)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("the Secret's arrival requeued nothing")
-	}
+	awaitArrival(t, arrived, req("tenant-a"), "the Secret's arrival requeued nothing")
 	framework.Eventually(t, 10*time.Second, "the watch ended with the arrival", func() (bool, string) {
 		return a.Watching() == 0, "a watch still runs"
 	})
@@ -65,14 +58,7 @@ func TestArrivals(t *testing.T) {
 	if err := c.Update(ctx, sec); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case got := <-arrived:
-		if got != req("tenant-a") {
-			t.Errorf("requeued %v, want tenant-a's request", got)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("the Secret's change requeued nothing")
-	}
+	awaitArrival(t, arrived, req("tenant-a"), "the Secret's change requeued nothing")
 	framework.Eventually(t, 10*time.Second, "the watch ended with the change", func() (bool, string) {
 		return a.Watching() == 0, "a watch still runs"
 	})
@@ -80,12 +66,18 @@ func TestArrivals(t *testing.T) {
 	if !a.Await(req("tenant-c"), &corev1.SecretList{}, "default", "unrelated", "") {
 		t.Fatal("no watch after the slot was freed")
 	}
+	awaitArrival(t, arrived, req("tenant-c"), "an object already there did not requeue its waiter")
+}
+
+// awaitArrival fails the test unless want is requeued within 30 s, saying what.
+func awaitArrival(t *testing.T, arrived <-chan mcreconcile.Request, want mcreconcile.Request, what string) {
+	t.Helper()
 	select {
 	case got := <-arrived:
-		if got != req("tenant-c") {
-			t.Errorf("requeued %v, want tenant-c's request", got)
+		if got != want {
+			t.Errorf("requeued %v, want %v", got, want)
 		}
 	case <-time.After(30 * time.Second):
-		t.Fatal("an object already there did not requeue its waiter")
+		t.Fatal(what)
 	}
 }
