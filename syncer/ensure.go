@@ -9,6 +9,7 @@ import (
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -73,8 +74,7 @@ func (b Backend) EnsureNamespaces(ctx context.Context, logicalCluster string, cl
 // checkNamespace returns c's namespace, nil when it is missing, or an error when it may not be
 // reused as claimed.
 func (b Backend) checkNamespace(ctx context.Context, logicalCluster string, c NamespaceClaim) (*corev1.Namespace, error) {
-	ns := &corev1.Namespace{}
-	err := b.Reader.Get(ctx, client.ObjectKey{Name: c.Name}, ns)
+	ns, err := b.getNamespace(ctx, c.Name)
 	switch {
 	case apierrors.IsNotFound(err):
 		return nil, nil
@@ -88,4 +88,24 @@ func (b Backend) checkNamespace(ctx context.Context, logicalCluster string, c Na
 		return nil, &ClaimedError{Namespace: c.Name, Owner: current}
 	}
 	return ns, nil
+}
+
+// getNamespace reads namespace name from the cache of the manager's namespaces (Namespaces,
+// metadata only: all the checks read) or, without one, from Reader.
+func (b Backend) getNamespace(ctx context.Context, name string) (*corev1.Namespace, error) {
+	if b.Namespaces == nil {
+		ns := &corev1.Namespace{}
+		return ns, b.Reader.Get(ctx, client.ObjectKey{Name: name}, ns)
+	}
+	meta := NamespaceMetadata()
+	if err := b.Namespaces.Get(ctx, client.ObjectKey{Name: name}, meta); err != nil {
+		return nil, err
+	}
+	return &corev1.Namespace{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"}, ObjectMeta: *meta.ObjectMeta.DeepCopy()}, nil
+}
+
+// NamespaceMetadata is an empty namespace's metadata, the object Backend.Namespaces is read
+// (and its cache set up) with.
+func NamespaceMetadata() *metav1.PartialObjectMetadata {
+	return &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"}}
 }

@@ -72,6 +72,12 @@ func IsCollision(err error) bool {
 type Backend struct {
 	Client client.Client
 	Reader client.Reader
+	// Namespaces, if set, reads the metadata (metav1.PartialObjectMetadata) of the backend
+	// namespaces labelled with a workspace fingerprint from a cache, so a pass does not ask the
+	// API server for namespaces that exist and are its own (EnsureNamespaces). A namespace it does
+	// not hold is created, and one that then turns out to exist (AlreadyExists: not the
+	// manager's, or new) is read uncached, so a foreign one is still refused. nil: Reader.
+	Namespaces client.Reader
 	// DeferAccess: a RoleBinding just made for the manager in a namespace of its own that is not
 	// in effect yet is an AccessPendingError, to look at again later, instead of being waited
 	// for in line (the reconcilers set it: they requeue rather than hold a worker).

@@ -3,6 +3,7 @@ package syncer_test
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -10,6 +11,9 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubeopera/kubeopera/internal/reconcile"
@@ -151,6 +155,57 @@ func TestBackendNamespaces(t *testing.T) {
 		}
 	})
 
+	// The manager reads the metadata of its own namespaces from a watch (Backend.Namespaces).
+	t.Run("reads its own namespaces from the cache, and still refuses one the cache does not hold", func(t *testing.T) {
+		fingerprinted, err := labels.NewRequirement(workspaces.FingerprintLabel, selection.Exists, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		nsCache, err := cache.New(b.Config, cache.Options{ByObject: map[client.Object]cache.ByObject{
+			syncer.NamespaceMetadata(): {Label: labels.NewSelector().Add(*fingerprinted)},
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cctx, stop := context.WithCancel(ctx)
+		defer stop()
+		go func() { _ = nsCache.Start(cctx) }()
+		if !nsCache.WaitForCacheSync(cctx) {
+			t.Fatal("the namespace cache did not start")
+		}
+		uncached := &countingReader{Reader: c}
+		cached := syncer.Backend{Client: c, Reader: uncached, Namespaces: nsCache}
+		const cl = "3cachedws0000000"
+		store, host := workspaces.Namespace(cl), workspaces.VClusterNamespace(cl, "dora")
+		claims := []syncer.NamespaceClaim{{Name: store}, {Name: host, Owner: "Tenant default/dora"}}
+		if err := cached.EnsureNamespaces(ctx, cl, claims...); err != nil {
+			t.Fatal(err)
+		}
+		framework.Eventually(t, 30*time.Second, "both namespaces in the cache", func() (bool, string) {
+			for _, n := range []string{store, host} {
+				if err := nsCache.Get(ctx, client.ObjectKey{Name: n}, syncer.NamespaceMetadata()); err != nil {
+					return false, err.Error()
+				}
+			}
+			return true, ""
+		})
+		before := uncached.namespaceGets.Load()
+		if err := cached.EnsureNamespaces(ctx, cl, claims...); err != nil {
+			t.Fatal(err)
+		}
+		if n := uncached.namespaceGets.Load() - before; n != 0 {
+			t.Errorf("%d uncached namespace reads for namespaces the cache holds, want 0", n)
+		}
+		// Not labelled, so not in the cache: the create finds it, the uncached read refuses it.
+		taken := "kcp-" + workspaces.Fingerprint(cl) + "-vc-taken"
+		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: taken}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := cached.EnsureNamespaces(ctx, cl, syncer.NamespaceClaim{Name: taken, Owner: "Tenant default/taken"}); !syncer.IsCollision(err) {
+			t.Fatalf("want a collision for an unmanaged namespace the cache does not hold, got %v", err)
+		}
+	})
+
 	t.Run("deletes its own namespace and reports when it is gone", func(t *testing.T) {
 		// kube-controller-manager's namespace controller finishes the deletion.
 		err := framework.Poll(ctx, 100*time.Millisecond, 10*time.Second, func(ctx context.Context) (bool, error) {
@@ -191,6 +246,19 @@ type bindingsNotInEffect struct{ client.Reader }
 func (r bindingsNotInEffect) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 	if _, ok := obj.(*rbacv1.RoleBinding); ok {
 		return apierrors.NewForbidden(rbacv1.Resource("rolebindings"), key.Name, errors.New("not bound yet"))
+	}
+	return r.Reader.Get(ctx, key, obj, opts...)
+}
+
+// countingReader counts the namespace reads that reach the API server.
+type countingReader struct {
+	client.Reader
+	namespaceGets atomic.Int64
+}
+
+func (r *countingReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if _, ok := obj.(*corev1.Namespace); ok {
+		r.namespaceGets.Add(1)
 	}
 	return r.Reader.Get(ctx, key, obj, opts...)
 }

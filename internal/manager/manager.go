@@ -18,7 +18,9 @@ import (
 	corev1alpha1 "github.com/kcp-dev/sdk/apis/core/v1alpha1"
 	tenancyv1alpha1 "github.com/kcp-dev/sdk/apis/tenancy/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/selection"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -249,6 +251,10 @@ func New(ctx context.Context, o Options, cfgs *Configs, overrides ...func(*manag
 		m.Workspaces[name] = p
 	}
 
+	fingerprinted, err := labels.NewRequirement(workspaces.FingerprintLabel, selection.Exists, nil)
+	if err != nil {
+		return nil, err
+	}
 	mo := manager.Options{
 		Scheme:                        m.Scheme,
 		Metrics:                       o.MetricsServerOptions(),
@@ -261,6 +267,11 @@ func New(ctx context.Context, o Options, cfgs *Configs, overrides ...func(*manag
 		// Secrets, Namespaces and ConfigMaps (claim records) are read uncached so the manager never
 		// caches the whole backend.
 		Client: client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}, &corev1.Namespace{}, &corev1.ConfigMap{}}}},
+		// Except the metadata of the manager's own namespaces (labelled with a fingerprint), which
+		// every Tenant and HostCluster pass checks (syncer.Backend.Namespaces).
+		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
+			syncer.NamespaceMetadata(): {Label: labels.NewSelector().Add(*fingerprinted)},
+		}},
 	}
 	for _, o := range overrides {
 		o(&mo)
@@ -275,7 +286,7 @@ func New(ctx context.Context, o Options, cfgs *Configs, overrides ...func(*manag
 		return nil, err
 	}
 	local := m.GetLocalManager()
-	m.Backend = syncer.Backend{Client: local.GetClient(), Reader: local.GetAPIReader(), DeferAccess: true}
+	m.Backend = syncer.Backend{Client: local.GetClient(), Reader: local.GetAPIReader(), Namespaces: local.GetCache(), DeferAccess: true}
 	if err := local.Add(addrs); err != nil {
 		return nil, fmt.Errorf("failed to add the target guard's refresh: %w", err)
 	}
