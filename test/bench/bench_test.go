@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -43,6 +45,11 @@ type settings struct {
 	floorMax int
 	// parallel is how many workspaces are created at once.
 	parallel int
+	// vclusterDelay is how long after its release is deployed the vCluster actor writes its
+	// kubeconfig Secret (BENCH_VCLUSTER_DELAY, a Go duration; default 15 s): a real vCluster
+	// writes it only once its Pod has started and its control plane answers, tens of seconds
+	// after Helm reports the release deployed (Wait=false), never at once.
+	vclusterDelay time.Duration
 	// managerBin is a prebuilt manager (BENCH_MANAGER_BIN); empty: build ./cmd/manager.
 	managerBin string
 	// resultsDir receives latest.json, latest.png and the heap profiles (BENCH_RESULTS_DIR).
@@ -50,7 +57,7 @@ type settings struct {
 }
 
 func settingsFromEnv() (settings, error) {
-	s := settings{rate: 2, warmup: 5, floorMax: 100, parallel: 16,
+	s := settings{rate: 2, warmup: 5, floorMax: 100, parallel: 16, vclusterDelay: 15 * time.Second,
 		managerBin: os.Getenv("BENCH_MANAGER_BIN"),
 		resultsDir: filepath.Join(framework.RepoRoot(), "bench", "results")}
 	if d := os.Getenv("BENCH_RESULTS_DIR"); d != "" {
@@ -78,6 +85,13 @@ func settingsFromEnv() (settings, error) {
 			}
 			*v.into = n
 		}
+	}
+	if raw := os.Getenv("BENCH_VCLUSTER_DELAY"); raw != "" {
+		d, err := time.ParseDuration(raw)
+		if err != nil || d < 0 {
+			return s, fmt.Errorf("BENCH_VCLUSTER_DELAY=%q is not a duration", raw)
+		}
+		s.vclusterDelay = d
 	}
 	if raw := os.Getenv("BENCH_RATE"); raw != "" {
 		r, err := strconv.ParseFloat(raw, 64)
@@ -169,6 +183,11 @@ func BenchmarkFanIn(b *testing.B) {
 				{row.BackendToStatusP99Ms, "backend-ready-p99-ms"},
 				{row.FloorP99Ms, "floor-p99-ms"},
 				{row.RatioP99, "ratio-p99"},
+				{row.KCPRequestsPerTenant, "kcp-requests/tenant"},
+				{row.BackendRequestsPerTenant, "backend-requests/tenant"},
+				{row.PassesPerTenant, "passes/tenant"},
+				{row.QueueWaitP99Ms, "queue-wait-p99-ms"},
+				{float64(row.ActiveWorkersPeak), "busy-workers-peak"},
 				{float64(row.KCPWatchConnections), "kcp-watches"},
 				{row.IdleWritesPerMinute, "idle-writes/min"},
 				{row.ColdStartSeconds, "cold-start-s"},
@@ -331,10 +350,27 @@ func (r *run) step(ctx context.Context, n int) (row, error) {
 		ts[i] = &tenant{ws: ws, name: "t", tenantName: ws.name}
 	}
 	progress("N=%d: creating %d Tenants at %g/s", n, len(ts), r.s.rate)
+	before, err := r.mgr.probe.metrics(ctx)
+	if err != nil {
+		return out, err
+	}
+	peak := r.sampleActiveWorkers(ctx)
 	if err := r.provision(ctx, ts); err != nil {
 		return out, fmt.Errorf("N=%d: %w", n, err)
 	}
+	out.ActiveWorkersPeak = peak()
+	after, err := r.mgr.probe.metrics(ctx)
+	if err != nil {
+		return out, err
+	}
 	out.Tenants = len(ts)
+	perTenant := func(v float64) float64 { return math.Round(v/float64(len(ts))*10) / 10 }
+	out.KCPRequestsPerTenant = perTenant(after.requests(hostOf(r.kcpCfg)) - before.requests(hostOf(r.kcpCfg)))
+	out.BackendRequestsPerTenant = perTenant(after.requests(hostOf(r.backendCfg)) - before.requests(hostOf(r.backendCfg)))
+	out.PassesPerTenant = perTenant(after.tenantReconciles() - before.tenantReconciles())
+	out.QueueWaitP99Ms = ms(time.Duration(histogramQuantile(before.tenantQueueWait(), after.tenantQueueWait(), 0.99) * float64(time.Second)))
+	progress("N=%d: per Tenant %.1f kcp and %.1f backend requests, %.1f passes; queue wait p99 %.0f ms; %d workers busy at most",
+		n, out.KCPRequestsPerTenant, out.BackendRequestsPerTenant, out.PassesPerTenant, out.QueueWaitP99Ms, out.ActiveWorkersPeak)
 	var toNS, toRelease, toReady []time.Duration
 	for _, t := range ts {
 		nsAt, _ := r.backendW.namespaces.get(t.hostNamespace())
@@ -483,6 +519,45 @@ func (r *run) provision(ctx context.Context, ts []*tenant) error {
 	return nil
 }
 
+// sampleActiveWorkers reads the Tenant controller's busy workers every 200 ms until the
+// returned function is called, which stops and returns the most seen at once.
+func (r *run) sampleActiveWorkers(ctx context.Context) func() int {
+	ctx, cancel := context.WithCancel(ctx)
+	var peak atomic.Int64
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(200 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			if f, err := r.mgr.probe.metrics(ctx); err == nil {
+				if n := int64(f.tenantActiveWorkers()); n > peak.Load() {
+					peak.Store(n)
+				}
+			}
+			select {
+			case <-tick.C:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return func() int {
+		cancel()
+		<-done
+		return int(peak.Load())
+	}
+}
+
+// hostOf is cfg's host:port, as client-go labels its requests.
+func hostOf(cfg *rest.Config) string {
+	u, err := url.Parse(cfg.Host)
+	if err != nil || u.Host == "" {
+		return cfg.Host
+	}
+	return u.Host
+}
+
 // notReady wraps err with how many of ts are Ready and what the first others show.
 func (r *run) notReady(ts []*tenant, err error) error {
 	var ready int
@@ -526,12 +601,17 @@ func (r *run) createPaced(ctx context.Context, ts []*tenant, cloudSpaceID func(*
 	return errors.Join(errs...)
 }
 
-// playVCluster plays t's vCluster (sim.VClusterWritesKubeconfig) as soon as the backend watch
-// saw its release deployed: the moment a real vCluster's Pod would start and write its
-// kubeconfig Secret. kubeconfigWritten is taken just before the actor runs.
+// playVCluster plays t's vCluster (sim.VClusterWritesKubeconfig) BENCH_VCLUSTER_DELAY after the
+// backend watch saw its release deployed: when a real vCluster's Pod would have started and
+// written its kubeconfig Secret. kubeconfigWritten is taken just before the actor runs.
 func (r *run) playVCluster(ctx context.Context, t *tenant) error {
 	if _, err := r.backendW.deployed.wait(ctx, t.releaseKey()); err != nil {
 		return fmt.Errorf("release of %s not deployed: %w", t.ws.name, err)
+	}
+	select {
+	case <-time.After(r.s.vclusterDelay):
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 	var last error
 	for range 5 {

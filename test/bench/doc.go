@@ -6,8 +6,10 @@
 // The scenario, once per run: a warm-up of BENCH_WARMUP workspaces (default 5), not counted;
 // then for each N of BENCH_WORKSPACES (default 10,100,500; cumulative totals) it creates the
 // missing workspaces of type kubeopera-tenant, each with one Tenant, the Tenants at BENCH_RATE
-// per second (default 2; see settings.rate), plays each one's vCluster (test/sim) once its release is
-// deployed, waits until all are Ready and the manager's heap holds still, and records:
+// per second (default 2; see settings.rate), plays each one's vCluster (test/sim)
+// BENCH_VCLUSTER_DELAY (default 15 s) after its release is deployed, as a real vCluster writes
+// its kubeconfig only once its Pod runs, waits until all are Ready and the manager's heap holds
+// still, and records:
 //
 //   - heapBytesPerWorkspace, goroutinesPerWorkspace: the slope of the manager's heap after GC and
 //     of its goroutines from the previous step's reading (the post-warm-up one for the first N);
@@ -20,6 +22,11 @@
 //   - floor: the same create -> namespace time of a plain client instead of the manager (manager
 //     stopped; see floorClient), on up to BENCH_FLOOR_MAX (default 100) workspaces at the same
 //     rate, and ratioP99 = crToBackendNamespace p99 / floor p99;
+//   - kcpRequestsPerTenant, backendRequestsPerTenant, passesPerTenant: the manager's requests
+//     (client-go's rest_client_requests_total, by host) and Tenant reconciles from the step's
+//     first create until all were Ready, divided by the Tenants; queueWaitP99Ms: the Tenant
+//     workqueue's wait p99 over that window (bucket upper bound); activeWorkersPeak: the most
+//     Tenant workers busy at once (controller_runtime_active_workers, sampled every 200 ms);
 //   - kcpWatchConnections (the manager's kubeopera_kcp_open_watches) and idleWritesPerMinute
 //     (its POST, PUT, PATCH and DELETE requests to kcp and the backend over 60 s without change);
 //   - coldStartSeconds: the manager restarted with everything bound -> every Tenant reconciled

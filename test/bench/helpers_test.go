@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -133,5 +134,26 @@ func TestWriteReport(t *testing.T) {
 	printTable(&sb, rows)
 	if !strings.Contains(sb.String(), "100") {
 		t.Errorf("table lacks the rows:\n%s", sb.String())
+	}
+}
+
+func TestHistogramQuantile(t *testing.T) {
+	inf := math.Inf(1)
+	before := map[float64]uint64{0.01: 5, 0.1: 10, 1: 10, inf: 10}
+	cases := map[string]struct {
+		after map[float64]uint64
+		want  float64
+	}{
+		"nothing observed in between":              {map[float64]uint64{0.01: 5, 0.1: 10, 1: 10, inf: 10}, 0},
+		"all new observations in the first bucket": {map[float64]uint64{0.01: 105, 0.1: 110, 1: 110, inf: 110}, 0.01},
+		"the p99 in the second bucket":             {map[float64]uint64{0.01: 103, 0.1: 110, 1: 110, inf: 110}, 0.1},
+		"past every finite bound: the largest":     {map[float64]uint64{0.01: 5, 0.1: 10, 1: 10, inf: 110}, 1},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := histogramQuantile(before, tc.after, 0.99); got != tc.want {
+				t.Errorf("p99 = %v, want %v", got, tc.want)
+			}
+		})
 	}
 }

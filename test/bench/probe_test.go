@@ -6,8 +6,10 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"os"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -182,4 +184,72 @@ func parseGoroutines(profile []byte) (int, error) {
 		return 0, fmt.Errorf("unexpected goroutine profile header %q", first)
 	}
 	return strconv.Atoi(strings.TrimSpace(v))
+}
+
+// requests is how many requests (every method) the manager's clients sent to host (host:port,
+// the label client-go gives rest_client_requests_total).
+func (f families) requests(host string) float64 {
+	return f.sum("rest_client_requests_total", func(l map[string]string) bool { return l["host"] == host })
+}
+
+// tenantActiveWorkers is how many Tenant workers are busy.
+func (f families) tenantActiveWorkers() int {
+	return int(f.sum("controller_runtime_active_workers", func(l map[string]string) bool { return l["controller"] == tenantController }))
+}
+
+// tenantQueueWait is the Tenant workqueue's wait histogram (workqueue_queue_duration_seconds):
+// cumulative counts by upper bound, in seconds.
+func (f families) tenantQueueWait() map[float64]uint64 {
+	out := map[float64]uint64{}
+	fam, ok := f["workqueue_queue_duration_seconds"]
+	if !ok {
+		return out
+	}
+	for _, m := range fam.GetMetric() {
+		name := ""
+		for _, l := range m.GetLabel() {
+			if l.GetName() == "name" {
+				name = l.GetValue()
+			}
+		}
+		if name != tenantController || m.Histogram == nil {
+			continue
+		}
+		for _, b := range m.GetHistogram().GetBucket() {
+			out[b.GetUpperBound()] += b.GetCumulativeCount()
+		}
+	}
+	return out
+}
+
+// histogramQuantile is the upper bound of the bucket holding quantile q of the observations
+// between two readings of a cumulative histogram (0 when there were none).
+func histogramQuantile(before, after map[float64]uint64, q float64) float64 {
+	bounds := make([]float64, 0, len(after))
+	for b := range after {
+		bounds = append(bounds, b)
+	}
+	sort.Float64s(bounds)
+	if len(bounds) == 0 {
+		return 0
+	}
+	total := after[bounds[len(bounds)-1]] - before[bounds[len(bounds)-1]]
+	if total == 0 {
+		return 0
+	}
+	// Past the largest finite bound (the +Inf bucket) the largest finite bound is said: JSON has
+	// no infinity, and the figure is then "at least" that.
+	largest := 0.0
+	for _, b := range bounds {
+		if !math.IsInf(b, 1) {
+			largest = b
+		}
+		if float64(after[b]-before[b]) >= q*float64(total) {
+			if math.IsInf(b, 1) {
+				return largest
+			}
+			return b
+		}
+	}
+	return largest
 }

@@ -47,6 +47,18 @@ type row struct {
 	// RatioP99 is CRToBackendNamespaceP99Ms / FloorP99Ms.
 	RatioP99 float64 `json:"ratioP99"`
 
+	// KCPRequestsPerTenant and BackendRequestsPerTenant are the manager's requests (client-go's
+	// rest_client_requests_total, every method) to kcp and to the backend from the step's first
+	// create until every Tenant was Ready, per Tenant; PassesPerTenant its Tenant reconciles.
+	KCPRequestsPerTenant     float64 `json:"kcpRequestsPerTenant"`
+	BackendRequestsPerTenant float64 `json:"backendRequestsPerTenant"`
+	PassesPerTenant          float64 `json:"passesPerTenant"`
+	// QueueWaitP99Ms is the p99 of the Tenant workqueue's wait over the step (the upper bound of
+	// the histogram bucket holding it); ActiveWorkersPeak the most Tenant workers seen busy at
+	// once (sampled every 200 ms).
+	QueueWaitP99Ms    float64 `json:"queueWaitP99Ms"`
+	ActiveWorkersPeak int     `json:"activeWorkersPeak"`
+
 	KCPWatchConnections int     `json:"kcpWatchConnections"`
 	IdleWritesPerMinute float64 `json:"idleWritesPerMinute"`
 	ColdStartSeconds    float64 `json:"coldStartSeconds"`
@@ -123,13 +135,15 @@ func writeReport(dir string, r report) error {
 func printTable(w io.Writer, rows []row) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	cols := []string{"N", "heap B/ws", "gor/ws", "cr→ns p50", "p99", "cr→rel p50", "p99", "be→Ready p50", "p99",
-		"floor p50", "p99", "ratio p99", "kcp watches", "idle writes/min", "cold start s", "error lines"}
+		"floor p50", "p99", "ratio p99", "kcp req/T", "backend req/T", "passes/T", "queue wait p99", "busy workers",
+		"kcp watches", "idle writes/min", "cold start s", "error lines"}
 	fmt.Fprintln(tw, strings.Join(cols, "\t")+"\t")
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%d\t%.0f\t%.2f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.2f\t%d\t%.1f\t%.2f\t%d\t\n",
+		fmt.Fprintf(tw, "%d\t%.0f\t%.2f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.2f\t%.1f\t%.1f\t%.1f\t%.0f\t%d\t%d\t%.1f\t%.2f\t%d\t\n",
 			r.Workspaces, r.HeapBytesPerWorkspace, r.GoroutinesPerWorkspace,
 			r.CRToBackendNamespaceP50Ms, r.CRToBackendNamespaceP99Ms, r.CRToReleaseP50Ms, r.CRToReleaseP99Ms,
 			r.BackendToStatusP50Ms, r.BackendToStatusP99Ms, r.FloorP50Ms, r.FloorP99Ms, r.RatioP99,
+			r.KCPRequestsPerTenant, r.BackendRequestsPerTenant, r.PassesPerTenant, r.QueueWaitP99Ms, r.ActiveWorkersPeak,
 			r.KCPWatchConnections, r.IdleWritesPerMinute, r.ColdStartSeconds, r.ManagerErrorLogLines)
 	}
 	_ = tw.Flush()
