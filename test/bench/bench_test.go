@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 
 	kov1alpha1 "github.com/kubeopera/kubeopera/apis/kubeopera/v1alpha1"
 	"github.com/kubeopera/kubeopera/test/framework"
@@ -41,8 +42,6 @@ type settings struct {
 	rate float64
 	// warmup workspaces (BENCH_WARMUP) are provisioned first and not counted.
 	warmup int
-	// floorMax caps the Tenants the floor is timed on per step (BENCH_FLOOR_MAX).
-	floorMax int
 	// parallel is how many workspaces are created at once.
 	parallel int
 	// vclusterDelay is how long after its release is deployed the vCluster actor writes its
@@ -57,7 +56,7 @@ type settings struct {
 }
 
 func settingsFromEnv() (settings, error) {
-	s := settings{rate: 2, warmup: 5, floorMax: 100, parallel: 16, vclusterDelay: 15 * time.Second,
+	s := settings{rate: 2, warmup: 5, parallel: 16, vclusterDelay: 15 * time.Second,
 		managerBin: os.Getenv("BENCH_MANAGER_BIN"),
 		resultsDir: filepath.Join(framework.RepoRoot(), "bench", "results")}
 	if d := os.Getenv("BENCH_RESULTS_DIR"); d != "" {
@@ -77,7 +76,7 @@ func settingsFromEnv() (settings, error) {
 	for _, v := range []struct {
 		env  string
 		into *int
-	}{{"BENCH_WARMUP", &s.warmup}, {"BENCH_FLOOR_MAX", &s.floorMax}} {
+	}{{"BENCH_WARMUP", &s.warmup}} {
 		if raw := os.Getenv(v.env); raw != "" {
 			n, err := strconv.Atoi(raw)
 			if err != nil || n < 0 {
@@ -219,10 +218,12 @@ type run struct {
 	e                  *env
 	started            time.Time
 	kcpCfg, backendCfg *rest.Config
-	mgr                *managerProc
-	vwURLs             []string
-	backendW           *backendWatch
-	tenantW            *tenantWatch
+	// floorC is the floor client, running beside the manager from the warm-up on.
+	floorC   *floorClient
+	mgr      *managerProc
+	vwURLs   []string
+	backendW *backendWatch
+	tenantW  *tenantWatch
 	// workspaces are the counted tenant workspaces, in creation order.
 	workspaces []*workspace
 	// tenants are every Tenant the manager serves (the warm-up's and the steps').
@@ -307,11 +308,24 @@ func (r *run) warmUp(ctx context.Context) error {
 	if r.tenantW, err = watchTenants(ctx, r.kcpCfg, r.vwURLs); err != nil {
 		return err
 	}
+	// The floor runs beside the manager from here on, on every Tenant, as the manager's backend
+	// identity with the manager's default backend rate limits (--backend-qps 100, burst 200).
+	floorCfg, err := clientcmd.BuildConfigFromFlags("", r.e.managerKubeconfig)
+	if err != nil {
+		return err
+	}
+	floorCfg.QPS, floorCfg.Burst = 100, 200
+	if r.floorC, err = startFloorClient(ctx, r.kcpCfg, floorCfg, r.vwURLs); err != nil {
+		return err
+	}
 	ts := make([]*tenant, len(wss))
 	for i, ws := range wss {
 		ts[i] = &tenant{ws: ws, name: "t", tenantName: ws.name}
 	}
 	if err := r.provision(ctx, ts); err != nil {
+		return fmt.Errorf("warm-up: %w", err)
+	}
+	if _, err := r.floorLatencies(ctx, ts); err != nil {
 		return fmt.Errorf("warm-up: %w", err)
 	}
 	r.baseHeap, err = r.settle(ctx)
@@ -384,6 +398,14 @@ func (r *run) step(ctx context.Context, n int) (row, error) {
 	out.CRToReleaseP50Ms, out.CRToReleaseP99Ms = ms(percentile(toRelease, 50)), ms(percentile(toRelease, 99))
 	out.BackendToStatusP50Ms, out.BackendToStatusP99Ms = ms(percentile(toReady, 50)), ms(percentile(toReady, 99))
 
+	floor, err := r.floorLatencies(ctx, ts)
+	if err != nil {
+		return out, fmt.Errorf("N=%d floor: %w", n, err)
+	}
+	out.FloorSamples = len(floor)
+	out.FloorP50Ms, out.FloorP99Ms = ms(percentile(floor, 50)), ms(percentile(floor, 99))
+	out.RatioP99 = ratio(out.CRToBackendNamespaceP99Ms, out.FloorP99Ms)
+	progress("N=%d: floor p50 %.1f ms, p99 %.1f ms; manager p99 %.1f ms", n, out.FloorP50Ms, out.FloorP99Ms, out.CRToBackendNamespaceP99Ms)
 	heap, err := r.settle(ctx)
 	if err != nil {
 		return out, err
@@ -405,15 +427,6 @@ func (r *run) step(ctx context.Context, n int) (row, error) {
 		return out, err
 	}
 	progress("N=%d: %d kcp watches, %.0f writes/min idle", n, out.KCPWatchConnections, out.IdleWritesPerMinute)
-
-	floor, err := r.floor(ctx, n)
-	if err != nil {
-		return out, fmt.Errorf("N=%d floor: %w", n, err)
-	}
-	out.FloorSamples = len(floor)
-	out.FloorP50Ms, out.FloorP99Ms = ms(percentile(floor, 50)), ms(percentile(floor, 99))
-	out.RatioP99 = ratio(out.CRToBackendNamespaceP99Ms, out.FloorP99Ms)
-	progress("N=%d: floor p50 %.1f ms, p99 %.1f ms; manager p99 %.1f ms", n, out.FloorP50Ms, out.FloorP99Ms, out.CRToBackendNamespaceP99Ms)
 
 	cold, err := r.coldStart(ctx)
 	if err != nil {
@@ -677,64 +690,33 @@ func (r *run) idle(ctx context.Context) (watches int, writesPerMinute float64, e
 	return after.kcpWatches(), after.writes() - before.writes(), nil
 }
 
-// floor measures the floor (see floorClient) with the manager stopped: one more Tenant in up to
-// BENCH_FLOOR_MAX of the n workspaces (spread over them), created at BENCH_RATE like the
-// manager's, each timed from its create to its namespace in the same backend namespace watch.
-// The floor Tenants and namespaces are removed again before the manager restarts; the Tenants
-// carry no finalizer, no manager having seen them.
-func (r *run) floor(ctx context.Context, n int) ([]time.Duration, error) {
-	r.e.stopManager()
-	r.mgr = nil
-	prefix := fmt.Sprintf("floor-n%d-", n)
-	fctx, stopFloor := context.WithCancel(ctx)
-	defer stopFloor()
-	fc, err := startFloorClient(fctx, r.kcpCfg, r.backendCfg, r.vwURLs, prefix)
-	if err != nil {
-		return nil, err
-	}
-	k := min(len(r.workspaces), r.s.floorMax)
-	ts := make([]*tenant, k)
-	for i := range ts {
-		ws := r.workspaces[i*len(r.workspaces)/k]
-		ts[i] = &tenant{ws: ws, name: fmt.Sprintf("floor-n%d", n), tenantName: fmt.Sprintf("%s%d", prefix, i+1)}
-	}
-	progress("N=%d: floor: manager stopped, %d Tenants at %g/s", n, k, r.s.rate)
-	if err := r.createPaced(ctx, ts, func(t *tenant) string { return t.tenantName }); err != nil {
-		return nil, err
-	}
+// floorLatencies returns, for each of ts, the time from its create to the floor client's
+// namespace for it (the same backend watch times it as the manager's), then deletes those
+// namespaces and waits until they are gone, so the manager's namespace cache does not keep them
+// in the heap figures.
+func (r *run) floorLatencies(ctx context.Context, ts []*tenant) ([]time.Duration, error) {
 	wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	var lat []time.Duration
-	for _, t := range ts {
-		at, err := r.backendW.namespaces.wait(wctx, t.hostNamespace())
-		if err != nil {
-			return nil, errors.Join(append([]error{err}, fc.wait()...)...)
-		}
-		lat = append(lat, at.Sub(t.created))
-	}
-	// The watch may deliver a namespace before its create call has read the answer: wait for
-	// the calls before stopping the floor client, or stopping it would cancel them.
-	if errs := fc.wait(); len(errs) > 0 {
-		return nil, errors.Join(errs...)
-	}
-	stopFloor()
-	return lat, r.removeFloor(ctx, ts)
-}
-
-// removeFloor deletes the floor Tenants and namespaces and waits until the namespaces are gone
-// (kube-controller-manager's namespace controller empties and removes them).
-func (r *run) removeFloor(ctx context.Context, ts []*tenant) error {
+	lat := make([]time.Duration, 0, len(ts))
 	names := map[string]bool{}
 	for _, t := range ts {
-		if err := t.ws.tenants.Delete(ctx, t.name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			return err
+		name := floorNamespace(t.ws.cluster, t.tenantName)
+		at, err := r.backendW.namespaces.wait(wctx, name)
+		if err != nil {
+			return nil, errors.Join(append([]error{err}, r.floorC.wait()...)...)
 		}
-		if err := r.e.backendCS.CoreV1().Namespaces().Delete(ctx, t.hostNamespace(), metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			return err
-		}
-		names[t.hostNamespace()] = true
+		lat = append(lat, at.Sub(t.created))
+		names[name] = true
 	}
-	return framework.Poll(ctx, time.Second, 3*time.Minute, func(ctx context.Context) (bool, error) {
+	if errs := r.floorC.wait(); len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	for name := range names {
+		if err := r.e.backendCS.CoreV1().Namespaces().Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return nil, err
+		}
+	}
+	return lat, framework.Poll(ctx, time.Second, 3*time.Minute, func(ctx context.Context) (bool, error) {
 		list, err := r.e.backendCS.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, nil //nolint:nilerr // retried until the timeout.
@@ -755,6 +737,8 @@ func (r *run) removeFloor(ctx context.Context, ts []*tenant) error {
 // is empty. Counting "Reconciling Tenant" log lines would be exact per Tenant but needs V(1)
 // logging, far too much output at hundreds of workspaces.
 func (r *run) coldStart(ctx context.Context) (time.Duration, error) {
+	r.e.stopManager()
+	r.mgr = nil
 	m, err := r.e.startManager()
 	if err != nil {
 		return 0, err

@@ -19,9 +19,11 @@
 //   - backendToStatus: the vCluster actor starts writing its kubeconfig Secret -> the Tenant seen
 //     Ready=True by the bench's wildcard Tenant watch (the export's virtual workspace, as the
 //     manager watches);
-//   - floor: the same create -> namespace time of a plain client instead of the manager (manager
-//     stopped; see floorClient), on up to BENCH_FLOOR_MAX (default 100) workspaces at the same
-//     rate, and ratioP99 = crToBackendNamespace p99 / floor p99;
+//   - floor: the create -> namespace time of a plain client (floorClient) running beside the
+//     manager on the same Tenants, at the same time, as the manager's backend identity with its
+//     rate limits: it watches Tenants as the manager does and creates one namespace of its own
+//     for each (deleted again at the step's end); ratioP99 = crToBackendNamespace p99 / floor
+//     p99;
 //   - kcpRequestsPerTenant, backendRequestsPerTenant, passesPerTenant: the manager's requests
 //     (client-go's rest_client_requests_total, by host) and Tenant reconciles from the step's
 //     first create until all were Ready, divided by the Tenants; queueWaitP99Ms: the Tenant

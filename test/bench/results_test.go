@@ -40,7 +40,8 @@ type row struct {
 	CRToReleaseP99Ms          float64 `json:"crToReleaseP99Ms"`
 	BackendToStatusP50Ms      float64 `json:"backendToStatusP50Ms"`
 	BackendToStatusP99Ms      float64 `json:"backendToStatusP99Ms"`
-	// FloorSamples is how many Tenants the floor client was timed on (min(N, BENCH_FLOOR_MAX)).
+	// FloorSamples is how many Tenants the floor client was timed on: the step's, beside the
+	// manager.
 	FloorSamples int     `json:"floorSamples"`
 	FloorP50Ms   float64 `json:"floorP50Ms"`
 	FloorP99Ms   float64 `json:"floorP99Ms"`

@@ -289,27 +289,34 @@ func readyTrue(t *unstructured.Unstructured) bool {
 	return false
 }
 
-// floorClient is the floor: the least any controller can do for a Tenant without the manager. It
-// watches Tenants the way the manager does (the export's wildcard view, one watch per virtual
-// workspace URL) and, for each new Tenant whose tenantName starts with prefix, creates the
-// backend namespace the manager would create for it (same name, label and annotation) with one
-// request, right away and concurrently. Nothing else: no admission, no cache, no Helm.
+// floorClient is the floor: the least any controller can do for a Tenant. It runs beside the
+// manager, on the same Tenants at the same time (the same rate, load, window and sample size):
+// it watches Tenants the way the manager does (the export's wildcard view, one watch per
+// virtual workspace URL) and, for each new Tenant, creates one backend namespace of its own
+// (floorNamespace: named apart from the manager's, labelled and annotated as the manager's are)
+// with one request, right away and concurrently, as the manager's backend identity and with
+// the manager's backend rate limits. Nothing else: no admission, no cache, no Helm.
 type floorClient struct {
 	backend kubernetes.Interface
-	prefix  string
 	mu      sync.Mutex
 	done    map[string]bool
 	errs    []error
 	wg      sync.WaitGroup
 }
 
-// startFloorClient starts the floor client; it stops when ctx ends.
-func startFloorClient(ctx context.Context, kcpAdmin, backendAdmin *rest.Config, vwURLs []string, prefix string) (*floorClient, error) {
-	cs, err := kubernetes.NewForConfig(backendAdmin)
+// floorNamespace is the floor's namespace for Tenant tenantName of workspace lc.
+func floorNamespace(lc, tenantName string) string {
+	return workspaces.Namespace(lc) + "-floor-" + tenantName
+}
+
+// startFloorClient starts the floor client; it stops when ctx ends. backend is the manager's
+// backend identity with its rate limits.
+func startFloorClient(ctx context.Context, kcpAdmin, backend *rest.Config, vwURLs []string) (*floorClient, error) {
+	cs, err := kubernetes.NewForConfig(backend)
 	if err != nil {
 		return nil, err
 	}
-	f := &floorClient{backend: cs, prefix: prefix, done: map[string]bool{}}
+	f := &floorClient{backend: cs, done: map[string]bool{}}
 	for i, u := range vwURLs {
 		lw, err := wildcardTenants(kcpAdmin, u)
 		if err != nil {
@@ -330,11 +337,8 @@ func startFloorClient(ctx context.Context, kcpAdmin, backendAdmin *rest.Config, 
 // handle creates t's backend namespace once, in its own goroutine so the watch never waits.
 func (f *floorClient) handle(ctx context.Context, t *unstructured.Unstructured) {
 	tenantName, _, _ := unstructured.NestedString(t.Object, "spec", "tenantName")
-	if !strings.HasPrefix(tenantName, f.prefix) {
-		return
-	}
 	lc := t.GetAnnotations()[clusterAnnotation]
-	name := workspaces.VClusterNamespace(lc, tenantName)
+	name := floorNamespace(lc, tenantName)
 	f.mu.Lock()
 	if f.done[name] {
 		f.mu.Unlock()
