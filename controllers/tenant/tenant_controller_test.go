@@ -118,7 +118,9 @@ func setup(t *testing.T) *suite {
 		ClaimsNamespace: "kubeopera-system",
 		Limits:          tenant.Limits{MaxTenants: 4, MaxCPU: resource.MustParse("5")},
 		RequeueInterval: 500 * time.Millisecond,
-		Concurrency:     8,
+		// Drift checks often enough for a test to see one repair.
+		ReadyRecheckInterval: 3 * time.Second,
+		Concurrency:          8,
 	}).SetupWithManager(h.Manager); err != nil {
 		t.Fatal(err)
 	}
@@ -295,6 +297,30 @@ func TestTenantPhaseTransitions(t *testing.T) {
 		if got := s.releaseRecords(t, workspaces.Namespace(s.lc["acme"]), "vc-alice"); len(got) == 0 {
 			t.Error("no release records in kcp-<fp>")
 		}
+	})
+
+	// A Ready Tenant's pass is a drift check: it runs every step, those done already (Once)
+	// included, so what was deleted behind the platform's back comes back.
+	t.Run("a drift check restores a deleted delivered Secret and a deleted host namespace", func(t *testing.T) {
+		delivered := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "tenant-7e9d3a1b-0000-4000-8000-000000000002-kubeconfig"}}
+		if err := acme.Delete(t.Context(), delivered); err != nil {
+			t.Fatal(err)
+		}
+		framework.Eventually(t, time.Minute, "the delivered kubeconfig back", func() (bool, string) {
+			err := acme.Get(t.Context(), client.ObjectKeyFromObject(delivered), &corev1.Secret{})
+			return err == nil, fmt.Sprint(err)
+		})
+		if err := s.backend.Delete(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: acmeHost}}); err != nil {
+			t.Fatal(err)
+		}
+		framework.Eventually(t, 2*time.Minute, "the host namespace made again", func() (bool, string) {
+			ns := &corev1.Namespace{}
+			if err := s.backend.Get(t.Context(), client.ObjectKey{Name: acmeHost}, ns); err != nil {
+				return false, err.Error()
+			}
+			// The namespace controller empties the old one first; the new one is not deleting.
+			return ns.DeletionTimestamp == nil, "the old namespace is still being deleted"
+		})
 	})
 
 	t.Run("a fingerprint collision on the host namespace writes nothing, not even kcp-<fp>", func(t *testing.T) {
