@@ -44,11 +44,13 @@ type Step[S any] struct {
 	// Failed is the reason the object stalls with when the step's external client fails for good
 	// (see Run); commonv1alpha1.FailedReason when empty.
 	Failed string
-	// Once: when Condition is True at the object's generation, the step is not run again while
-	// the object works toward Ready, so the passes that follow its progress (an install's end, a
-	// Secret's arrival) do not redo finished work. It runs again in every pass of a Ready
-	// object (the drift check), after a transient error, and in a new attempt. Only for steps
-	// whose later steps need nothing from them in the pass' scope.
+	// Once: when Condition is True at the object's generation and every step before it was
+	// skipped in this pass, the step is not run again while the object works toward Ready, so
+	// the passes that follow its progress (an install's end, a Secret's arrival) do not redo
+	// finished work. It runs again in every pass of a Ready object (the drift check), after a
+	// transient error, in a new attempt, and whenever a step before it had work to do (what it
+	// did, a namespace made again, may undo what this one found). Only for steps whose later
+	// steps need nothing from them in the pass' scope.
 	Once bool
 }
 
@@ -192,11 +194,13 @@ func (p Pass[S]) Run(ctx context.Context) (res ctrl.Result, retErr error) {
 // step. With shown (reconcileNormal) and PublishPhases, each step is entered in the phase the
 // kind's Phase gives for it.
 func (p Pass[S]) runSteps(ctx context.Context, steps []Step[S], shown *shownPhase) error {
-	redo := shown == nil || p.redoAll()
+	// Only the leading steps that are done are skipped: once one step runs, every later one does.
+	skipping := shown != nil && !p.redoAll()
 	for _, st := range steps {
-		if st.Once && !redo && doneAtGeneration(p.Object, st.Condition) {
+		if skipping && st.Once && doneAtGeneration(p.Object, st.Condition) {
 			continue
 		}
+		skipping = false
 		if shown != nil && p.PublishPhases && p.Phase != nil {
 			if err := shown.enter(ctx, p.Object, p.Phase(p.Object, st.Condition)); err != nil {
 				return &stepFailure{name: st.Name, condition: st.Condition, err: err}

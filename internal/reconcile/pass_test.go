@@ -350,16 +350,18 @@ func TestPassPastItsDeadlineWritesItsStatus(t *testing.T) {
 func TestOnceSteps(t *testing.T) {
 	c := newClient(t)
 	newTenant(t, c, "once", nil)
-	onceRuns := 0
+	onceRuns, releaseRuns := 0, 0
 	var next error
 	once := step("Claimed", func() error { onceRuns++; return nil })
 	once.Once = true
+	release := step("Released", func() error { releaseRuns++; return nil })
+	release.Once = true
 	later := step("Installed", func() error { return next })
 	pass := func() {
 		t.Helper()
 		obj := get(t, c, "once")
 		_, _ = reconcile.Pass[*kov1alpha1.Tenant]{
-			Client: c, Object: obj, Scope: obj, Finalizer: finalizer, Normal: []reconcile.Step[*kov1alpha1.Tenant]{once, later},
+			Client: c, Object: obj, Scope: obj, Finalizer: finalizer, Normal: []reconcile.Step[*kov1alpha1.Tenant]{once, release, later},
 			Phase:        func(reconcile.Object, string) string { return "Provisioning" },
 			ReadyRequeue: func() time.Duration { return time.Hour },
 		}.Run(context.Background())
@@ -383,5 +385,20 @@ func TestOnceSteps(t *testing.T) {
 	}
 	if got := get(t, c, "once"); got.Status.Phase != "Ready" {
 		t.Errorf("phase %q after the last passes, want Ready", got.Status.Phase)
+	}
+	// A drift check found the first step undone (its condition False, the object waiting): the
+	// next pass runs it, and every Once step after it too, although those say they are done.
+	obj := get(t, c, "once")
+	reconcile.MarkFalse(obj, "Claimed", "Waiting", "the namespace is being made again")
+	reconcile.MarkFalse(obj, "Ready", "Waiting", "the namespace is being made again")
+	reconcile.SetCondition(obj, "Reconciling", metav1.ConditionTrue, "Waiting", "the namespace is being made again")
+	if err := c.Status().Update(context.Background(), obj); err != nil {
+		t.Fatal(err)
+	}
+	claims, releases := onceRuns, releaseRuns
+	next = reconcile.Waiting("Waiting", "installing", time.Minute)
+	pass()
+	if onceRuns != claims+1 || releaseRuns != releases+1 {
+		t.Errorf("after a step before it had work to do, the Once steps ran %d and %d more times, want 1 and 1", onceRuns-claims, releaseRuns-releases)
 	}
 }
