@@ -45,9 +45,12 @@ type settings struct {
 	// parallel is how many workspaces are created at once.
 	parallel int
 	// vclusterDelay is how long after its release is deployed the vCluster actor writes its
-	// kubeconfig Secret (BENCH_VCLUSTER_DELAY, a Go duration; default 15 s): a real vCluster
-	// writes it only once its Pod has started and its control plane answers, tens of seconds
-	// after Helm reports the release deployed (Wait=false), never at once.
+	// kubeconfig Secret (BENCH_VCLUSTER_DELAY, a Go duration; default 15 s). The Secret is
+	// written by the vCluster itself (docs/tenant.md#names), so only once its StatefulSet's Pod
+	// has been scheduled, pulled its images and started its control plane: never the moment
+	// Helm (Wait=false) reports the release deployed. No vCluster document states how long that
+	// takes; 15 s is this project's assumption, and a setting so a run can use a figure
+	// measured on a real cluster.
 	vclusterDelay time.Duration
 	// managerBin is a prebuilt manager (BENCH_MANAGER_BIN); empty: build ./cmd/manager.
 	managerBin string

@@ -20,6 +20,9 @@ const ownWriteTTL = 30 * time.Second
 type ownWrites struct {
 	mu sync.Mutex
 	m  map[types.UID]*replacedVersions
+	// swept is when the expired entries were last dropped: at most once per ownWriteTTL, so a
+	// burst of writes does not scan the map at every one.
+	swept time.Time
 }
 
 // replacedVersions are the versions of one object the manager's recent writes replaced.
@@ -40,10 +43,13 @@ func (w *ownWrites) record(obj client.Object, before string) {
 	if w.m == nil {
 		w.m = map[types.UID]*replacedVersions{}
 	}
-	for k, v := range w.m {
-		if now.Sub(v.last) > ownWriteTTL {
-			delete(w.m, k)
+	if now.Sub(w.swept) > ownWriteTTL {
+		for k, v := range w.m {
+			if now.Sub(v.last) > ownWriteTTL {
+				delete(w.m, k)
+			}
 		}
+		w.swept = now
 	}
 	v := w.m[uid]
 	if v == nil {
@@ -63,7 +69,7 @@ func (w *ownWrites) replaced(obj client.Object) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	v := w.m[obj.GetUID()]
-	if v == nil {
+	if v == nil || time.Since(v.last) > ownWriteTTL {
 		return false
 	}
 	_, ok := v.versions[obj.GetResourceVersion()]

@@ -43,6 +43,7 @@ func TestOwnWrites(t *testing.T) {
 	}
 	// Old writes are forgotten at the next write.
 	w.m[k8stypes.UID("u-a")].last = time.Now().Add(-2 * ownWriteTTL)
+	w.swept = time.Now().Add(-2 * ownWriteTTL)
 	w.record(at("d", "2"), "1")
 	if w.replaced(at("a", "1")) || len(w.m) != 1 {
 		t.Errorf("writes older than %s still remembered: %d objects", ownWriteTTL, len(w.m))
