@@ -25,18 +25,9 @@ import (
 // holds stops at once, naming that process.
 func TestLocalEnvironmentStartsAgainAfterKill(t *testing.T) {
 	framework.SkipWithoutServers(t)
-	dir := t.TempDir()
-	bin := buildCommands(t, filepath.Join(dir, "bin"), "manager", "devenv", "terraform-runner")
-	ports, err := devenv.FreePorts(5)
-	if err != nil {
-		t.Fatal(err)
-	}
-	state := filepath.Join(dir, "state")
-	env := append(os.Environ(), "KUBEOPERA_DEV_DIR="+state, "KUBEOPERA_BIN_DIR="+bin, "KCP_PORT="+strconv.Itoa(ports[0]), "BACKEND_KUBECONFIG=",
-		"KUBEOPERA_GIT_PORT="+strconv.Itoa(ports[1]), "KUBEOPERA_SCAFFOLDER_PORT="+strconv.Itoa(ports[2]),
-		"KUBEOPERA_PROVISIONER_PORT="+strconv.Itoa(ports[3]), "KUBEOPERA_FLEET_OVERVIEW_PORT="+strconv.Itoa(ports[4]),
-		// The repo's chart: no registry is asked whether the default one is reachable.
-		"VCLUSTER_CHART="+filepath.Join(framework.RepoRoot(), "test", "charts", "vcluster"), "VCLUSTER_CHART_VERSION=")
+	bin, state, ports, env := newLocalEnv(t)
+	// The repo's chart: no registry is asked whether the default one is reachable.
+	env = append(env, "VCLUSTER_CHART="+filepath.Join(framework.RepoRoot(), "test", "charts", "vcluster"), "VCLUSTER_CHART_VERSION=")
 
 	// Another process (this test) holds kcp's port and the backend's etcd directory.
 	l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(ports[0]))

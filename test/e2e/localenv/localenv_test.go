@@ -65,16 +65,7 @@ func TestLocalEnvironment(t *testing.T) {
 	// It starts its own servers, or only reads the shared ones: it runs beside the parallel tests.
 	t.Parallel()
 	framework.SkipWithoutServers(t)
-	dir := t.TempDir()
-	bin := buildCommands(t, filepath.Join(dir, "bin"), "manager", "devenv", "terraform-runner")
-	ports, err := devenv.FreePorts(5)
-	if err != nil {
-		t.Fatal(err)
-	}
-	state := filepath.Join(dir, "state")
-	env := append(os.Environ(), "KUBEOPERA_DEV_DIR="+state, "KUBEOPERA_BIN_DIR="+bin, "KCP_PORT="+strconv.Itoa(ports[0]), "BACKEND_KUBECONFIG=",
-		"KUBEOPERA_GIT_PORT="+strconv.Itoa(ports[1]), "KUBEOPERA_SCAFFOLDER_PORT="+strconv.Itoa(ports[2]),
-		"KUBEOPERA_PROVISIONER_PORT="+strconv.Itoa(ports[3]), "KUBEOPERA_FLEET_OVERVIEW_PORT="+strconv.Itoa(ports[4]))
+	bin, state, ports, env := newLocalEnv(t)
 	first := startDevenv(t, bin, state, env)
 	if !strings.Contains(first.out.String(), "using the repo's local chart") && !strings.Contains(first.out.String(), "vCluster chart oci://") {
 		t.Errorf("devenv did not say which vCluster chart it uses:\n%s", first.out.String())
@@ -501,4 +492,22 @@ func walkFleetOverview(t *testing.T, bin, state string, env []string, run *runni
 	if resp.StatusCode != http.StatusOK || !strings.Contains(string(page), "Fleet overview") || !strings.Contains(string(page), "my-cluster") {
 		t.Errorf("GET %s/: %d\n%s", base, resp.StatusCode, page)
 	}
+}
+
+// newLocalEnv prepares a run of bin/devenv as make run does it, in a temporary directory: the
+// commands it runs (built once for the test run), its state directory, five free ports (kcp,
+// git, scaffolder, provisioner, fleet overview) and the environment naming them.
+func newLocalEnv(t *testing.T) (bin, state string, ports []int, env []string) {
+	t.Helper()
+	dir := t.TempDir()
+	bin = buildCommands(t, filepath.Join(dir, "bin"), "manager", "devenv", "terraform-runner")
+	ports, err := devenv.FreePorts(5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	state = filepath.Join(dir, "state")
+	env = append(os.Environ(), "KUBEOPERA_DEV_DIR="+state, "KUBEOPERA_BIN_DIR="+bin, "KCP_PORT="+strconv.Itoa(ports[0]), "BACKEND_KUBECONFIG=",
+		"KUBEOPERA_GIT_PORT="+strconv.Itoa(ports[1]), "KUBEOPERA_SCAFFOLDER_PORT="+strconv.Itoa(ports[2]),
+		"KUBEOPERA_PROVISIONER_PORT="+strconv.Itoa(ports[3]), "KUBEOPERA_FLEET_OVERVIEW_PORT="+strconv.Itoa(ports[4]))
+	return bin, state, ports, env
 }
