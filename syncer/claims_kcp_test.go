@@ -240,6 +240,12 @@ func TestClaimsOnRealKCP(t *testing.T) {
 			t.Fatalf("deliver over the private Secret: want an unshared DeliveryConflictError, got %v", err)
 		}
 		t.Logf("Deliver(private): %v", err)
+		// A first delivery creates before it reads: kcp's AlreadyExists, then a read that finds
+		// nothing, say the same.
+		err = syncer.DeliverNew(ctx, vw, owner, ownerGVK, "private", nil, map[string][]byte{"kubeconfig": []byte("x")})
+		if !errors.As(err, &conflict) || !conflict.Unshared {
+			t.Fatalf("first delivery over the private Secret: want an unshared DeliveryConflictError, got %v", err)
+		}
 		after := &corev1.Secret{}
 		if err := tenant.Get(ctx, key("private"), after); err != nil || string(after.Data["credentials"]) != "private-value" {
 			t.Errorf("the private Secret changed: %v", err)
@@ -248,8 +254,13 @@ func TestClaimsOnRealKCP(t *testing.T) {
 
 	t.Run("delivery works with exactly the claimed verbs", func(t *testing.T) {
 		labels := map[string]string{"app.kubernetes.io/managed-by": "kubeopera"}
-		for _, v := range []string{"v1", "v2"} {
-			if err := syncer.Deliver(ctx, vw, owner, ownerGVK, "result", labels, map[string][]byte{"kubeconfig": []byte(v)}); err != nil {
+		// A first delivery (create first), one over it, and a first delivery that finds its own.
+		for i, v := range []string{"v1", "v2", "v3"} {
+			deliver := syncer.Deliver
+			if i != 1 {
+				deliver = syncer.DeliverNew
+			}
+			if err := deliver(ctx, vw, owner, ownerGVK, "result", labels, map[string][]byte{"kubeconfig": []byte(v)}); err != nil {
 				t.Fatalf("deliver %s: %v", v, err)
 			}
 		}
@@ -257,7 +268,7 @@ func TestClaimsOnRealKCP(t *testing.T) {
 		if err := tenant.Get(ctx, key("result"), got); err != nil {
 			t.Fatal(err)
 		}
-		if string(got.Data["kubeconfig"]) != "v2" || !syncer.Shared(got) || !metav1.IsControlledBy(got, owner) {
+		if string(got.Data["kubeconfig"]) != "v3" || !syncer.Shared(got) || !metav1.IsControlledBy(got, owner) {
 			t.Errorf("delivered Secret = %+v", got.ObjectMeta)
 		}
 		if err := syncer.Undeliver(ctx, vw, owner, "result"); err != nil {

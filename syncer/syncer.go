@@ -133,8 +133,31 @@ type Guard func(cur *corev1.Secret) error
 // data, reading the current object once through r (uncached). An existing Secret is only updated
 // when guard (if any) allows it.
 func Store(ctx context.Context, r client.Reader, c client.Client, s *corev1.Secret, guard Guard) error {
+	return store(ctx, r, c, s, guard, false)
+}
+
+// StoreNew is Store for a Secret the caller expects not to exist yet (a first delivery): it is
+// created first, one request, and read and updated as Store does only when it exists.
+func StoreNew(ctx context.Context, r client.Reader, c client.Client, s *corev1.Secret, guard Guard) error {
+	return store(ctx, r, c, s, guard, true)
+}
+
+func store(ctx context.Context, r client.Reader, c client.Client, s *corev1.Secret, guard Guard, fresh bool) error {
+	if fresh {
+		err := c.Create(ctx, s.DeepCopy())
+		if err == nil {
+			return nil
+		}
+		if !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("failed to create secret %s/%s: %w", s.Namespace, s.Name, err)
+		}
+	}
 	cur := &corev1.Secret{}
 	err := r.Get(ctx, client.ObjectKeyFromObject(s), cur)
+	if fresh && apierrors.IsNotFound(err) {
+		// It exists (the create said so) and cannot be read: not the caller's to write.
+		return apierrors.NewAlreadyExists(corev1.Resource("secrets"), s.Name)
+	}
 	if err == nil && guard != nil {
 		if err := guard(cur); err != nil {
 			return err
@@ -186,6 +209,15 @@ func (e *DeliveryConflictError) Error() string {
 // AccessLabel=AccessLabelValue (besides labels) so the platform may reach it again. A Secret of that
 // name that owner does not control is never overwritten: a DeliveryConflictError.
 func Deliver(ctx context.Context, ws client.Client, owner client.Object, gvk schema.GroupVersionKind, name string, labels map[string]string, data map[string][]byte) error {
+	return deliver(ctx, ws, owner, gvk, name, labels, data, false)
+}
+
+// DeliverNew is Deliver for a Secret the caller expects not to exist yet (StoreNew).
+func DeliverNew(ctx context.Context, ws client.Client, owner client.Object, gvk schema.GroupVersionKind, name string, labels map[string]string, data map[string][]byte) error {
+	return deliver(ctx, ws, owner, gvk, name, labels, data, true)
+}
+
+func deliver(ctx context.Context, ws client.Client, owner client.Object, gvk schema.GroupVersionKind, name string, labels map[string]string, data map[string][]byte, fresh bool) error {
 	conflict := &DeliveryConflictError{Namespace: owner.GetNamespace(), Name: name, Owner: gvk.Kind + " " + owner.GetNamespace() + "/" + owner.GetName()}
 	s := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{
@@ -199,12 +231,12 @@ func Deliver(ctx context.Context, ws client.Client, owner client.Object, gvk sch
 		Type: corev1.SecretTypeOpaque,
 		Data: data,
 	}
-	err := Store(ctx, ws, ws, s, func(cur *corev1.Secret) error {
+	err := store(ctx, ws, ws, s, func(cur *corev1.Secret) error {
 		if !metav1.IsControlledBy(cur, owner) {
 			return conflict
 		}
 		return nil
-	})
+	}, fresh)
 	if apierrors.IsAlreadyExists(err) {
 		// The Secret was not visible to the read but exists: through the virtual workspace that is
 		// a tenant's Secret without AccessLabel.

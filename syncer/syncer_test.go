@@ -121,6 +121,15 @@ func TestCopyInAndDeliver(t *testing.T) {
 		if !errors.As(err, &conflict) || conflict.Unshared || err.Error() != "secret team-a/creds already exists and is not owned by ConfigMap team-a/t; refusing to overwrite it" {
 			t.Errorf("want a refusal to overwrite a foreign Secret, got %v", err)
 		}
+		// Also when the delivery is a first one (created before it is read).
+		err = DeliverNew(ctx, ws, owner, gvk, "creds", labels, map[string][]byte{"kubeconfig": []byte("v1")})
+		if !errors.As(err, &conflict) || conflict.Unshared {
+			t.Errorf("first delivery: want a refusal to overwrite a foreign Secret, got %v", err)
+		}
+		creds := &corev1.Secret{}
+		if err := ws.Get(ctx, client.ObjectKey{Namespace: "team-a", Name: "creds"}, creds); err != nil || string(creds.Data["kubeconfig"]) == "v1" {
+			t.Errorf("the tenant's own Secret was overwritten: %v", err)
+		}
 		if err := Undeliver(ctx, ws, owner, "result"); err != nil {
 			t.Fatal(err)
 		}

@@ -611,7 +611,7 @@ func (r *Reconciler) storedPassword(ctx context.Context, s *scope, name string) 
 
 // storeAndDeliver stores the kubeconfig in kcp-<fp> (server kept as supplied) and delivers it.
 func storeAndDeliver(ctx context.Context, s *scope, name string, data map[string][]byte) error {
-	if err := s.StoreAndDeliver(ctx, name, data); err != nil {
+	if err := s.StoreAndDeliver(ctx, name, data, !reconcile.IsTrue(s.hc, kov1alpha1.KubeconfigDeliveredCondition)); err != nil {
 		return err
 	}
 	reconcile.MarkTrue(s.hc, kov1alpha1.KubeconfigDeliveredCondition, kov1alpha1.SucceededReason,

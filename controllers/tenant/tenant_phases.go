@@ -172,17 +172,27 @@ func helmError(s *scope, err error) error {
 func (r *Reconciler) kubeconfig(ctx context.Context, s *scope) error {
 	t := s.tenant
 	secretName := vcluster.KubeconfigSecret(s.releaseName)
+	waiting := func() error {
+		return reconcile.Waiting(kov1alpha1.WaitingReason,
+			fmt.Sprintf("Waiting for the vCluster to write Secret %s/%s", s.hostNamespace, secretName), r.RequeueInterval)
+	}
+	fresh := !reconcile.IsTrue(t, kov1alpha1.KubeconfigDeliveredCondition)
 	sec := &corev1.Secret{}
-	err := s.Backend.Reader.Get(ctx, client.ObjectKey{Namespace: s.hostNamespace, Name: secretName}, sec)
-	if err != nil && !apierrors.IsNotFound(err) {
+	if arrived, ok := r.arrivals.Take(s.hostNamespace, secretName); ok {
+		// The pass the Secret's arrival requeued: the watch saw it a moment ago.
+		sec = arrived.(*corev1.Secret)
+	} else if fresh && r.arrivals.Await(s.Request, &corev1.SecretList{}, s.hostNamespace, secretName, "") {
+		// Not delivered yet: a watch from "now" sees the Secret when it is there already, so no
+		// read is needed to wait for it.
+		return waiting()
+	} else if err := s.Backend.Reader.Get(ctx, client.ObjectKey{Namespace: s.hostNamespace, Name: secretName}, sec); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("failed to read vCluster kubeconfig Secret %s/%s: %w", s.hostNamespace, secretName, err)
 	}
 	raw := sec.Data[vcluster.KubeconfigKey]
 	if len(raw) == 0 {
 		// Requeued when it appears, or when the one there (empty) changes.
 		r.arrivals.Await(s.Request, &corev1.SecretList{}, s.hostNamespace, secretName, sec.ResourceVersion)
-		return reconcile.Waiting(kov1alpha1.WaitingReason,
-			fmt.Sprintf("Waiting for the vCluster to write Secret %s/%s", s.hostNamespace, secretName), r.RequeueInterval)
+		return waiting()
 	}
 	server := fmt.Sprintf("https://%s.%s:443", s.releaseName, s.hostNamespace)
 	rewritten, err := kubeconfig.RewriteServer(raw, server)
@@ -191,7 +201,7 @@ func (r *Reconciler) kubeconfig(ctx context.Context, s *scope) error {
 	}
 	// Stored in kcp-<fp> (never over another Tenant's: cloudSpaceID names it) and delivered
 	// (never over a Secret of the tenant's own).
-	if err := s.StoreAndDeliver(ctx, s.kubeconfigSecret, map[string][]byte{DeliveredKubeconfigKey: rewritten}); err != nil {
+	if err := s.StoreAndDeliver(ctx, s.kubeconfigSecret, map[string][]byte{DeliveredKubeconfigKey: rewritten}, fresh); err != nil {
 		return err
 	}
 	t.Status.KubeconfigSecret = s.kubeconfigSecret

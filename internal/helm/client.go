@@ -226,6 +226,9 @@ type SDKClient struct {
 	factory   *sharedFactory
 	clientset kubernetes.Interface
 
+	// caps are the backend's capabilities, shared by every operation (capabilitiesTTL).
+	caps *capabilities
+
 	chartMu sync.Mutex
 	chart   []byte // packaged chart, set on first successful load
 
@@ -254,7 +257,8 @@ func New(cfg *rest.Config, opts Options) (*SDKClient, error) {
 	if err != nil {
 		return nil, fmt.Errorf("failed to create helm client: %w", err)
 	}
-	return &SDKClient{opts: opts.withDefaults(), getter: getter, factory: factory, clientset: factory.clientset}, nil
+	caps := &capabilities{discovery: getter.discovery, ttl: capabilitiesTTL, now: time.Now}
+	return &SDKClient{opts: opts.withDefaults(), getter: getter, factory: factory, clientset: factory.clientset, caps: caps}, nil
 }
 
 // Observe implements Client.
@@ -309,7 +313,9 @@ func (c *SDKClient) InstallOrUpgrade(ctx context.Context, rel Release, values ma
 		}
 	}
 	var moving []corev1.Secret // records left in the release namespace: their objects are to be adopted
+	listed := false            // moving was listed (in this call, under the namespace's lock)
 	if rel.separate() && (latest == nil || needsReinstall(latest, revisions)) {
+		listed = true
 		if moving, err = c.namespaceRecords(ctx, rel); err != nil {
 			return Observation{}, newError(op, namespace, name, err)
 		}
@@ -367,8 +373,12 @@ func (c *SDKClient) InstallOrUpgrade(ctx context.Context, rel Release, values ma
 			return Observation{}, newError("upgrade", namespace, name, err)
 		}
 	}
-	if err := c.deleteNamespaceRecords(ctx, rel); err != nil {
-		return Observation{}, newError(op, namespace, name, err)
+	// Records in the release namespace are deleted once the release lives in its storage; none
+	// to delete when there were none a moment ago, before the install wrote the first objects.
+	if !listed || len(moving) > 0 {
+		if err := c.deleteNamespaceRecords(ctx, rel); err != nil {
+			return Observation{}, newError(op, namespace, name, err)
+		}
 	}
 	made, err := v1Release(out)
 	if err != nil {
@@ -499,9 +509,13 @@ func (c *SDKClient) enter(ctx context.Context, rel Release) (*action.Configurati
 // configuration returns a new Helm action configuration for rel, as
 // action.Configuration.Init does (Secrets storage driver, a kube client in the
 // release namespace) but on the shared factory and clientset, and with the
-// storage driver in rel's storage namespace: it allocates a few small structs,
-// no clients.
+// storage driver in rel's storage namespace, and the backend's capabilities read
+// at most once per capabilitiesTTL: it allocates a few small structs, no clients.
 func (c *SDKClient) configuration(rel Release) (*action.Configuration, error) {
+	caps, err := c.caps.get()
+	if err != nil {
+		return nil, err
+	}
 	// Helm logs through slog: its Info and Warn go to V(1), its Debug to V(5) (logr's slog
 	// handler puts slog.LevelDebug at V(4) of the logger it is given), its errors as errors.
 	log := logr.ToSlogHandler(c.opts.Log.WithValues("namespace", rel.Namespace).V(1))
@@ -511,7 +525,8 @@ func (c *SDKClient) configuration(rel Release) (*action.Configuration, error) {
 	secrets.SetLogger(log)
 	cfg := action.NewConfiguration(action.ConfigurationSetLogger(log))
 	cfg.RESTClientGetter = c.getter.forNamespace(rel.Namespace)
-	cfg.KubeClient = kc
+	cfg.KubeClient = kubeClient{Client: kc, caps: c.caps}
+	cfg.Capabilities = caps.Copy() // an action may add to its own
 	cfg.Releases = storage.Init(secrets)
 	cfg.HookOutputFunc = func(_, _, _ string) io.Writer { return io.Discard }
 	return cfg, nil

@@ -43,4 +43,7 @@ current-context: c
 	if shared != limiter {
 		t.Error("a copy of the backend config has a limiter of its own")
 	}
+	if cfgs.Helm == nil || cfgs.Helm.RateLimiter != limiter {
+		t.Error("Helm's config of the backend does not take its tokens from the backend's limiter")
+	}
 }

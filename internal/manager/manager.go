@@ -88,6 +88,9 @@ type Configs struct {
 	Sweep *rest.Config
 	// Backend is the backend cluster's config.
 	Backend *rest.Config
+	// Helm is the backend's config for Helm's operations: Backend's identity and rate limiter,
+	// its requests counted apart (kubeopera_api_requests_total{target="helm"}). Backend when nil.
+	Helm *rest.Config
 }
 
 // Configs loads the kcp configs (pointed at the platform workspace) and the backend config.
@@ -130,7 +133,11 @@ func (o Options) Configs() (*Configs, error) {
 	// REST clients, Helm's, the provider's), so --backend-qps bounds the manager as a whole; a
 	// config without one gives each client a limiter of its own.
 	backend.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(o.BackendQPS, o.BackendBurst)
-	return &Configs{KCP: kcp, Sweep: sweep, Backend: backend}, nil
+	helm := rest.CopyConfig(backend)
+	countRequests(kcp, targetKCP)
+	countRequests(backend, targetBackend)
+	countRequests(helm, targetHelm)
+	return &Configs{KCP: kcp, Sweep: sweep, Backend: backend, Helm: helm}, nil
 }
 
 // CheckKCP reads the version of the kcp of cfg and returns an error, naming the version found,
@@ -269,7 +276,8 @@ func New(ctx context.Context, o Options, cfgs *Configs, overrides ...func(*manag
 		Client: client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}, &corev1.Namespace{}, &corev1.ConfigMap{}}}},
 		// Except the metadata of the manager's own namespaces (labelled with a fingerprint), which
 		// every Tenant and HostCluster pass checks (syncer.Backend.Namespaces).
-		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
+		// managedFields are never read, and are most of a small object's size.
+		Cache: cache.Options{DefaultTransform: cache.TransformStripManagedFields(), ByObject: map[client.Object]cache.ByObject{
 			syncer.NamespaceMetadata(): {Label: labels.NewSelector().Add(*fingerprinted)},
 		}},
 	}
@@ -332,7 +340,11 @@ func Run(ctx context.Context, o Options, cfgs *Configs) error {
 // tenant Ingresses of the allowed class only (config/policies).
 func setupTenants(ctx context.Context, m *Manager) error {
 	o := m.Options
-	helmClient, err := helm.New(m.Configs.Backend, helm.Options{
+	helmCfg := m.Configs.Helm
+	if helmCfg == nil {
+		helmCfg = m.Configs.Backend
+	}
+	helmClient, err := helm.New(helmCfg, helm.Options{
 		ChartRef:     o.VClusterChart,
 		ChartVersion: o.VClusterChartVersion,
 		CacheDir:     o.HelmCacheDir,

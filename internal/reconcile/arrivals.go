@@ -40,9 +40,20 @@ type Arrivals struct {
 	mu       sync.Mutex
 	ctx      context.Context
 	watching map[arrivalKey]struct{}
+	arrived  map[arrivalKey]arrival
 }
 
 type arrivalKey struct{ namespace, name string }
+
+// arrival is an object a watch saw arrive, kept for the pass it requeues (Take).
+type arrival struct {
+	obj client.Object
+	at  time.Time
+}
+
+// arrivalMaxAge is how long an arrived object is kept for Take: the pass it requeues runs within
+// moments; one that does not (a full queue) reads the object itself.
+const arrivalMaxAge = 30 * time.Second
 
 // NewArrivals returns the Arrivals of a controller registered with workspaces/apiexport, added
 // to mgr, and the Watch that requeues an object when what it waits for arrived (pass it to
@@ -124,6 +135,9 @@ func (a *Arrivals) Await(req mcreconcile.Request, list client.ObjectList, namesp
 					return
 				}
 				if ev.Type == watch.Added || ev.Type == watch.Modified {
+					if obj, ok := ev.Object.(client.Object); ok {
+						a.keep(key, obj)
+					}
 					if a.Done != nil {
 						a.Done(req)
 					}
@@ -133,6 +147,42 @@ func (a *Arrivals) Await(req mcreconcile.Request, list client.ObjectList, namesp
 		}
 	}()
 	return true
+}
+
+// Take returns, once, the object a watch saw arrive at namespace/name in the last
+// arrivalMaxAge: the pass the arrival requeued works from it instead of reading it again.
+func (a *Arrivals) Take(namespace, name string) (client.Object, bool) {
+	if a == nil {
+		return nil, false
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	key := arrivalKey{namespace, name}
+	got, ok := a.arrived[key]
+	if !ok {
+		return nil, false
+	}
+	delete(a.arrived, key)
+	if time.Since(got.at) > arrivalMaxAge {
+		return nil, false
+	}
+	return got.obj, true
+}
+
+// keep records obj as arrived at key, dropping the arrivals no pass took in time.
+func (a *Arrivals) keep(key arrivalKey, obj client.Object) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.arrived == nil {
+		a.arrived = map[arrivalKey]arrival{}
+	}
+	now := time.Now()
+	for k, v := range a.arrived {
+		if now.Sub(v.at) > arrivalMaxAge {
+			delete(a.arrived, k)
+		}
+	}
+	a.arrived[key] = arrival{obj: obj, at: now}
 }
 
 // Watching is how many watches run.

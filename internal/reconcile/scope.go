@@ -108,6 +108,10 @@ const AccessRecheck = 250 * time.Millisecond
 // workspace and Owner. A Secret of that name that is another object's is never overwritten: the
 // object stalls with NameConflict.
 func (s *Scope) Store(ctx context.Context, name string, typ corev1.SecretType, data map[string][]byte) error {
+	return s.store(ctx, name, typ, data, false)
+}
+
+func (s *Scope) store(ctx context.Context, name string, typ corev1.SecretType, data map[string][]byte, fresh bool) error {
 	stored := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: s.Namespace,
@@ -121,7 +125,11 @@ func (s *Scope) Store(ctx context.Context, name string, typ corev1.SecretType, d
 		Type: typ,
 		Data: data,
 	}
-	return syncer.Store(ctx, s.Backend.Reader, s.Backend.Client, stored, func(cur *corev1.Secret) error {
+	write := syncer.Store
+	if fresh {
+		write = syncer.StoreNew
+	}
+	return write(ctx, s.Backend.Reader, s.Backend.Client, stored, func(cur *corev1.Secret) error {
 		if !s.Owns(cur) {
 			return s.nameConflict(cur)
 		}
@@ -155,7 +163,15 @@ func (s *Scope) Stored(ctx context.Context, name string) (sec *corev1.Secret, fo
 // tenant's own under that name is never overwritten: the object stalls with NameConflict (the
 // tenant removes it and retries).
 func (s *Scope) Deliver(ctx context.Context, name string, data map[string][]byte) error {
-	err := syncer.Deliver(ctx, s.Direct, s.Object, s.GVK, name, s.Labels, data)
+	return s.deliver(ctx, name, data, false)
+}
+
+func (s *Scope) deliver(ctx context.Context, name string, data map[string][]byte, fresh bool) error {
+	write := syncer.Deliver
+	if fresh {
+		write = syncer.DeliverNew
+	}
+	err := write(ctx, s.Direct, s.Object, s.GVK, name, s.Labels, data)
 	var conflict *syncer.DeliveryConflictError
 	if errors.As(err, &conflict) {
 		return Stalled(commonv1alpha1.NameConflictReason, conflict.Error())
@@ -164,12 +180,14 @@ func (s *Scope) Deliver(ctx context.Context, name string, data map[string][]byte
 }
 
 // StoreAndDeliver stores Secret name (an Opaque one) in kcp-<fp> and delivers it into the
-// object's namespace.
-func (s *Scope) StoreAndDeliver(ctx context.Context, name string, data map[string][]byte) error {
-	if err := s.Store(ctx, name, corev1.SecretTypeOpaque, data); err != nil {
+// object's namespace. fresh says the caller has not delivered it yet (its condition is not
+// True): each Secret is then created first and read only when it exists, one request each
+// instead of two.
+func (s *Scope) StoreAndDeliver(ctx context.Context, name string, data map[string][]byte, fresh bool) error {
+	if err := s.store(ctx, name, corev1.SecretTypeOpaque, data, fresh); err != nil {
 		return err
 	}
-	return s.Deliver(ctx, name, data)
+	return s.deliver(ctx, name, data, fresh)
 }
 
 // Undeliver removes the named Secrets from the object's namespace, those the object controls only.

@@ -385,9 +385,17 @@ func (r *run) step(ctx context.Context, n int) (row, error) {
 	out.KCPRequestsPerTenant = perTenant(after.requests(hostOf(r.kcpCfg)) - before.requests(hostOf(r.kcpCfg)))
 	out.BackendRequestsPerTenant = perTenant(after.requests(hostOf(r.backendCfg)) - before.requests(hostOf(r.backendCfg)))
 	out.PassesPerTenant = perTenant(after.tenantReconciles() - before.tenantReconciles())
+	out.RequestsPerTenant = map[string]float64{}
+	was := before.apiRequests()
+	for k, v := range after.apiRequests() {
+		if d := perTenant(v - was[k]); d >= 0.05 {
+			out.RequestsPerTenant[k] = d
+		}
+	}
 	out.QueueWaitP99Ms = ms(time.Duration(histogramQuantile(before.tenantQueueWait(), after.tenantQueueWait(), 0.99) * float64(time.Second)))
 	progress("N=%d: per Tenant %.1f kcp and %.1f backend requests, %.1f passes; queue wait p99 %.0f ms; %d workers busy at most",
 		n, out.KCPRequestsPerTenant, out.BackendRequestsPerTenant, out.PassesPerTenant, out.QueueWaitP99Ms, out.ActiveWorkersPeak)
+	progress("N=%d: requests per Tenant by kind: %s", n, breakdown(out.RequestsPerTenant))
 	var toNS, toRelease, toReady []time.Duration
 	for _, t := range ts {
 		nsAt, _ := r.backendW.namespaces.get(t.hostNamespace())

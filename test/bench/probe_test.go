@@ -192,6 +192,23 @@ func (f families) requests(host string) float64 {
 	return f.sum("rest_client_requests_total", func(l map[string]string) bool { return l["host"] == host })
 }
 
+// apiRequests is the manager's kubeopera_api_requests_total by "<target> <verb> <resource>".
+func (f families) apiRequests() map[string]float64 {
+	out := map[string]float64{}
+	fam, ok := f["kubeopera_api_requests_total"]
+	if !ok {
+		return out
+	}
+	for _, m := range fam.GetMetric() {
+		l := map[string]string{}
+		for _, p := range m.GetLabel() {
+			l[p.GetName()] = p.GetValue()
+		}
+		out[l["target"]+" "+l["verb"]+" "+l["resource"]] += m.GetCounter().GetValue()
+	}
+	return out
+}
+
 // tenantActiveWorkers is how many Tenant workers are busy.
 func (f families) tenantActiveWorkers() int {
 	return int(f.sum("controller_runtime_active_workers", func(l map[string]string) bool { return l["controller"] == tenantController }))
