@@ -7,7 +7,7 @@ import (
 
 func TestClassify(t *testing.T) {
 	for _, tc := range []struct {
-		method, url      string
+		method, url    string
 		verb, resource string
 	}{
 		{"GET", "https://b/api/v1/namespaces/kcp-abc/secrets/vc-x", "get", "secrets"},
