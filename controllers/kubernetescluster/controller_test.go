@@ -88,7 +88,9 @@ func setup(t *testing.T) *suite {
 	if err := (&providerconfig.Reconciler{Workspaces: h.Fleet, Backend: h.BackendStore()}).SetupWithManager(h.Manager); err != nil {
 		t.Fatal(err)
 	}
-	if err := (&kubernetescluster.Reconciler{Workspaces: h.Fleet, Backend: h.BackendStore(), PollInterval: 300 * time.Millisecond}).SetupWithManager(h.Manager); err != nil {
+	// Nothing is polled in these tests: every backend object a KubernetesCluster waits on is
+	// watched (reconcile.Arrivals), and only a watch's event can move it on in time.
+	if err := (&kubernetescluster.Reconciler{Workspaces: h.Fleet, Backend: h.BackendStore(), BackendWatcher: h.Managed.BackendWatcher, PollInterval: time.Hour}).SetupWithManager(h.Manager); err != nil {
 		t.Fatal(err)
 	}
 	h.Run(t)

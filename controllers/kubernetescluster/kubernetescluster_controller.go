@@ -66,7 +66,15 @@ type Reconciler struct {
 	// Concurrency is how many KubernetesClusters are reconciled at once; DefaultConcurrency when
 	// zero.
 	Concurrency int
+	// BackendWatcher watches the backend objects a KubernetesCluster waits on (its Crossplane
+	// resources and connection Secret in kcp-<fp>, one name each) so it is reconciled when they
+	// change: nil, they are polled only (PollInterval).
+	BackendWatcher client.WithWatch
+	// MaxWatches bounds those watches (256 when zero); beyond, they are polled.
+	MaxWatches int
 
+	// arrivals watch the backend objects KubernetesClusters wait on.
+	arrivals *reconcile.Arrivals
 	// kind is the KubernetesCluster described to the reconcile skeleton (SetupWithManager).
 	kind *reconcile.Kind[*platformv1alpha1.KubernetesCluster, *scope]
 }
@@ -87,6 +95,14 @@ func (r *Reconciler) SetupWithManager(mgr mcmanager.Manager) error {
 	if r.Concurrency == 0 {
 		r.Concurrency = DefaultConcurrency
 	}
+	// Crossplane and its providers take seconds to minutes to act on a resource: each one waited
+	// on is watched (one name in kcp-<fp>), so its change is seen at once; the poll stays the
+	// fallback.
+	arrivals, arrived, err := reconcile.NewArrivals(mgr, r.BackendWatcher, r.MaxWatches)
+	if err != nil {
+		return err
+	}
+	r.arrivals = arrivals
 	r.kind = &reconcile.Kind[*platformv1alpha1.KubernetesCluster, *scope]{
 		Controller:   ControllerName,
 		GVK:          platformv1alpha1.GroupVersion.WithKind("KubernetesCluster"),
@@ -120,7 +136,8 @@ func (r *Reconciler) SetupWithManager(mgr mcmanager.Manager) error {
 		apiexport.Watch{Object: &platformv1alpha1.MachineCapabilities{}, Map: r.naming(func(kc *platformv1alpha1.KubernetesCluster) string {
 			return kc.Spec.MachineCapabilitiesRef.Name
 		})},
-		apiexport.Watch{Object: &platformv1alpha1.ProviderMachineFlavor{}, Map: r.waitingForFlavor})
+		apiexport.Watch{Object: &platformv1alpha1.ProviderMachineFlavor{}, Map: r.waitingForFlavor},
+		arrived)
 }
 
 // Reconcile implements mcreconcile.Reconciler.

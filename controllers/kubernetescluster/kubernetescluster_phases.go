@@ -192,7 +192,7 @@ func (r *Reconciler) network(ctx context.Context, s *scope) error {
 	built = append(built, subnet)
 	for _, u := range built {
 		if ready, reason, msg := crossplane.Observe(u, platformv1alpha1.CreatingReason); !ready {
-			return reconcile.Waiting(reason, msg, r.PollInterval)
+			return r.waitOn(s, u, reason, msg)
 		}
 	}
 	reconcile.MarkTrue(kc, platformv1alpha1.NetworkReadyCondition, commonv1alpha1.SucceededReason, "VPC and subnet are Ready")
@@ -219,7 +219,7 @@ func (r *Reconciler) cluster(ctx context.Context, s *scope) error {
 		return err
 	}
 	if ready, reason, msg := crossplane.Observe(u, platformv1alpha1.CreatingReason); !ready {
-		return reconcile.Waiting(reason, msg, r.PollInterval)
+		return r.waitOn(s, u, reason, msg)
 	}
 	reconcile.MarkTrue(kc, platformv1alpha1.ClusterReadyCondition, commonv1alpha1.SucceededReason, "ClusterV3 "+u.GetName()+" is Synced and Ready")
 	return nil
@@ -236,7 +236,7 @@ func (r *Reconciler) nodePool(ctx context.Context, s *scope) error {
 	}
 	id, ok := otc.AtProviderID(cl)
 	if !ok {
-		return reconcile.Waiting(platformv1alpha1.CreatingReason, "Waiting for the cluster's id", r.PollInterval)
+		return r.waitOn(s, cl, platformv1alpha1.CreatingReason, "Waiting for the cluster's id")
 	}
 	u, err := s.objects.Apply(ctx, otc.NodePool(otc.NodePoolParams{Object: s.object("pool"), ProviderConfigName: s.providerConfig,
 		ClusterID: id, Flavor: s.flavor, NodeCount: kc.Spec.NodeCount, AvailabilityZone: kc.Spec.NodeAvailableZone,
@@ -245,12 +245,12 @@ func (r *Reconciler) nodePool(ctx context.Context, s *scope) error {
 		return err
 	}
 	if st, _, _ := unstructured.NestedString(u.Object, "status", "atProvider", "status"); strings.EqualFold(st, NodePoolSoldOut) {
-		return reconcile.Waiting(platformv1alpha1.SoldOutReason, fmt.Sprintf(
+		return r.waitOn(s, u, platformv1alpha1.SoldOutReason, fmt.Sprintf(
 			"OTC has no capacity for flavor %s in zone %s (node pool SoldOut): set spec.nodeAvailableZone: random to let OTC pick a zone with capacity, or pick another spec.nodeFlavor and/or a lower spec.nodeCount",
-			s.flavor, orDefault(kc.Spec.NodeAvailableZone, otc.DefaultNodeAvailabilityZone)), r.PollInterval)
+			s.flavor, orDefault(kc.Spec.NodeAvailableZone, otc.DefaultNodeAvailabilityZone)))
 	}
 	if ready, reason, msg := crossplane.Observe(u, platformv1alpha1.CreatingReason); !ready {
-		return reconcile.Waiting(reason, msg, r.PollInterval)
+		return r.waitOn(s, u, reason, msg)
 	}
 	reconcile.MarkTrue(kc, platformv1alpha1.NodePoolReadyCondition, commonv1alpha1.SucceededReason,
 		fmt.Sprintf("NodePoolV3 %s (%d × %s) is Synced and Ready", u.GetName(), kc.Spec.NodeCount, s.flavor))
@@ -277,7 +277,7 @@ func (r *Reconciler) composite(ctx context.Context, s *scope) error {
 		return err
 	}
 	if ready, reason, msg := xr.Status(xr.From(u)); !ready {
-		return reconcile.Waiting(reason, msg, r.PollInterval)
+		return r.waitOn(s, u, reason, msg)
 	}
 	reconcile.MarkTrue(kc, platformv1alpha1.ClusterReadyCondition, commonv1alpha1.SucceededReason,
 		fmt.Sprintf("%s %s is Synced and Ready: network, cluster and %d × %s workers built by the %s composition", xr.Kind, u.GetName(), kc.Spec.NodeCount, s.flavor, kc.Spec.ProviderRef.Type))
@@ -296,6 +296,7 @@ func (r *Reconciler) kubeconfig(ctx context.Context, s *scope) error {
 	}
 	raw := conn.Data[r.ConnectionSecretKey]
 	if len(raw) == 0 && !isOTC(kc) {
+		r.arrivals.Await(s.Request, &corev1.SecretList{}, s.Namespace, s.name("conn"), conn.ResourceVersion)
 		return reconcile.Waiting(commonv1alpha1.WaitingReason, fmt.Sprintf("Waiting for the %s composition to write the kubeconfig into Secret %s (key %q)", kc.Spec.ProviderRef.Type, s.name("conn"), r.ConnectionSecretKey), r.PollInterval)
 	}
 	if len(raw) == 0 {
@@ -309,7 +310,7 @@ func (r *Reconciler) kubeconfig(ctx context.Context, s *scope) error {
 			return reconcile.Waiting(commonv1alpha1.WaitingReason, "The cluster's observed certificates cannot make a kubeconfig: "+err.Error(), r.PollInterval)
 		}
 		if !ok {
-			return reconcile.Waiting(commonv1alpha1.WaitingReason, fmt.Sprintf("Waiting for ClusterV3 %s to observe its certificates", cl.GetName()), r.PollInterval)
+			return r.waitOn(s, cl, commonv1alpha1.WaitingReason, fmt.Sprintf("Waiting for ClusterV3 %s to observe its certificates", cl.GetName()))
 		}
 		raw = built
 	}
@@ -320,6 +321,17 @@ func (r *Reconciler) kubeconfig(ctx context.Context, s *scope) error {
 	kc.Status.KubeconfigSecret = name
 	reconcile.MarkTrue(kc, platformv1alpha1.KubeconfigDeliveredCondition, commonv1alpha1.SucceededReason, fmt.Sprintf("Kubeconfig delivered in Secret %s (key %q)", name, DeliveredKubeconfigKey))
 	return nil
+}
+
+// waitOn says the cluster waits on backend object u (reason, msg) and watches u for its next
+// change after the version read, which requeues the cluster; PollInterval is the fallback.
+func (r *Reconciler) waitOn(s *scope, u *unstructured.Unstructured, reason, msg string) error {
+	if rv := u.GetResourceVersion(); rv != "" {
+		list := &unstructured.UnstructuredList{}
+		list.SetGroupVersionKind(u.GroupVersionKind().GroupVersion().WithKind(u.GetKind() + "List"))
+		r.arrivals.Await(s.Request, list, u.GetNamespace(), u.GetName(), rv)
+	}
+	return reconcile.Waiting(reason, msg, r.PollInterval)
 }
 
 // backendNamespace makes kcp-<fp> exist and belong to this workspace.
@@ -338,11 +350,11 @@ func orDefault(s, def string) string {
 // gone, so the next one is deleted only then.
 func (r *Reconciler) deleteOf(gvk schema.GroupVersionKind, suffix string, opts ...client.DeleteOption) func(context.Context, *scope) error {
 	return func(ctx context.Context, s *scope) error {
-		gone, name, err := s.objects.Delete(ctx, gvk, client.ObjectKey{Namespace: s.Namespace, Name: s.name(suffix)}, opts...)
+		gone, cur, err := s.objects.Delete(ctx, gvk, client.ObjectKey{Namespace: s.Namespace, Name: s.name(suffix)}, opts...)
 		if err != nil || gone {
 			return err
 		}
-		return reconcile.Waiting(commonv1alpha1.DeletingReason, fmt.Sprintf("Waiting for %s %s to be deleted", gvk.Kind, name), r.PollInterval)
+		return r.waitOn(s, cur, commonv1alpha1.DeletingReason, fmt.Sprintf("Waiting for %s %s to be deleted", gvk.Kind, cur.GetName()))
 	}
 }
 

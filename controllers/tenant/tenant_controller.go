@@ -64,6 +64,10 @@ type Reconciler struct {
 	IngressClass string
 	// ClaimsNamespace is the backend namespace holding cloudSpaceID claim records.
 	ClaimsNamespace string
+	// Claims reads the claim records' metadata from a cache (ClaimMetadata, the claims namespace,
+	// label app.kubernetes.io/managed-by=tenant-controller): an admitted Tenant's pass checks its
+	// claim there. nil: read from the backend at every pass.
+	Claims client.Reader
 	// Limits are the per-workspace limits.
 	Limits Limits
 	// RequeueInterval is the poll interval while Provisioning; DefaultRequeueInterval when zero.
@@ -140,6 +144,9 @@ func (r *Reconciler) SetupWithManager(mgr mcmanager.Manager) error {
 		Phase:        phase,
 		ReadyMessage: readyMessage,
 		ReadyRequeue: func(*kov1alpha1.Tenant) time.Duration { return wait.Jitter(r.ReadyRecheckInterval, 0.2) },
+		Namespaces: func(t *kov1alpha1.Tenant, lc string) []string {
+			return []string{workspaces.VClusterNamespace(lc, t.Spec.TenantName)}
+		},
 	}
 	return apiexport.NewController(mgr, "tenant", r.Workspaces, &kov1alpha1.Tenant{},
 		mccontroller.Options{Reconciler: r.kind, MaxConcurrentReconciles: r.Concurrency}, r.kind.Watch(), installEnds, arrived)

@@ -116,6 +116,9 @@ func setup(t *testing.T) *suite {
 		Helm:            s.helm,
 		API:             &kubeoperaapi.Client{BaseURL: s.api.URL, Token: "t"},
 		ClaimsNamespace: "kubeopera-system",
+		// As the manager builds it: claims read from its cache, Secrets awaited by watch.
+		Claims:          h.Manager.GetLocalManager().GetCache(),
+		BackendWatcher:  h.Managed.BackendWatcher,
 		Limits:          tenant.Limits{MaxTenants: 4, MaxCPU: resource.MustParse("5")},
 		RequeueInterval: 500 * time.Millisecond,
 		// Drift checks often enough for a test to see one repair.

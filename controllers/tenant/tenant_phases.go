@@ -178,7 +178,7 @@ func (r *Reconciler) kubeconfig(ctx context.Context, s *scope) error {
 	}
 	fresh := !reconcile.IsTrue(t, kov1alpha1.KubeconfigDeliveredCondition)
 	sec := &corev1.Secret{}
-	if arrived, ok := r.arrivals.Take(s.hostNamespace, secretName); ok {
+	if arrived, ok := r.arrivals.Take(&corev1.SecretList{}, s.hostNamespace, secretName); ok {
 		// The pass the Secret's arrival requeued: the watch saw it a moment ago.
 		sec = arrived.(*corev1.Secret)
 	} else if fresh && r.arrivals.Await(s.Request, &corev1.SecretList{}, s.hostNamespace, secretName, "") {
@@ -312,6 +312,14 @@ func (r *Reconciler) claimCloudSpace(ctx context.Context, s *scope) error {
 			},
 		}}
 	}
+	// An admitted Tenant's claim is there: the cache of the records says so without a request.
+	// Anything else it says (none, another's) is read again from the backend, below.
+	if r.Claims != nil && reconcile.IsTrue(s.tenant, kov1alpha1.AdmittedCondition) {
+		cached := ClaimMetadata()
+		if err := r.Claims.Get(ctx, key, cached); err == nil && s.Owns(cached) {
+			return nil
+		}
+	}
 	// A Tenant not admitted yet most likely claims a new cloudSpaceID: create first, and read
 	// only when the record exists.
 	if !reconcile.IsTrue(s.tenant, kov1alpha1.AdmittedCondition) {
@@ -349,6 +357,12 @@ func (r *Reconciler) claimCloudSpace(ctx context.Context, s *scope) error {
 		// Lost a race: look again who won.
 	}
 	return fmt.Errorf("claim record of cloudSpaceID %q keeps changing; retrying", id)
+}
+
+// ClaimMetadata is an empty claim record's metadata, the object Reconciler.Claims is read (and
+// its cache set up) with.
+func ClaimMetadata() *metav1.PartialObjectMetadata {
+	return &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}}
 }
 
 // releaseCloudSpace deletes the Tenant's claim record, only when it is this Tenant's.

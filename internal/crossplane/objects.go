@@ -82,25 +82,26 @@ func (o Objects) Apply(ctx context.Context, u *unstructured.Unstructured) (*unst
 
 // Delete deletes the owner's object of kind gvk at key (with opts) and reports whether it is gone:
 // true when there is none, it is not the owner's, or its kind is not served (Crossplane's CRDs
-// absent: nothing of it can exist).
-func (o Objects) Delete(ctx context.Context, gvk schema.GroupVersionKind, key client.ObjectKey, opts ...client.DeleteOption) (gone bool, name string, err error) {
+// absent: nothing of it can exist). While it is not gone, cur is the object as read before the
+// delete.
+func (o Objects) Delete(ctx context.Context, gvk schema.GroupVersionKind, key client.ObjectKey, opts ...client.DeleteOption) (gone bool, cur *unstructured.Unstructured, err error) {
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(gvk)
 	err = o.Client.Get(ctx, key, u)
 	switch {
 	case apierrors.IsNotFound(err) || NotServed(err):
-		return true, key.Name, nil
+		return true, nil, nil
 	case err != nil:
-		return false, key.Name, err
+		return false, nil, err
 	case !syncer.OwnedBy(u, o.LogicalCluster, o.Owner):
-		return true, key.Name, nil
+		return true, nil, nil
 	}
 	if u.GetDeletionTimestamp() == nil {
-		if err := o.Client.Delete(ctx, u, opts...); client.IgnoreNotFound(err) != nil {
-			return false, u.GetName(), err
+		if err := o.Client.Delete(ctx, u.DeepCopy(), opts...); client.IgnoreNotFound(err) != nil {
+			return false, nil, err
 		}
 	}
-	return false, u.GetName(), nil
+	return false, u, nil
 }
 
 // NotServed reports an error saying the kind is not served on the backend (its CRD absent).

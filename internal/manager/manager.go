@@ -174,6 +174,8 @@ type Manager struct {
 	Workspaces map[string]*apiexport.Provider
 	// Backend reads (uncached) and writes the backend cluster with the manager's identity.
 	Backend syncer.Backend
+	// BackendWatcher watches single backend objects controllers wait on (reconcile.Arrivals).
+	BackendWatcher client.WithWatch
 	// Guard checks every address dialed on a tenant's behalf.
 	Guard *netguard.Guard
 	// Log is the manager's logger.
@@ -279,6 +281,11 @@ func New(ctx context.Context, o Options, cfgs *Configs, overrides ...func(*manag
 		// managedFields are never read, and are most of a small object's size.
 		Cache: cache.Options{DefaultTransform: cache.TransformStripManagedFields(), ByObject: map[client.Object]cache.ByObject{
 			syncer.NamespaceMetadata(): {Label: labels.NewSelector().Add(*fingerprinted)},
+			// And of the Tenants' claim records, which every pass of an admitted Tenant checks.
+			tenant.ClaimMetadata(): {
+				Namespaces: map[string]cache.Config{o.ClaimsNamespace: {}},
+				Label:      labels.SelectorFromSet(labels.Set{kov1alpha1.ManagedByLabel: tenant.ControllerName}),
+			},
 		}},
 	}
 	for _, o := range overrides {
@@ -294,6 +301,9 @@ func New(ctx context.Context, o Options, cfgs *Configs, overrides ...func(*manag
 		return nil, err
 	}
 	local := m.GetLocalManager()
+	if m.BackendWatcher, err = client.NewWithWatch(backendCfg, client.Options{Scheme: m.Scheme, Mapper: local.GetRESTMapper()}); err != nil {
+		return nil, fmt.Errorf("failed to create the backend watcher: %w", err)
+	}
 	m.Backend = syncer.Backend{Client: local.GetClient(), Reader: local.GetAPIReader(), Namespaces: local.GetCache(), DeferAccess: true}
 	if err := local.Add(addrs); err != nil {
 		return nil, fmt.Errorf("failed to add the target guard's refresh: %w", err)
@@ -357,19 +367,16 @@ func setupTenants(ctx context.Context, m *Manager) error {
 	if err != nil {
 		return err
 	}
-	watcher, err := client.NewWithWatch(m.Configs.Backend, client.Options{Scheme: m.Scheme})
-	if err != nil {
-		return fmt.Errorf("failed to create the backend watcher: %w", err)
-	}
 	if err := (&tenant.Reconciler{
 		Workspaces:         m.Workspaces[KubeoperaProvider],
-		BackendWatcher:     watcher,
+		BackendWatcher:     m.BackendWatcher,
 		Backend:            m.Backend,
 		Helm:               helmClient,
 		API:                &kubeoperaapi.Client{BaseURL: o.KubeoperaAPIBaseURL, Token: o.InternalServiceToken},
 		Environment:        o.Environment,
 		IngressClass:       o.VClusterIngressClass,
 		ClaimsNamespace:    o.ClaimsNamespace,
+		Claims:             m.GetLocalManager().GetCache(),
 		Limits:             limits,
 		RequeueInterval:    o.TenantRequeueInterval,
 		Concurrency:        o.TenantConcurrency,
@@ -393,7 +400,7 @@ func setupProviderConfigs(_ context.Context, m *Manager) error {
 // setupKubernetesClusters registers the KubernetesCluster controller.
 func setupKubernetesClusters(_ context.Context, m *Manager) error {
 	o := m.Options
-	return (&kubernetescluster.Reconciler{Workspaces: m.Workspaces[PlatformProvider], Backend: m.Backend, PollInterval: o.KubernetesClusterPollInterval,
+	return (&kubernetescluster.Reconciler{Workspaces: m.Workspaces[PlatformProvider], Backend: m.Backend, BackendWatcher: m.BackendWatcher, PollInterval: o.KubernetesClusterPollInterval,
 		MaxPerWorkspace: o.MaxKubernetesClustersPerWorkspace, Concurrency: o.KubernetesClusterConcurrency}).SetupWithManager(m)
 }
 

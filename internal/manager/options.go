@@ -330,7 +330,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.FluxChart, "flux-chart", o.FluxChart, "Flux Helm chart installed on HostClusters' targets: OCI reference, URL or local path (env FLUX_CHART)")
 	fs.StringVar(&o.FluxChartVersion, "flux-chart-version", o.FluxChartVersion, "Flux chart version (env FLUX_CHART_VERSION)")
 	fs.StringVar(&o.GitOpsBranch, "gitops-branch", o.GitOpsBranch, "branch of spec.gitOpsRepoURL that Flux follows on HostClusters' targets")
-	fs.DurationVar(&o.KubernetesClusterPollInterval, "kubernetescluster-poll-interval", o.KubernetesClusterPollInterval, "how often a KubernetesCluster being built or torn down is looked at again (its Crossplane resources are not watched)")
+	fs.DurationVar(&o.KubernetesClusterPollInterval, "kubernetescluster-poll-interval", o.KubernetesClusterPollInterval, "how often a KubernetesCluster being built or torn down is looked at again when no watch of the resource it waits on is free (at most 256 run)")
 	fs.StringSliceVar(&o.OTCAuthHosts, "otc-auth-hosts", o.OTCAuthHosts, "hosts the auth_url of tenants' OTC credentials may name: exact names, *.domain for any name under it, or * for any; Crossplane's OTC provider connects there from the backend")
 	fs.DurationVar(&o.HostClusterAccessGiveUp, "hostcluster-access-give-up", o.HostClusterAccessGiveUp, "how long an unreachable HostCluster target is retried before the HostCluster fails")
 	fs.DurationVar(&o.HostClusterPollInterval, "hostcluster-poll-interval", o.HostClusterPollInterval, "how often a HostCluster waiting on Flux, the scaffolder or its apps Kustomization is looked at again")

@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
@@ -43,7 +44,17 @@ type Arrivals struct {
 	arrived  map[arrivalKey]arrival
 }
 
-type arrivalKey struct{ namespace, name string }
+// arrivalKey names an awaited object: its list's kind, namespace and name.
+type arrivalKey struct{ kind, namespace, name string }
+
+// keyOf is the arrivalKey of list's object at namespace/name.
+func keyOf(list client.ObjectList, namespace, name string) arrivalKey {
+	kind := fmt.Sprintf("%T", list)
+	if gvk := list.GetObjectKind().GroupVersionKind(); !gvk.Empty() {
+		kind = gvk.String()
+	}
+	return arrivalKey{kind, namespace, name}
+}
 
 // arrival is an object a watch saw arrive, kept for the pass it requeues (Take).
 type arrival struct {
@@ -80,14 +91,14 @@ func (a *Arrivals) Start(ctx context.Context) error {
 func (a *Arrivals) NeedLeaderElection() bool { return true }
 
 // Await watches namespace for the object name of list's kind, unless a watch for it runs or no
-// slot is free, and tells Done req when it appears or changes: after version seen, the version
-// the step read and found wanting; with seen empty (it was not there), when it is there (already
-// included). It reports whether a watch runs for it.
+// slot is free, and tells Done req when it appears, changes or goes: after version seen, the
+// version the step read and found wanting; with seen empty (it was not there), when it is there
+// (already included). It reports whether a watch runs for it.
 func (a *Arrivals) Await(req mcreconcile.Request, list client.ObjectList, namespace, name, seen string) bool {
 	if a == nil || a.Client == nil {
 		return false
 	}
-	key := arrivalKey{namespace, name}
+	key := keyOf(list, namespace, name)
 	a.mu.Lock()
 	if a.watching == nil {
 		a.watching = map[arrivalKey]struct{}{}
@@ -134,30 +145,35 @@ func (a *Arrivals) Await(req mcreconcile.Request, list client.ObjectList, namesp
 				if !ok {
 					return
 				}
-				if ev.Type == watch.Added || ev.Type == watch.Modified {
+				switch ev.Type {
+				case watch.Added, watch.Modified:
 					if obj, ok := ev.Object.(client.Object); ok {
 						a.keep(key, obj)
 					}
-					if a.Done != nil {
-						a.Done(req)
-					}
-					return
+				case watch.Deleted:
+					// A step waiting for the object to go.
+				default:
+					continue
 				}
+				if a.Done != nil {
+					a.Done(req)
+				}
+				return
 			}
 		}
 	}()
 	return true
 }
 
-// Take returns, once, the object a watch saw arrive at namespace/name in the last
-// arrivalMaxAge: the pass the arrival requeued works from it instead of reading it again.
-func (a *Arrivals) Take(namespace, name string) (client.Object, bool) {
+// Take returns, once, the object of list's kind a watch saw arrive at namespace/name in the
+// last arrivalMaxAge: the pass the arrival requeued works from it instead of reading it again.
+func (a *Arrivals) Take(list client.ObjectList, namespace, name string) (client.Object, bool) {
 	if a == nil {
 		return nil, false
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	key := arrivalKey{namespace, name}
+	key := keyOf(list, namespace, name)
 	got, ok := a.arrived[key]
 	if !ok {
 		return nil, false

@@ -60,14 +60,14 @@ func TestArrivals(t *testing.T) {
 	}
 	awaitArrival(t, arrived, req("tenant-a"), "the Secret's change requeued nothing")
 	// The pass it requeues takes the object the watch saw, once, instead of reading it again.
-	got, ok := a.Take("default", "kc")
+	got, ok := a.Take(&corev1.SecretList{}, "default", "kc")
 	if sec, isSecret := got.(*corev1.Secret); !ok || !isSecret || string(sec.Data["config"]) != "written" {
 		t.Errorf("Take = %#v, %v; want the Secret as changed", got, ok)
 	}
-	if _, ok := a.Take("default", "kc"); ok {
+	if _, ok := a.Take(&corev1.SecretList{}, "default", "kc"); ok {
 		t.Error("an arrival was taken twice")
 	}
-	if _, ok := a.Take("default", "unrelated"); ok {
+	if _, ok := a.Take(&corev1.SecretList{}, "default", "unrelated"); ok {
 		t.Error("Take returned an object no watch saw arrive")
 	}
 	framework.Eventually(t, 10*time.Second, "the watch ended with the change", func() (bool, string) {

@@ -3,17 +3,21 @@ package reconcile
 import (
 	"context"
 	"maps"
+	"math/rand/v2"
 	"slices"
 	"time"
 
 	"github.com/kubeopera/kubeopera/syncer"
 
+	"github.com/kcp-dev/logicalcluster/v3"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
 
+	commonv1alpha1 "github.com/kubeopera/kubeopera/apis/common/v1alpha1"
 	"github.com/kubeopera/kubeopera/workspaces"
 	"github.com/kubeopera/kubeopera/workspaces/apiexport"
 )
@@ -52,14 +56,59 @@ type Kind[O Object, S any] struct {
 	// OwnAnnotations are the annotations the steps write on the object (a job's ID, when a wait
 	// began): a change of one of them alone wakes no pass (Watch).
 	OwnAnnotations []string
+	// Namespaces, if set, returns the backend namespaces a Ready object has besides kcp-<fp> of
+	// its workspace (logicalCluster): one missing at a cold start makes it due at once (Settled).
+	Namespaces func(obj O, logicalCluster string) []string
 }
+
+// settledCheckTimeout bounds the wait for the backend namespaces' cache in Settled.
+const settledCheckTimeout = 10 * time.Second
 
 // Watch is how the controller watches its own kind (give it to apiexport.NewController): an
 // update is queued only when it carries something a pass acts on (Changed), so the controller's
 // own status, finalizer and annotation writes do not wake it again: the pass that wrote them
 // already returned what should happen next.
 func (k *Kind[O, S]) Watch() apiexport.Watch {
-	return apiexport.Watch{Object: k.New(), Updates: k.Changed}
+	return apiexport.Watch{Object: k.New(), Updates: k.Changed, Settled: k.Settled}
+}
+
+// Settled says how long the first pass of an object found at a cold start may wait: an object
+// Ready at its generation, holding the kind's finalizer, not being deleted and whose backend
+// namespaces are there (the manager's cache of them says so, no request) is due only for its
+// drift check (ReadyRequeue), which a restart does not make more urgent; it is scheduled at a
+// random point of that interval, so the checks of every object do not all run, against the
+// backend's rate limit, at the start. Anything else (0) is reconciled at once: a new or restored
+// backend (namespaces missing) is rebuilt at the start, not at the next drift check.
+func (k *Kind[O, S]) Settled(obj client.Object) time.Duration {
+	o, ok := obj.(O)
+	if !ok || k.ReadyRequeue == nil || k.Backend.Namespaces == nil || o.GetDeletionTimestamp() != nil || !controllerutil.ContainsFinalizer(o, k.Finalizer) {
+		return 0
+	}
+	c := GetCondition(o, commonv1alpha1.ReadyCondition)
+	if c == nil || c.Status != metav1.ConditionTrue || c.ObservedGeneration != o.GetGeneration() || phaseOf(o) != PhaseReady {
+		return 0
+	}
+	lc := logicalcluster.From(o).String()
+	if lc == "" {
+		return 0
+	}
+	namespaces := []string{workspaces.Namespace(lc)}
+	if k.Namespaces != nil {
+		namespaces = append(namespaces, k.Namespaces(o, lc)...)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), settledCheckTimeout)
+	defer cancel()
+	for _, ns := range namespaces {
+		meta := syncer.NamespaceMetadata()
+		if err := k.Backend.Namespaces.Get(ctx, client.ObjectKey{Name: ns}, meta); err != nil || meta.DeletionTimestamp != nil {
+			return 0
+		}
+	}
+	interval := k.ReadyRequeue(o)
+	if interval <= 0 {
+		return 0
+	}
+	return time.Duration(rand.Int64N(int64(interval))) + 1
 }
 
 // Changed reports whether an update of one of the kind's objects carries anything a pass acts

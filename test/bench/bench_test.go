@@ -439,11 +439,12 @@ func (r *run) step(ctx context.Context, n int) (row, error) {
 	}
 	progress("N=%d: %d kcp watches, %.0f writes/min idle", n, out.KCPWatchConnections, out.IdleWritesPerMinute)
 
-	cold, err := r.coldStart(ctx)
+	cold, deferred, err := r.coldStart(ctx)
 	if err != nil {
 		return out, fmt.Errorf("N=%d cold start: %w", n, err)
 	}
 	out.ColdStartSeconds = math.Round(cold.Seconds()*1000) / 1000
+	out.ColdStartDeferred = deferred
 	// The next step's slopes start from this step's reading, not from the restarted manager's:
 	// a manager that has installed nothing since its start has not loaded the chart nor filled
 	// Helm's and the clients' caches, and the next step's first installs would count all of
@@ -451,7 +452,7 @@ func (r *run) step(ctx context.Context, n int) (row, error) {
 	if out.HeapBytesAfterColdStart, err = r.settle(ctx); err != nil {
 		return out, err
 	}
-	progress("N=%d: cold start %.2fs; restarted manager's heap %d B", n, out.ColdStartSeconds, out.HeapBytesAfterColdStart)
+	progress("N=%d: cold start %.2fs (%d drift checks deferred); restarted manager's heap %d B", n, out.ColdStartSeconds, out.ColdStartDeferred, out.HeapBytesAfterColdStart)
 	lines, err := r.e.errorLogLines()
 	if err != nil {
 		return out, err
@@ -742,21 +743,22 @@ func (r *run) floorLatencies(ctx context.Context, ts []*tenant) ([]time.Duration
 }
 
 // coldStart starts the manager with every workspace bound and every Tenant Ready and returns
-// the time from the process's start until each Tenant was reconciled once. That is read from
-// the manager's own metrics, polled every 200 ms (only the latencies need watch timing): the
-// Tenant controller finished at least as many reconciles as there are Tenants and its workqueue
-// is empty. Counting "Reconciling Tenant" log lines would be exact per Tenant but needs V(1)
-// logging, far too much output at hundreds of workspaces.
-func (r *run) coldStart(ctx context.Context) (time.Duration, error) {
+// the time from the process's start until it has caught up: every workspace engaged (its
+// kubeopera_engaged_workspaces), every Tenant accounted for — reconciled, or, being settled
+// (Ready at its generation, its backend namespaces there), its drift check scheduled on the
+// usual interval (kubeopera_deferred_drift_checks_total) — and nothing due in the Tenant
+// workqueue. It also returns how many drift checks were deferred. That is read from the
+// manager's own metrics, polled every 200 ms (only the latencies need watch timing).
+func (r *run) coldStart(ctx context.Context) (took time.Duration, deferred int, err error) {
 	r.e.stopManager()
 	r.mgr = nil
 	m, err := r.e.startManager()
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	r.mgr = m
 	want := float64(len(r.tenants))
-	var took time.Duration
+	workspaces := float64(len(r.workspaces) + r.s.warmup)
 	var last string
 	err = framework.Poll(ctx, 200*time.Millisecond, 10*time.Minute, func(ctx context.Context) (bool, error) {
 		if err := r.e.managerExited(); err != nil {
@@ -767,16 +769,16 @@ func (r *run) coldStart(ctx context.Context) (time.Duration, error) {
 			last = err.Error()
 			return false, nil // not serving yet
 		}
-		done, depth := f.tenantReconciles(), f.tenantQueueDepth()
-		last = fmt.Sprintf("%.0f of %.0f reconciles, queue depth %.0f", done, want, depth)
-		if done >= want && depth == 0 {
-			took = time.Since(m.started)
+		engaged, done, later, depth := f.engagedWorkspaces(), f.tenantReconciles(), f.tenantDeferred(), f.tenantQueueDepth()
+		last = fmt.Sprintf("%.0f of %.0f workspaces engaged, %.0f reconciles and %.0f deferred of %.0f Tenants, queue depth %.0f", engaged, workspaces, done, later, want, depth)
+		if engaged >= workspaces && done+later >= want && depth == 0 {
+			took, deferred = time.Since(m.started), int(later)
 			return true, nil
 		}
 		return false, nil
 	})
 	if err != nil {
-		return 0, fmt.Errorf("%w (last: %s)", err, last)
+		return 0, 0, fmt.Errorf("%w (last: %s)", err, last)
 	}
-	return took, nil
+	return took, deferred, nil
 }

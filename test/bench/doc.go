@@ -31,8 +31,9 @@
 //     Tenant workers busy at once (controller_runtime_active_workers, sampled every 200 ms);
 //   - kcpWatchConnections (the manager's kubeopera_kcp_open_watches) and idleWritesPerMinute
 //     (its POST, PUT, PATCH and DELETE requests to kcp and the backend over 60 s without change);
-//   - coldStartSeconds: the manager restarted with everything bound -> every Tenant reconciled
-//     once (see coldStart);
+//   - coldStartSeconds: the manager restarted with everything bound -> it has caught up: every
+//     workspace engaged, every Tenant reconciled or, settled, its drift check scheduled on its
+//     interval (coldStartDeferred counts those), nothing due in the queue (see coldStart);
 //   - managerErrorLogLines: error-level lines the manager logged so far.
 //
 // It prints a table and writes bench/results/latest.json, latest.png and the manager's heap

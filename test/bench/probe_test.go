@@ -155,7 +155,19 @@ func (f families) tenantReconciles() float64 {
 	return f.sum("controller_runtime_reconcile_total", func(l map[string]string) bool { return l["controller"] == tenantController })
 }
 
-// tenantQueueDepth is the Tenant controller's workqueue depth.
+// tenantDeferred is how many settled Tenants found at the manager's start had their drift check
+// scheduled for later.
+func (f families) tenantDeferred() float64 {
+	return f.sum("kubeopera_deferred_drift_checks_total", func(l map[string]string) bool { return l["controller"] == tenantController })
+}
+
+// engagedWorkspaces is how many workspaces the manager serves through the kubeopera.io export.
+func (f families) engagedWorkspaces() float64 {
+	return f.sum("kubeopera_engaged_workspaces", func(l map[string]string) bool { return l["export"] == "kubeopera.io" })
+}
+
+// tenantQueueDepth is the Tenant controller's workqueue depth (the items due; those scheduled for
+// later are not counted).
 func (f families) tenantQueueDepth() float64 {
 	return f.sum("workqueue_depth", func(l map[string]string) bool { return l["name"] == tenantController })
 }

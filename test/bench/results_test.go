@@ -66,6 +66,9 @@ type row struct {
 	KCPWatchConnections int     `json:"kcpWatchConnections"`
 	IdleWritesPerMinute float64 `json:"idleWritesPerMinute"`
 	ColdStartSeconds    float64 `json:"coldStartSeconds"`
+	// ColdStartDeferred is how many of the restarted manager's Tenants were settled, their drift
+	// check scheduled on its interval rather than run at the start.
+	ColdStartDeferred int `json:"coldStartDeferred"`
 	// HeapBytesAfterColdStart is the restarted manager's settled heap at N, before it installed
 	// anything.
 	HeapBytesAfterColdStart uint64 `json:"heapBytesAfterColdStart"`

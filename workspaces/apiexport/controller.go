@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/kcp-dev/logicalcluster/v3"
@@ -34,7 +35,16 @@ type route struct {
 	obj     client.Object
 	mapFn   MapFunc
 	updates func(old, new client.Object) bool
+	settled func(client.Object) time.Duration
 	queue   workqueue.TypedRateLimitingInterface[mcreconcile.Request]
+	// controller names the controller whose queue this is.
+	controller string
+}
+
+// addOpts are how a request is queued: its priority and how long it may wait first.
+type addOpts struct {
+	priority int
+	after    time.Duration
 }
 
 func requestFor(key types.NamespacedName) reconcile.Request {
@@ -51,6 +61,12 @@ type Watch struct {
 	// controller's own status writes. nil: every update. A Watch of the controller's own kind
 	// with Updates and no Map sets how that kind is watched.
 	Updates func(old, new client.Object) bool
+	// Settled, if set, says for an object listed when the informer starts (a manager's cold
+	// start) how long its first pass may wait: a settled object (Ready at its generation) is only
+	// due for its periodic drift check, which then comes on its usual schedule, spread, instead
+	// of every object's at once. 0: queued at once (behind what changes meanwhile). Set with
+	// Updates on a Watch of the controller's own kind.
+	Settled func(client.Object) time.Duration
 }
 
 // Trigger queues requests of its controller from outside any watch: e.g. when a long operation
@@ -127,8 +143,8 @@ func NewController(mgr mcmanager.Manager, name string, p *Provider, For client.O
 	own := Watch{Object: For}
 	var others []Watch
 	for _, w := range watches {
-		if w.Trigger == nil && w.Map == nil && w.Updates != nil && reflect.TypeOf(w.Object) == reflect.TypeOf(For) {
-			own.Updates = w.Updates
+		if w.Trigger == nil && w.Map == nil && (w.Updates != nil || w.Settled != nil) && reflect.TypeOf(w.Object) == reflect.TypeOf(For) {
+			own.Updates, own.Settled = w.Updates, w.Settled
 			continue
 		}
 		others = append(others, w)
@@ -140,7 +156,7 @@ func NewController(mgr mcmanager.Manager, name string, p *Provider, For client.O
 			}
 			continue
 		}
-		if err := c.Watch(&source{provider: p, watch: w}); err != nil {
+		if err := c.Watch(&source{provider: p, watch: w, controller: name}); err != nil {
 			return err
 		}
 	}
@@ -153,12 +169,13 @@ func NewController(mgr mcmanager.Manager, name string, p *Provider, For client.O
 // source feeds a controller's queue from the provider; it registers a route when the controller
 // starts.
 type source struct {
-	provider *Provider
-	watch    Watch
+	provider   *Provider
+	watch      Watch
+	controller string
 }
 
 func (s *source) Start(ctx context.Context, q workqueue.TypedRateLimitingInterface[mcreconcile.Request]) error {
-	return s.provider.addRoute(ctx, &route{obj: s.watch.Object, mapFn: s.watch.Map, updates: s.watch.Updates, queue: q})
+	return s.provider.addRoute(ctx, &route{obj: s.watch.Object, mapFn: s.watch.Map, updates: s.watch.Updates, settled: s.watch.Settled, queue: q, controller: s.controller})
 }
 
 func (s *source) String() string { return fmt.Sprintf("fleet source %T", s.watch.Object) }
@@ -188,25 +205,34 @@ func (p *Provider) watch(ctx context.Context, s *shard, r *route) error {
 	if err != nil {
 		return fmt.Errorf("failed to watch %T at %s: %w", r.obj, s.url, err)
 	}
-	handle := func(obj any, priority int) {
+	object := func(obj any) (client.Object, bool) {
 		if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
 			obj = t.Obj
 		}
 		o, ok := obj.(client.Object)
-		if !ok {
-			return
+		return o, ok
+	}
+	handle := func(obj any, opts addOpts) {
+		if o, ok := object(obj); ok {
+			p.route(r, logicalcluster.From(o).String(), o, opts)
 		}
-		p.route(r, logicalcluster.From(o).String(), o, priority)
 	}
 	_, err = inf.AddEventHandler(toolscache.ResourceEventHandlerDetailedFuncs{
 		AddFunc: func(obj any, initialList bool) {
-			// What the informer lists when it starts (a manager's cold start) goes behind what
-			// changes meanwhile, as controller-runtime's own handlers do.
-			priority := 0
-			if initialList {
-				priority = handler.LowPriority
+			if !initialList {
+				handle(obj, addOpts{})
+				return
 			}
-			handle(obj, priority)
+			// What the informer lists when it starts (a manager's cold start) goes behind what
+			// changes meanwhile, as controller-runtime's own handlers do; a settled object's
+			// drift check comes later still (Watch.Settled).
+			opts := addOpts{priority: handler.LowPriority}
+			if o, ok := object(obj); ok && r.settled != nil {
+				if opts.after = r.settled(o); opts.after > 0 {
+					deferredDriftChecks.WithLabelValues(r.controller).Inc()
+				}
+			}
+			handle(obj, opts)
 		},
 		UpdateFunc: func(oldObj, obj any) {
 			if r.updates != nil {
@@ -216,15 +242,15 @@ func (p *Provider) watch(ctx context.Context, s *shard, r *route) error {
 					return
 				}
 			}
-			handle(obj, 0)
+			handle(obj, addOpts{})
 		},
-		DeleteFunc: func(obj any) { handle(obj, 0) },
+		DeleteFunc: func(obj any) { handle(obj, addOpts{}) },
 	})
 	return err
 }
 
-// route queues the requests obj maps to at priority, or parks them until lc is engaged.
-func (p *Provider) route(r *route, lc string, obj client.Object, priority int) {
+// route queues the requests obj maps to with opts, or parks them until lc is engaged.
+func (p *Provider) route(r *route, lc string, obj client.Object, opts addOpts) {
 	keys := []types.NamespacedName{{Namespace: obj.GetNamespace(), Name: obj.GetName()}}
 	if r.mapFn != nil {
 		keys = r.mapFn(obj)
@@ -237,31 +263,38 @@ func (p *Provider) route(r *route, lc string, obj client.Object, priority int) {
 	if !engaged {
 		byRoute := p.pending[lc]
 		if byRoute == nil {
-			byRoute = map[*route]map[types.NamespacedName]struct{}{}
+			byRoute = map[*route]map[types.NamespacedName]addOpts{}
 			p.pending[lc] = byRoute
 		}
 		set := byRoute[r]
 		if set == nil {
-			set = map[types.NamespacedName]struct{}{}
+			set = map[types.NamespacedName]addOpts{}
 			byRoute[r] = set
 		}
 		for _, k := range keys {
-			set[k] = struct{}{}
+			// A key parked twice keeps the more urgent of its two: what changed meanwhile.
+			if prev, ok := set[k]; !ok || opts.after < prev.after || (opts.after == prev.after && opts.priority > prev.priority) {
+				set[k] = opts
+			}
 		}
 		p.mu.Unlock()
 		return
 	}
 	p.mu.Unlock()
 	for _, k := range keys {
-		r.add(mcreconcile.Request{ClusterName: p.ClusterName(lc), Request: requestFor(k)}, priority)
+		r.add(mcreconcile.Request{ClusterName: p.ClusterName(lc), Request: requestFor(k)}, opts)
 	}
 }
 
-// add queues req at priority when the controller's queue has priorities (controller-runtime's
-// default), else plainly.
-func (r *route) add(req mcreconcile.Request, priority int) {
-	if pq, ok := r.queue.(priorityqueue.PriorityQueue[mcreconcile.Request]); ok && priority != 0 {
-		pq.AddWithOpts(priorityqueue.AddOpts{Priority: &priority}, req)
+// add queues req with opts' priority when the controller's queue has priorities
+// (controller-runtime's default), else plainly; after opts.after when that is set.
+func (r *route) add(req mcreconcile.Request, opts addOpts) {
+	if pq, ok := r.queue.(priorityqueue.PriorityQueue[mcreconcile.Request]); ok && (opts.priority != 0 || opts.after > 0) {
+		pq.AddWithOpts(priorityqueue.AddOpts{Priority: &opts.priority, After: opts.after}, req)
+		return
+	}
+	if opts.after > 0 {
+		r.queue.AddAfter(req, opts.after)
 		return
 	}
 	r.queue.Add(req)

@@ -72,7 +72,7 @@ type Provider struct {
 	engageHooks []func(logicalCluster string)
 	// pending holds requests for workspaces whose objects were seen before their binding was:
 	// they are queued when the workspace is engaged and dropped when it goes.
-	pending map[string]map[*route]map[types.NamespacedName]struct{}
+	pending map[string]map[*route]map[types.NamespacedName]addOpts
 	// writes are the manager's own writes to workspace objects whose events are in flight.
 	writes ownWrites
 }
@@ -97,7 +97,7 @@ func New(opts Options) (*Provider, error) {
 		opts:    opts,
 		shards:  map[string]*shard{},
 		engaged: map[string]*shard{},
-		pending: map[string]map[*route]map[types.NamespacedName]struct{}{},
+		pending: map[string]map[*route]map[types.NamespacedName]addOpts{},
 	}, nil
 }
 
@@ -239,6 +239,7 @@ func (p *Provider) forget(s *shard) {
 			delete(p.engaged, lc)
 		}
 	}
+	engagedWorkspaces.WithLabelValues(p.opts.Name).Set(float64(len(p.engaged)))
 }
 
 func (p *Provider) engage(lc string, s *shard, binding client.Object) {
@@ -249,13 +250,14 @@ func (p *Provider) engage(lc string, s *shard, binding client.Object) {
 		return
 	}
 	p.engaged[lc] = s
+	engagedWorkspaces.WithLabelValues(p.opts.Name).Set(float64(len(p.engaged)))
 	waiting := p.pending[lc]
 	delete(p.pending, lc)
 	p.mu.Unlock()
 	p.routeShard(s)
 	for r, keys := range waiting {
-		for key := range keys {
-			r.queue.Add(mcreconcile.Request{ClusterName: p.ClusterName(lc), Request: requestFor(key)})
+		for key, opts := range keys {
+			r.add(mcreconcile.Request{ClusterName: p.ClusterName(lc), Request: requestFor(key)}, opts)
 		}
 	}
 	if p.opts.OnEngage != nil {
@@ -295,6 +297,7 @@ func (p *Provider) disengage(lc string, s *shard, binding client.Object) {
 		delete(p.engaged, lc)
 	}
 	delete(p.pending, lc)
+	engagedWorkspaces.WithLabelValues(p.opts.Name).Set(float64(len(p.engaged)))
 	p.mu.Unlock()
 	if ok && at == s && p.opts.OnDisengage != nil {
 		p.opts.OnDisengage(lc, binding)

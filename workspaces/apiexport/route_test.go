@@ -2,6 +2,7 @@ package apiexport
 
 import (
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -31,8 +32,8 @@ func TestRequestsWaitForTheirWorkspace(t *testing.T) {
 	s := &shard{url: "https://kcp/services/apiexport/x/kubeopera.io"}
 	binding := tenantIn("a", "binding")
 
-	p.route(r, "a", tenantIn("a", "t1"), 0)
-	p.route(r, "b", tenantIn("b", "t2"), 0)
+	p.route(r, "a", tenantIn("a", "t1"), addOpts{})
+	p.route(r, "b", tenantIn("b", "t2"), addOpts{})
 	if q.Len() != 0 {
 		t.Fatalf("%d requests queued for workspaces not engaged", q.Len())
 	}
@@ -54,7 +55,7 @@ func TestRequestsWaitForTheirWorkspace(t *testing.T) {
 	if q.Len() != 0 {
 		t.Errorf("%d requests queued by repeated engagement or a dropped workspace", q.Len())
 	}
-	p.route(r, "a", tenantIn("a", "t3"), 0)
+	p.route(r, "a", tenantIn("a", "t3"), addOpts{})
 	if got, _ := q.Get(); got.ClusterName != "kubeopera.io#a" || got.Name != "t3" {
 		t.Errorf("engaged workspace's request %v", got)
 	}
@@ -64,5 +65,34 @@ func TestRequestsWaitForTheirWorkspace(t *testing.T) {
 	p.disengage("a", s, binding)
 	if _, ok := p.Workspace("kubeopera.io#a"); ok {
 		t.Error("a still engaged after its binding went")
+	}
+}
+
+// A settled object found at a cold start waits for its drift check (Watch.Settled), parked or
+// not; one that changed meanwhile goes at once, even when it was parked as settled first.
+func TestSettledObjectsWaitForTheirDriftCheck(t *testing.T) {
+	p, err := New(Options{Name: "kubeopera.io", Config: &rest.Config{}, EndpointSlice: "kubeopera.io", Scheme: runtime.NewScheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[mcreconcile.Request]())
+	defer q.ShutDown()
+	r := &route{obj: &kov1alpha1.Tenant{}, queue: q}
+	s := &shard{url: "https://kcp/services/apiexport/x/kubeopera.io"}
+
+	settled := addOpts{after: time.Hour}
+	p.route(r, "a", tenantIn("a", "settled"), settled)
+	p.route(r, "a", tenantIn("a", "changed"), settled)
+	p.route(r, "a", tenantIn("a", "changed"), addOpts{})
+	p.engage("a", s, tenantIn("a", "binding"))
+	if q.Len() != 1 {
+		t.Fatalf("after engaging: %d requests due, want 1 (the changed object's)", q.Len())
+	}
+	if got, _ := q.Get(); got.Name != "changed" {
+		t.Errorf("due: %v, want the changed object", got)
+	}
+	p.route(r, "a", tenantIn("a", "settled-too"), settled)
+	if q.Len() != 0 {
+		t.Errorf("a settled object of an engaged workspace is due at once: %d requests", q.Len())
 	}
 }

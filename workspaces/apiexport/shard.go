@@ -78,6 +78,7 @@ func (p *Provider) newShard(vw string) (*shard, error) {
 		HTTPClient:       plain,
 		Mapper:           mapper,
 		DefaultTransform: cache.TransformStripManagedFields(),
+		ByObject:         map[client.Object]cache.ByObject{&apisv1alpha1.APIBinding{}: {Transform: trimBinding}},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("failed to create the wildcard cache of %s: %w", vw, err)
@@ -88,6 +89,21 @@ func (p *Provider) newShard(vw string) (*shard, error) {
 		return nil, err
 	}
 	return &shard{url: vw, cache: wc, writer: writer, plain: plain, config: cfg}, nil
+}
+
+// trimBinding keeps of an APIBinding what the provider reads (its metadata, phase and
+// conditions: which workspace, whether Ready, whether deleted). Its bound resources with their
+// storage versions and its permission claims are most of its size, and every workspace has one
+// binding per export.
+func trimBinding(obj any) (any, error) {
+	b, ok := obj.(*apisv1alpha1.APIBinding)
+	if !ok {
+		return obj, nil
+	}
+	out := &apisv1alpha1.APIBinding{TypeMeta: b.TypeMeta, ObjectMeta: b.ObjectMeta}
+	out.ManagedFields = nil
+	out.Status.Phase, out.Status.Conditions = b.Status.Phase, b.Status.Conditions
+	return out, nil
 }
 
 // start watches the shard's bindings and every routed kind, and runs its cache until ctx ends.
