@@ -104,9 +104,12 @@ func TestExportsAreBoundOnlyThroughTheTenantWorkspaceType(t *testing.T) {
 		map[string]any{"apiGroups": []any{"tenancy.kcp.io"}, "resources": []any{"workspaces"}, "verbs": []any{"create", "get", "list", "watch"}},
 		map[string]any{"nonResourceURLs": []any{"/"}, "verbs": []any{"access"}},
 	})
-	if _, err := workspaces.EnsureWorkspace(ctx, userCfg, "root:orgs", "rogue", workspaces.WorkspaceType{}); err != nil {
-		t.Fatal(err)
-	}
+	// The role just applied takes effect a moment later (until then kcp refuses the user's
+	// discovery, "failed to get server groups: unknown").
+	framework.Eventually(t, time.Minute, "the user's own workspace root:orgs:rogue", func() (bool, string) {
+		_, err := workspaces.EnsureWorkspace(ctx, userCfg, "root:orgs", "rogue", workspaces.WorkspaceType{})
+		return err == nil, fmt.Sprint(err)
+	})
 
 	// Its own universal workspace: admin there, and still no binding to the platform's exports.
 	rc := kc(userCfg, "root:orgs:rogue")
