@@ -22,10 +22,11 @@ type NamespaceClaim struct {
 
 // EnsureNamespaces makes every claimed namespace exist for logicalCluster. It checks every
 // existing one first and creates none unless all agree, so a collision on any of them
-// (CollisionError, ClaimedError) leaves the backend exactly as it was. It creates the missing
-// namespaces (with their Pod Security labels) and labels the existing ones that lack them
-// (ensurePodSecurity) before binding the manager's access in each (ensureAccess), so the last
-// namespace exists a few requests after the check rather than after every earlier one's binding.
+// (CollisionError, ClaimedError) leaves the backend exactly as it was. It then creates the
+// missing namespaces (with their Pod Security labels) and labels the existing ones that lack them
+// (ensurePodSecurity), all at once, before binding the manager's access in each (ensureAccess),
+// so the last namespace exists one round trip after the check rather than after every earlier
+// one's binding.
 func (b Backend) EnsureNamespaces(ctx context.Context, logicalCluster string, claims ...NamespaceClaim) error {
 	// The checks are independent: one round trip for all of them.
 	existing := make([]*corev1.Namespace, len(claims))
@@ -40,29 +41,33 @@ func (b Backend) EnsureNamespaces(ctx context.Context, logicalCluster string, cl
 	if err := checks.Wait(); err != nil {
 		return err
 	}
-	created := make([]bool, len(claims))
 	for i, c := range claims {
-		if ns := existing[i]; ns != nil {
-			if ns.DeletionTimestamp != nil {
-				return namespaceDeleting(c.Name)
-			}
-			if err := b.ensurePodSecurity(ctx, logicalCluster, ns); err != nil {
-				return err
-			}
-			continue
+		if ns := existing[i]; ns != nil && ns.DeletionTimestamp != nil {
+			return namespaceDeleting(c.Name)
 		}
-		err := b.Client.Create(ctx, newNamespace(logicalCluster, c.Name, c.Owner))
-		switch {
-		case apierrors.IsAlreadyExists(err):
-			// Lost a race; look again so a foreign namespace is still refused.
-			if err := b.EnsureNamespace(ctx, logicalCluster, c.Name, c.Owner); err != nil {
-				return err
+	}
+	// Every claim agrees: the namespaces are made (or labelled) at once, one round trip.
+	created := make([]bool, len(claims))
+	var makes errgroup.Group
+	for i, c := range claims {
+		makes.Go(func() error {
+			if ns := existing[i]; ns != nil {
+				return b.ensurePodSecurity(ctx, logicalCluster, ns)
 			}
-		case err != nil:
-			return fmt.Errorf("failed to create backend namespace %s: %w", c.Name, err)
-		default:
+			err := b.Client.Create(ctx, newNamespace(logicalCluster, c.Name, c.Owner))
+			switch {
+			case apierrors.IsAlreadyExists(err):
+				// Lost a race; look again so a foreign namespace is still refused.
+				return b.EnsureNamespace(ctx, logicalCluster, c.Name, c.Owner)
+			case err != nil:
+				return fmt.Errorf("failed to create backend namespace %s: %w", c.Name, err)
+			}
 			created[i] = true
-		}
+			return nil
+		})
+	}
+	if err := makes.Wait(); err != nil {
+		return err
 	}
 	var access errgroup.Group
 	for i, c := range claims {

@@ -3,6 +3,7 @@ package apiexport
 import (
 	"context"
 	"fmt"
+	"hash/maphash"
 	"os"
 	"sync"
 	"time"
@@ -45,8 +46,11 @@ type EventSink struct {
 	once  sync.Once
 	queue chan pendingEvent
 	mu    sync.Mutex
-	seen  map[string]time.Time
-	host  string
+	// seen holds when each event (by the hash of its workspace, object, type, reason and
+	// message: 8 bytes, not the message) was last queued.
+	seen map[uint64]time.Time
+	seed maphash.Seed
+	host string
 }
 
 type pendingEvent struct {
@@ -66,7 +70,8 @@ func (s *EventSink) init() {
 			s.DedupWindow = 10 * time.Minute
 		}
 		s.queue = make(chan pendingEvent, s.QueueSize)
-		s.seen = map[string]time.Time{}
+		s.seen = map[uint64]time.Time{}
+		s.seed = maphash.MakeSeed()
 		s.host, _ = os.Hostname()
 	})
 }
@@ -106,7 +111,7 @@ func (s *EventSink) write(ctx context.Context, e pendingEvent) {
 // enqueue queues ev unless it repeats a recent one or the queue is full.
 func (s *EventSink) enqueue(ws Workspace, ev *corev1.Event) {
 	s.init()
-	key := ws.LogicalCluster + "|" + string(ev.InvolvedObject.UID) + "|" + ev.Type + "|" + ev.Reason + "|" + ev.Message
+	key := maphash.String(s.seed, ws.LogicalCluster+"|"+string(ev.InvolvedObject.UID)+"|"+ev.Type+"|"+ev.Reason+"|"+ev.Message)
 	now := time.Now()
 	s.mu.Lock()
 	if last, ok := s.seen[key]; ok && now.Sub(last) < s.DedupWindow {

@@ -10,6 +10,8 @@ import (
 	kcpcache "github.com/kcp-dev/apimachinery/v2/pkg/cache"
 	"github.com/kcp-dev/logicalcluster/v3"
 	apisv1alpha1 "github.com/kcp-dev/sdk/apis/apis/v1alpha1"
+	conditionsv1alpha1 "github.com/kcp-dev/sdk/apis/third_party/conditions/apis/conditions/v1alpha1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/flowcontrol"
@@ -91,18 +93,29 @@ func (p *Provider) newShard(vw string) (*shard, error) {
 	return &shard{url: vw, cache: wc, writer: writer, plain: plain, config: cfg}, nil
 }
 
-// trimBinding keeps of an APIBinding what the provider reads (its metadata, phase and
-// conditions: which workspace, whether Ready, whether deleted). Its bound resources with their
-// storage versions and its permission claims are most of its size, and every workspace has one
-// binding per export.
+// trimBinding keeps of an APIBinding what the provider reads: its name, its logical cluster
+// (annotation kcp.io/cluster), its deletion and whether it is Ready (the Ready condition's type
+// and status). Its bound resources with their storage versions, its permission claims, its other
+// conditions and their messages are most of its size, and every workspace has one binding per
+// export.
 func trimBinding(obj any) (any, error) {
 	b, ok := obj.(*apisv1alpha1.APIBinding)
 	if !ok {
 		return obj, nil
 	}
-	out := &apisv1alpha1.APIBinding{TypeMeta: b.TypeMeta, ObjectMeta: b.ObjectMeta}
-	out.ManagedFields = nil
-	out.Status.Phase, out.Status.Conditions = b.Status.Phase, b.Status.Conditions
+	out := &apisv1alpha1.APIBinding{TypeMeta: b.TypeMeta, ObjectMeta: metav1.ObjectMeta{
+		Name: b.Name, UID: b.UID, ResourceVersion: b.ResourceVersion, Generation: b.Generation,
+		DeletionTimestamp: b.DeletionTimestamp,
+	}}
+	if lc, ok := b.Annotations[logicalcluster.AnnotationKey]; ok {
+		out.Annotations = map[string]string{logicalcluster.AnnotationKey: lc}
+	}
+	out.Status.Phase = b.Status.Phase
+	for _, c := range b.Status.Conditions {
+		if c.Type == "Ready" {
+			out.Status.Conditions = conditionsv1alpha1.Conditions{{Type: c.Type, Status: c.Status}}
+		}
+	}
 	return out, nil
 }
 

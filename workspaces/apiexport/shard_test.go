@@ -14,7 +14,7 @@ import (
 func TestTrimBinding(t *testing.T) {
 	now := metav1.Now()
 	b := &apisv1alpha1.APIBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "kubeopera.io", Annotations: map[string]string{"kcp.io/cluster": "2abc"}, DeletionTimestamp: &now,
+		ObjectMeta: metav1.ObjectMeta{Name: "kubeopera.io", Annotations: map[string]string{"kcp.io/cluster": "2abc", "other": "x"}, Labels: map[string]string{"a": "b"}, DeletionTimestamp: &now,
 			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kcp"}}},
 		Spec: apisv1alpha1.APIBindingSpec{Reference: apisv1alpha1.BindingReference{Export: &apisv1alpha1.ExportBindingReference{Path: "root:kubeopera", Name: "kubeopera.io"}}},
 		Status: apisv1alpha1.APIBindingStatus{
@@ -30,10 +30,12 @@ func TestTrimBinding(t *testing.T) {
 	}
 	out := got.(*apisv1alpha1.APIBinding)
 	if out.Name != b.Name || out.Annotations["kcp.io/cluster"] != "2abc" || out.DeletionTimestamp == nil ||
-		out.Status.Phase != apisv1alpha1.APIBindingPhaseBound || len(out.Status.Conditions) != 1 {
+		out.Status.Phase != apisv1alpha1.APIBindingPhaseBound || len(out.Status.Conditions) != 1 ||
+		out.Status.Conditions[0].Type != "Ready" || out.Status.Conditions[0].Status != corev1.ConditionTrue {
 		t.Errorf("trimmed binding lost what the provider reads: %+v", out)
 	}
-	if len(out.ManagedFields) != 0 || out.Spec.Reference.Export != nil || len(out.Status.BoundResources) != 0 || len(out.Status.AppliedPermissionClaims) != 0 {
+	if len(out.ManagedFields) != 0 || out.Spec.Reference.Export != nil || len(out.Status.BoundResources) != 0 || len(out.Status.AppliedPermissionClaims) != 0 ||
+		len(out.Annotations) != 1 || len(out.Labels) != 0 || out.Status.Conditions[0].Message != "" {
 		t.Errorf("trimmed binding keeps what no one reads: %+v", out)
 	}
 	if other, _ := trimBinding("not a binding"); other != "not a binding" {

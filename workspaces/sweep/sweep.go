@@ -15,10 +15,12 @@ import (
 	corev1alpha1 "github.com/kcp-dev/sdk/apis/core/v1alpha1"
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
@@ -90,6 +92,9 @@ type OrphanSweep struct {
 	Delete bool
 	// MaxDeletions caps the namespaces deleted per sweep; 0 deletes none.
 	MaxDeletions int
+	// PageSize is how many namespaces' metadata a sweep reads at a time (DefaultPageSize when
+	// zero): what it holds in memory at once.
+	PageSize int
 
 	mu        sync.Mutex
 	firstSeen map[types.UID]time.Time
@@ -137,21 +142,51 @@ func Consistent(ns *corev1.Namespace) bool {
 
 // Sweep runs one sweep.
 func (s *OrphanSweep) Sweep(ctx context.Context) (*SweepReport, error) {
-	log := ctrl.LoggerFrom(ctx)
 	if s.Workspaces == nil {
 		return nil, errors.New("orphan sweep has no workspace lookup")
-	}
-	list := &corev1.NamespaceList{}
-	if err := s.Backend.Reader.List(ctx, list); err != nil {
-		return nil, fmt.Errorf("failed to list backend namespaces: %w", err)
 	}
 	r := &SweepReport{}
 	states := map[string]WorkspaceState{}
 	lookupErrs := map[string]error{}
 	now := time.Now()
 	var orphanUIDs []types.UID
-	for i := range list.Items {
-		ns := &list.Items[i]
+	// The namespaces' metadata a page at a time: a sweep of thousands of namespaces holds one
+	// page, not all of them, while it asks kcp about their workspaces.
+	var each []*corev1.Namespace
+	next := ""
+	for {
+		page := &metav1.PartialObjectMetadataList{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "NamespaceList"}}
+		size := s.PageSize
+		if size <= 0 {
+			size = DefaultPageSize
+		}
+		if err := s.Backend.Reader.List(ctx, page, client.Limit(int64(size)), client.Continue(next)); err != nil {
+			return nil, fmt.Errorf("failed to list backend namespaces: %w", err)
+		}
+		each = each[:0]
+		for i := range page.Items {
+			each = append(each, &corev1.Namespace{ObjectMeta: page.Items[i].ObjectMeta})
+		}
+		orphanUIDs = s.sweepPage(ctx, each, r, states, lookupErrs, now, orphanUIDs)
+		if next = page.Continue; next == "" {
+			break
+		}
+	}
+	orphanNamespaces.Set(float64(len(r.Orphans)))
+	inconsistentNamespaces.Set(float64(len(r.Inconsistent)))
+	ownerlessNamespaces.Set(float64(len(r.Ownerless)))
+	unverifiedNamespaces.Set(float64(len(r.Unverified)))
+	s.forgetExcept(orphanUIDs)
+	return r, nil
+}
+
+// DefaultPageSize is how many namespaces a sweep reads at a time unless PageSize says.
+const DefaultPageSize = 250
+
+// sweepPage sweeps one page of namespaces into r and returns orphanUIDs with the page's orphans.
+func (s *OrphanSweep) sweepPage(ctx context.Context, page []*corev1.Namespace, r *SweepReport, states map[string]WorkspaceState, lookupErrs map[string]error, now time.Time, orphanUIDs []types.UID) []types.UID {
+	log := ctrl.LoggerFrom(ctx)
+	for _, ns := range page {
 		lc := ns.Annotations[workspaces.LogicalClusterAnnotation]
 		if lc == "" && ns.Labels[workspaces.FingerprintLabel] == "" {
 			continue // not a workspace's namespace
@@ -188,12 +223,7 @@ func (s *OrphanSweep) Sweep(ctx context.Context) (*SweepReport, error) {
 			r.Unverified = append(r.Unverified, ns.Name)
 		}
 	}
-	orphanNamespaces.Set(float64(len(r.Orphans)))
-	inconsistentNamespaces.Set(float64(len(r.Inconsistent)))
-	ownerlessNamespaces.Set(float64(len(r.Ownerless)))
-	unverifiedNamespaces.Set(float64(len(r.Unverified)))
-	s.forgetExcept(orphanUIDs)
-	return r, nil
+	return orphanUIDs
 }
 
 func (s *OrphanSweep) checkOwner(ctx context.Context, log logr.Logger, ns *corev1.Namespace, lc string, r *SweepReport) {

@@ -157,7 +157,8 @@ func TestOrphanSweepRules(t *testing.T) {
 	}
 
 	t.Run("reports and deletes nothing by default", func(t *testing.T) {
-		s := &OrphanSweep{Backend: backend, Workspaces: lookup, OwnerExists: owners, MaxDeletions: 100}
+		// Two namespaces a page: the sweep reads every page.
+		s := &OrphanSweep{Backend: backend, Workspaces: lookup, OwnerExists: owners, MaxDeletions: 100, PageSize: 2}
 		for range 3 {
 			r, err := s.Sweep(ctx)
 			if err != nil {
