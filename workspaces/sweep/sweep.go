@@ -118,6 +118,11 @@ func (s *OrphanSweep) Start(ctx context.Context) error {
 	log.Info("Starting the orphan sweep", "delete", s.Delete, "maxDeletions", s.MaxDeletions, "minAge", s.MinAge.String(), "interval", s.Interval.String())
 	wait.JitterUntilWithContext(ctrl.LoggerInto(ctx, log), func(ctx context.Context) {
 		if _, err := s.Sweep(ctx); err != nil {
+			if ctx.Err() != nil {
+				// Stopped mid-sweep (the manager shuts down): nothing failed.
+				log.V(1).Info("Orphan sweep stopped", "error", err.Error())
+				return
+			}
 			log.Error(err, "Orphan sweep failed")
 		}
 	}, s.Interval, 0.2, true)
