@@ -107,6 +107,15 @@ func parseMetrics(text []byte) (families, error) {
 // families is one scrape of /metrics.
 type families map[string]*dto.MetricFamily
 
+// labelsOf is a metric's labels by name.
+func labelsOf(m *dto.Metric) map[string]string {
+	labels := map[string]string{}
+	for _, l := range m.GetLabel() {
+		labels[l.GetName()] = l.GetValue()
+	}
+	return labels
+}
+
 // sum adds the values of metric name's series whose labels match (nil: all), whatever its type.
 func (f families) sum(name string, match func(labels map[string]string) bool) float64 {
 	fam, ok := f[name]
@@ -115,11 +124,7 @@ func (f families) sum(name string, match func(labels map[string]string) bool) fl
 	}
 	var total float64
 	for _, m := range fam.GetMetric() {
-		labels := map[string]string{}
-		for _, l := range m.GetLabel() {
-			labels[l.GetName()] = l.GetValue()
-		}
-		if match != nil && !match(labels) {
+		if match != nil && !match(labelsOf(m)) {
 			continue
 		}
 		switch {
@@ -212,10 +217,7 @@ func (f families) apiRequests() map[string]float64 {
 		return out
 	}
 	for _, m := range fam.GetMetric() {
-		l := map[string]string{}
-		for _, p := range m.GetLabel() {
-			l[p.GetName()] = p.GetValue()
-		}
+		l := labelsOf(m)
 		out[l["target"]+" "+l["verb"]+" "+l["resource"]] += m.GetCounter().GetValue()
 	}
 	return out
@@ -235,13 +237,7 @@ func (f families) tenantQueueWait() map[float64]uint64 {
 		return out
 	}
 	for _, m := range fam.GetMetric() {
-		name := ""
-		for _, l := range m.GetLabel() {
-			if l.GetName() == "name" {
-				name = l.GetValue()
-			}
-		}
-		if name != tenantController || m.Histogram == nil {
+		if labelsOf(m)["name"] != tenantController || m.Histogram == nil {
 			continue
 		}
 		for _, b := range m.GetHistogram().GetBucket() {

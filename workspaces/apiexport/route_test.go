@@ -18,18 +18,23 @@ func tenantIn(lc, name string) *kov1alpha1.Tenant {
 	return &kov1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, Annotations: map[string]string{"kcp.io/cluster": lc}}}
 }
 
-// An object seen before its workspace's binding is ready waits for the engagement instead of
-// being dropped; requests of a workspace unbound before it was engaged are dropped with it; an
-// engaged workspace's objects go straight to the queue under its own cluster name.
-func TestRequestsWaitForTheirWorkspace(t *testing.T) {
+// routeFixture is a provider with one Tenant route on a plain queue, and a shard.
+func routeFixture(t *testing.T) (*Provider, workqueue.TypedRateLimitingInterface[mcreconcile.Request], *route, *shard) {
+	t.Helper()
 	p, err := New(Options{Name: "kubeopera.io", Config: &rest.Config{}, EndpointSlice: "kubeopera.io", Scheme: runtime.NewScheme()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[mcreconcile.Request]())
-	defer q.ShutDown()
-	r := &route{obj: &kov1alpha1.Tenant{}, queue: q}
-	s := &shard{url: "https://kcp/services/apiexport/x/kubeopera.io"}
+	t.Cleanup(q.ShutDown)
+	return p, q, &route{obj: &kov1alpha1.Tenant{}, queue: q}, &shard{url: "https://kcp/services/apiexport/x/kubeopera.io"}
+}
+
+// An object seen before its workspace's binding is ready waits for the engagement instead of
+// being dropped; requests of a workspace unbound before it was engaged are dropped with it; an
+// engaged workspace's objects go straight to the queue under its own cluster name.
+func TestRequestsWaitForTheirWorkspace(t *testing.T) {
+	p, q, r, s := routeFixture(t)
 	binding := tenantIn("a", "binding")
 
 	p.route(r, "a", tenantIn("a", "t1"), addOpts{})
@@ -71,14 +76,7 @@ func TestRequestsWaitForTheirWorkspace(t *testing.T) {
 // A settled object found at a cold start waits for its drift check (Watch.Settled), parked or
 // not; one that changed meanwhile goes at once, even when it was parked as settled first.
 func TestSettledObjectsWaitForTheirDriftCheck(t *testing.T) {
-	p, err := New(Options{Name: "kubeopera.io", Config: &rest.Config{}, EndpointSlice: "kubeopera.io", Scheme: runtime.NewScheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[mcreconcile.Request]())
-	defer q.ShutDown()
-	r := &route{obj: &kov1alpha1.Tenant{}, queue: q}
-	s := &shard{url: "https://kcp/services/apiexport/x/kubeopera.io"}
+	p, q, r, s := routeFixture(t)
 
 	settled := addOpts{after: time.Hour}
 	p.route(r, "a", tenantIn("a", "settled"), settled)
