@@ -5,11 +5,13 @@ import (
 	"maps"
 	"math/rand/v2"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/kubeopera/kubeopera/syncer"
 
 	"github.com/kcp-dev/logicalcluster/v3"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -59,6 +61,10 @@ type Kind[O Object, S any] struct {
 	// Namespaces, if set, returns the backend namespaces a Ready object has besides kcp-<fp> of
 	// its workspace (logicalCluster): one missing at a cold start makes it due at once (Settled).
 	Namespaces func(obj O, logicalCluster string) []string
+
+	// namespacesUnavailable is when (Unix nanoseconds) Settled may ask the namespaces' cache
+	// again after it could not answer.
+	namespacesUnavailable atomic.Int64
 }
 
 // settledCheckTimeout bounds the wait for the backend namespaces' cache in Settled.
@@ -96,11 +102,20 @@ func (k *Kind[O, S]) Settled(obj client.Object) time.Duration {
 	if k.Namespaces != nil {
 		namespaces = append(namespaces, k.Namespaces(o, lc)...)
 	}
+	// A cache that could not answer (the backend unreachable at the start) is not asked again
+	// for a while: every object is then reconciled at once, as without a cache.
+	if time.Now().UnixNano() < k.namespacesUnavailable.Load() {
+		return 0
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), settledCheckTimeout)
 	defer cancel()
 	for _, ns := range namespaces {
 		meta := syncer.NamespaceMetadata()
-		if err := k.Backend.Namespaces.Get(ctx, client.ObjectKey{Name: ns}, meta); err != nil || meta.DeletionTimestamp != nil {
+		err := k.Backend.Namespaces.Get(ctx, client.ObjectKey{Name: ns}, meta)
+		if err != nil && !apierrors.IsNotFound(err) {
+			k.namespacesUnavailable.Store(time.Now().Add(time.Minute).UnixNano())
+		}
+		if err != nil || meta.DeletionTimestamp != nil {
 			return 0
 		}
 	}

@@ -108,7 +108,29 @@ func TestSettled(t *testing.T) {
 	if d := (&reconcile.Kind[*kov1alpha1.Tenant, any]{Finalizer: finalizer}).Settled(ready()); d != 0 {
 		t.Errorf("a kind without drift checks deferred a pass by %v", d)
 	}
+	// A cache that cannot answer (the backend unreachable at the start): reconciled at once, and
+	// the cache is not asked again for every object meanwhile.
+	broken := &unanswered{}
+	k.Backend = syncer.Backend{Namespaces: broken}
+	for range 3 {
+		if d := k.Settled(ready()); d != 0 {
+			t.Errorf("deferred by %v though the cache could not say whether the namespaces are there", d)
+		}
+	}
+	if broken.calls != 1 {
+		t.Errorf("the cache was asked %d times, want once", broken.calls)
+	}
 }
+
+// unanswered is a cache that fails every read.
+type unanswered struct{ calls int }
+
+func (u *unanswered) Get(context.Context, client.ObjectKey, client.Object, ...client.GetOption) error {
+	u.calls++
+	return apierrors.NewServiceUnavailable("backend unreachable")
+}
+
+func (u *unanswered) List(context.Context, client.ObjectList, ...client.ListOption) error { return nil }
 
 // namespaces is the manager's cache of its backend namespaces, holding those set true.
 type namespaces map[string]bool
