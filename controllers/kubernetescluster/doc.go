@@ -8,7 +8,8 @@
 // key pair written literally (never references, so deleting it cannot deadlock). The node flavor is
 // spec.nodeFlavor, or the catalog's best match of the referenced MachineCapabilities
 // (internal/flavors). Status mirrors each resource's Synced and Ready conditions; a sold-out node
-// pool says so with the seed's advice. When the cluster is Ready its kubeconfig, read from the
+// pool says so with the seed's advice. The resource a step waits on is watched by name
+// (reconcile.Arrivals), so its change wakes the cluster; the poll is the fallback. When the cluster is Ready its kubeconfig, read from the
 // cluster resource's connection Secret, is delivered as <name>-kubeconfig.
 //
 // Every other provider type is built by Crossplane from one namespaced composite resource, a
