@@ -312,7 +312,7 @@ func (v *VClusterPods) runPod(ctx context.Context, s *appsv1.StatefulSet) {
 		p.restarts++
 		p.nextRun = time.Now().Add(restartBackoff(p.restarts))
 		v.logf("Pod %s/%s: container %s exited (code %d): restarting it after %s", p.namespace, p.name, p.main.name, exitCode(err), time.Until(p.nextRun).Round(time.Second))
-		p.main = nil
+		v.setMain(p, nil)
 		return
 	}
 	if err := v.startPod(ctx, s, p); err != nil {
@@ -388,7 +388,7 @@ func (v *VClusterPods) startPod(ctx context.Context, s *appsv1.StatefulSet, p *v
 	if err != nil {
 		return fmt.Errorf("container %s: %w", c.Name, err)
 	}
-	p.main = &podContainer{name: c.Name, child: child}
+	v.setMain(p, &podContainer{name: c.Name, child: child})
 	v.logf("Pod %s/%s (IP %s) runs container %s", p.namespace, p.name, p.ip, c.Name)
 	return nil
 }
@@ -421,7 +421,9 @@ func (v *VClusterPods) startSandbox(ctx context.Context, p *vclusterPod) error {
 		return fmt.Errorf("failed to make the Pod's namespaces: %w", err)
 	}
 	p.sandbox = child
+	v.mu.Lock()
 	p.netns = fmt.Sprintf("/proc/%d/ns/net", cmd.Process.Pid)
+	v.mu.Unlock()
 	line := make(chan string, 1)
 	go func() {
 		s, _ := bufio.NewReader(r).ReadString('\n')
@@ -460,6 +462,9 @@ func (v *VClusterPods) stopSandbox(p *vclusterPod) {
 		_ = p.sandbox.Wait()
 		p.sandbox = nil
 	}
+	v.mu.Lock()
+	p.netns = ""
+	v.mu.Unlock()
 	p.volumes = nil
 }
 
@@ -735,9 +740,17 @@ func firstChild(pid int) int {
 func (v *VClusterPods) deletePod(p *vclusterPod) {
 	if p.main != nil {
 		v.stopContainer(p, p.main)
-		p.main = nil
+		v.setMain(p, nil)
 	}
 	v.stopSandbox(p)
+}
+
+// setMain records p's running container (nil: none). Run's goroutine alone changes a Pod; the
+// lock is for ServiceAddress's connections, which read it.
+func (v *VClusterPods) setMain(p *vclusterPod, c *podContainer) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	p.main = c
 }
 
 // stopAll deletes every Pod and closes the Services' addresses.

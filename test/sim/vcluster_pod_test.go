@@ -19,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
 
 	kov1alpha1 "github.com/kubeopera/kubeopera/apis/kubeopera/v1alpha1"
 	"github.com/kubeopera/kubeopera/internal/helm"
@@ -31,7 +32,8 @@ import (
 // what a test must change: the k8s distro instead of the seed's k3s (k3s cannot be built from the
 // Go module proxy; the k8s distro runs kube-apiserver and kube-controller-manager, which are in
 // _tools/bin, with kine), telemetry off (nothing a test runs may send data off the machine;
-// the chart's default is on), and the host's Service CIDR as serviceCIDR. vCluster 0.21 finds
+// the chart's default is on), the host's Service CIDR as serviceCIDR, and an extra name for
+// the proxy's certificate (testExtraSAN). vCluster 0.21 finds
 // the host's range by creating a Service with ClusterIP 4.4.4.4 and reading the range from the
 // error (vcluster pkg/util/servicecidr, "The range of valid IPs is "); a kube-apiserver since
 // the ServiceCIDR allocator (1.33) answers "the provided network does not match the current
@@ -47,8 +49,13 @@ func testVClusterValues(release, namespace, serviceCIDR string) map[string]any {
 	cp["distro"] = map[string]any{"k8s": map[string]any{"enabled": true}}
 	values["telemetry"] = map[string]any{"enabled": false}
 	values["serviceCIDR"] = serviceCIDR
+	cp["proxy"] = map[string]any{"extraSANs": []any{testExtraSAN}}
 	return values
 }
+
+// testExtraSAN stands for an endpoint outside the host cluster that the proxy's certificate
+// must cover (controlPlane.proxy.extraSANs; .test is reserved, RFC 6761).
+const testExtraSAN = "vc-demo-0123456789ab.tenants.example.test"
 
 // syncedBuffer is a log the actor writes while the test reads it.
 type syncedBuffer struct {
@@ -150,27 +157,45 @@ func TestVClusterPodsRunTheRealVCluster(t *testing.T) {
 	slices.Sort(keys)
 	t.Logf("vCluster wrote Secret %s %s after %s; keys %v", secret.Name, secret.Type, time.Since(start).Round(time.Second), keys)
 
+	// Every cluster of the kubeconfig names exportKubeConfig.server, with the CA kept
+	// (vcluster pkg/setup/controllers.go:213-228).
+	raw := secret.Data[sim.VClusterKubeconfigKey]
+	cfg, err := clientcmd.Load(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantServer := "https://" + release + "." + namespace + ":443"
+	for name, c := range cfg.Clusters {
+		if c.Server != wantServer || len(c.CertificateAuthorityData) == 0 {
+			t.Errorf("cluster %s of the kubeconfig: server %q (want %q), %d bytes of CA", name, c.Server, wantServer, len(c.CertificateAuthorityData))
+		}
+	}
+
 	addr, err := pods.ServiceAddress(namespace, release, 443)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The kubeconfig names exportKubeConfig.server (the Service's in-cluster name); the test
-	// reaches the Service at addr, checking the certificate against that name (the proxy's
-	// certificate covers <service>.<namespace>: vcluster pkg/server/cert/syncer.go:99-102).
-	kc := framework.KubeconfigWithServer(t, secret.Data[sim.VClusterKubeconfigKey], "https://"+addr, release+"."+namespace)
-	kcPath := filepath.Join(t.TempDir(), "vcluster.kubeconfig")
-	if err := os.WriteFile(kcPath, kc, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	run := func(args ...string) string {
-		t.Helper()
-		cmd := exec.CommandContext(ctx, kubectl, append([]string{"--kubeconfig", kcPath, "--request-timeout", "20s"}, args...)...)
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+	// The test reaches the Service at addr, checking the proxy's certificate against the names
+	// it covers: <service>.<namespace> (vcluster pkg/server/cert/syncer.go:99-102) and
+	// controlPlane.proxy.extraSANs (syncer.go:186), which vCluster reads again every 2 s with
+	// the Service's load-balancer ingress addresses (syncer.go:111-118, 233-254).
+	kubectlVia := func(serverName string) func(args ...string) string {
+		kc := framework.KubeconfigWithServer(t, raw, "https://"+addr, serverName)
+		path := filepath.Join(t.TempDir(), "vcluster.kubeconfig")
+		if err := os.WriteFile(path, kc, 0o600); err != nil {
+			t.Fatal(err)
 		}
-		return string(out)
+		return func(args ...string) string {
+			t.Helper()
+			cmd := exec.CommandContext(ctx, kubectl, append([]string{"--kubeconfig", path, "--request-timeout", "20s"}, args...)...)
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("kubectl %s (server name %s): %v\n%s", strings.Join(args, " "), serverName, err, out)
+			}
+			return string(out)
+		}
 	}
+	run := kubectlVia(release + "." + namespace)
 	out := run("get", "namespaces", "-o", "name")
 	for _, want := range []string{"namespace/default", "namespace/kube-system"} {
 		if !strings.Contains(out, want) {
@@ -178,7 +203,7 @@ func TestVClusterPodsRunTheRealVCluster(t *testing.T) {
 		}
 	}
 	run("create", "namespace", "demo")
-	run("--namespace", "demo", "create", "service", "clusterip", "web", "--tcp=80:8080")
+	kubectlVia(testExtraSAN)("--namespace", "demo", "create", "service", "clusterip", "web", "--tcp=80:8080")
 
 	// The syncer creates the host Service as <name>-x-<namespace>-x-<vCluster name> in the
 	// vCluster's namespace (vcluster pkg/util/translate/single_namespace.go:59-63,
