@@ -128,12 +128,12 @@ var vclusterImages = map[string]vclusterImage{
 //
 // What vCluster reads of the host, besides its configuration Secret vc-config-<release>
 // (mounted at /var/vcluster: vcluster pkg/constants/constants.go:9): the Secret again, to
-// annotate it with the distro and store (vcluster pkg/setup/config.go:131-180); its Service
+// annotate it with the distro and store (vcluster pkg/setup/config.go:134-185); its Service
 // <release> in its namespace, as the owner of what it writes (config.go:218) and for the
 // proxy certificate's SANs (ClusterIP, load-balancer ingress IPs and host names,
-// pkg/server/cert/syncer.go:99-180); the Service CIDR, by creating a Service with an invalid
+// pkg/server/cert/syncer.go:99-200); the Service CIDR, by creating a Service with an invalid
 // ClusterIP (pkg/util/servicecidr); the Service's Endpoints, which it copies into the virtual
-// default/kubernetes Endpoints when they exist (pkg/controllers/k8sdefaultendpoint:133-145;
+// default/kubernetes Endpoints when they exist (pkg/controllers/k8sdefaultendpoint/k8sdefaultendpoint.go:105-118;
 // nothing here writes them: no endpoints controller runs on the host); POD_IP for the proxy
 // certificate (cert/syncer.go:143) and NODE_NAME (pkg/controllers/resources/nodes/
 // translate.go:109). None of these needs more than the host API server.
@@ -200,6 +200,9 @@ type podContainer struct {
 func (v *VClusterPods) Run(ctx context.Context) error {
 	if v.Host == nil || v.BinDir == "" || v.WorkDir == "" {
 		return errors.New("VClusterPods needs Host, BinDir and WorkDir")
+	}
+	if os.Geteuid() != 0 {
+		return errors.New("VClusterPods makes network and mount namespaces and mounts: it must run as root")
 	}
 	for _, tool := range []string{"unshare", "nsenter", "ip", "mount", "chroot", "sleep", "sh"} {
 		if _, err := exec.LookPath(tool); err != nil {
@@ -607,6 +610,9 @@ func (v *VClusterPods) startContainer(p *vclusterPod, c *corev1.Container, vols 
 	}
 	var script []string
 	script = append(script, "set -e", "R="+shellQuote(root),
+		// Private already (the sandbox's unshare --propagation private); said again so that no
+		// mount below can ever reach the host's mount namespace.
+		"mount --make-rprivate /",
 		// The host's /usr and /etc stand for the image's base layer, read-only.
 		`mount --rbind /usr "$R/usr"`, `mount -o remount,bind,ro "$R/usr"`,
 		`mount --rbind /etc "$R/etc"`, `mount -o remount,bind,ro "$R/etc"`,
@@ -739,7 +745,9 @@ func firstChild(pid int) int {
 // deletePod stops p's container and sandbox.
 func (v *VClusterPods) deletePod(p *vclusterPod) {
 	if p.main != nil {
+		start := time.Now()
 		v.stopContainer(p, p.main)
+		v.logf("Pod %s/%s: container %s stopped in %s (exit code %d)", p.namespace, p.name, p.main.name, time.Since(start).Round(100*time.Millisecond), exitCode(p.main.child.Wait()))
 		v.setMain(p, nil)
 	}
 	v.stopSandbox(p)

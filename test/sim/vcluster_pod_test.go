@@ -5,6 +5,7 @@ package sim_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -115,12 +116,14 @@ func TestVClusterPodsRunTheRealVCluster(t *testing.T) {
 	log := &syncedBuffer{}
 	pods := &sim.VClusterPods{Host: backend.Config, BinDir: bin, WorkDir: t.TempDir(), Log: log}
 	runCtx, stop := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- pods.Run(runCtx) }()
+	var runErr error
+	done := make(chan struct{})
+	go func() { runErr = pods.Run(runCtx); close(done) }()
 	t.Cleanup(func() {
 		stop()
-		if err := <-done; err != nil {
-			t.Errorf("VClusterPods: %v", err)
+		<-done
+		if runErr != nil {
+			t.Errorf("VClusterPods: %v", runErr)
 		}
 		if t.Failed() {
 			t.Logf("VClusterPods' log:\n%s", log.String())
@@ -140,10 +143,15 @@ func TestVClusterPodsRunTheRealVCluster(t *testing.T) {
 	}
 
 	// vCluster writes Secret vc-<release> once its control plane runs (vcluster
-	// pkg/setup/controllers.go, kubeconfig.GetDefaultSecretName).
+	// pkg/setup/controllers.go:272, pkg/util/kubeconfig/kubeconfig.go:114).
 	start := time.Now()
 	var secret *corev1.Secret
 	err = wait.PollUntilContextTimeout(ctx, time.Second, 4*time.Minute, true, func(ctx context.Context) (bool, error) {
+		select {
+		case <-done:
+			return false, fmt.Errorf("VClusterPods ended: %v", runErr)
+		default:
+		}
 		secret, err = cs.CoreV1().Secrets(namespace).Get(ctx, sim.VClusterKubeconfigSecretName(release), metav1.GetOptions{})
 		return err == nil, nil
 	})
@@ -158,7 +166,7 @@ func TestVClusterPodsRunTheRealVCluster(t *testing.T) {
 	t.Logf("vCluster wrote Secret %s %s after %s; keys %v", secret.Name, secret.Type, time.Since(start).Round(time.Second), keys)
 
 	// Every cluster of the kubeconfig names exportKubeConfig.server, with the CA kept
-	// (vcluster pkg/setup/controllers.go:213-228).
+	// (vcluster pkg/setup/controllers.go:214-227).
 	raw := secret.Data[sim.VClusterKubeconfigKey]
 	cfg, err := clientcmd.Load(raw)
 	if err != nil {
@@ -177,8 +185,8 @@ func TestVClusterPodsRunTheRealVCluster(t *testing.T) {
 	}
 	// The test reaches the Service at addr, checking the proxy's certificate against the names
 	// it covers: <service>.<namespace> (vcluster pkg/server/cert/syncer.go:99-102) and
-	// controlPlane.proxy.extraSANs (syncer.go:186), which vCluster reads again every 2 s with
-	// the Service's load-balancer ingress addresses (syncer.go:111-118, 233-254).
+	// controlPlane.proxy.extraSANs (syncer.go:200), which vCluster reads again every 2 s with
+	// the Service's load-balancer ingress addresses (syncer.go:120-127, 162-170, 233-254).
 	kubectlVia := func(serverName string) func(args ...string) string {
 		kc := framework.KubeconfigWithServer(t, raw, "https://"+addr, serverName)
 		path := filepath.Join(t.TempDir(), "vcluster.kubeconfig")
