@@ -63,7 +63,7 @@ func TestHostNamespaceRefusesEscapingPods(t *testing.T) {
 			t.Fatalf("EnsureNamespaces as the manager: %v", err)
 		}
 		rel := helm.Release{Namespace: host, Name: release, Storage: store}
-		if obs, err := hc.InstallOrUpgrade(ctx, rel, Values(tn, release, host, "", "")); err != nil || obs.State != helm.StateDeployed {
+		if obs, err := hc.InstallOrUpgrade(ctx, rel, Values(tn, release, host, "", Options{})); err != nil || obs.State != helm.StateDeployed {
 			t.Fatalf("installing the vCluster release as the manager: %+v, %v", obs, err)
 		}
 		return host, release, asServiceAccount(t, b.Config, host, "vc-"+release)

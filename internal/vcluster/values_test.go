@@ -1,9 +1,13 @@
 package vcluster
 
 import (
+	"fmt"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
+
+	chartcommon "helm.sh/helm/v4/pkg/chart/common"
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -22,8 +26,8 @@ func TestVClusterValues(t *testing.T) {
 		CloudSpaceID: "7e9d3a1b",
 		Quota:        kov1alpha1.TenantQuota{CPU: resource.MustParse("500m"), Memory: resource.MustParse("4Gi")},
 	}}
-	v := Values(tn, "vc-alice-default", "kcp-0123456789ab-vc-alice-default", "production", "")
-	withIngress := Values(tn, "vc-alice-default", "kcp-0123456789ab-vc-alice-default", "production", "nginx")
+	v := Values(tn, "vc-alice-default", "kcp-0123456789ab-vc-alice-default", "", Options{Environment: "production"})
+	withIngress := Values(tn, "vc-alice-default", "kcp-0123456789ab-vc-alice-default", "", Options{Environment: "production", IngressClass: "nginx"})
 
 	get := func(v map[string]any, path ...string) any {
 		var cur any = v
@@ -79,7 +83,7 @@ func TestVClusterValuesInTheChart(t *testing.T) {
 		Quota:        kov1alpha1.TenantQuota{CPU: resource.MustParse("1"), Memory: resource.MustParse("1Gi")},
 	}}
 	const release, namespace = "vc-alice", "kcp-0123456789ab-vc-alice"
-	objs := renderChart(t, release, namespace, Values(tn, release, namespace, "", ""))
+	objs := renderChart(t, release, namespace, Values(tn, release, namespace, "", Options{}))
 
 	work := &networkingv1.NetworkPolicy{}
 	decodeRendered(t, objs, "NetworkPolicy", "vc-work-"+release, work)
@@ -150,3 +154,100 @@ func decodeRendered(t *testing.T, objs []*unstructured.Unstructured, kind, name 
 	}
 	t.Fatalf("the chart rendered no %s %s", kind, name)
 }
+
+// TestExposureValues: each exposure sets the Service type, the control-plane Ingress, the
+// certificate's extra SANs and the exported server the delivered kubeconfig names.
+func TestExposureValues(t *testing.T) {
+	tn := &kov1alpha1.Tenant{Spec: kov1alpha1.TenantSpec{
+		TenantName: "alice", CloudSpaceID: "7e9d3a1b",
+		Quota: kov1alpha1.TenantQuota{CPU: resource.MustParse("1"), Memory: resource.MustParse("1Gi")},
+	}}
+	const release, namespace = "vc-alice", "kcp-0123456789ab-vc-alice"
+	ingress := Exposure{Mode: ExposeIngress, Domain: "vc.example.org", IngressClass: "nginx"}
+	host := ingress.Host("alice", "0123456789ab")
+	if host != "alice-0123456789ab.vc.example.org" {
+		t.Fatalf("Host = %q", host)
+	}
+	none := Values(tn, release, namespace, "", Options{})
+	lb := Values(tn, release, namespace, "", Options{Exposure: Exposure{Mode: ExposeLoadBalancer}})
+	ing := Values(tn, release, namespace, host, Options{Exposure: ingress, Distro: DistroK8s})
+
+	tests := map[string]struct {
+		values map[string]any
+		path   string
+		want   any
+	}{
+		"none: in-cluster server":          {none, "exportKubeConfig.server", "https://vc-alice.kcp-0123456789ab-vc-alice:443"},
+		"none: chart's Service type":       {none, "controlPlane.service", nil},
+		"none: no ingress":                 {none, "controlPlane.ingress", nil},
+		"lb: Service of type LoadBalancer": {lb, "controlPlane.service.spec.type", "LoadBalancer"},
+		"lb: server written on delivery":   {lb, "exportKubeConfig.server", "https://vc-alice.kcp-0123456789ab-vc-alice:443"},
+		"ingress: on":                      {ing, "controlPlane.ingress.enabled", true},
+		"ingress: host":                    {ing, "controlPlane.ingress.host", host},
+		"ingress: class":                   {ing, "controlPlane.ingress.spec.ingressClassName", "nginx"},
+		"ingress: exported server":         {ing, "exportKubeConfig.server", "https://" + host + ":443"},
+		"ingress: k8s distro":              {ing, "controlPlane.distro.k8s.enabled", true},
+		"ingress: no k3s":                  {ing, "controlPlane.distro.k3s", nil},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			got, _ := chartValues(tc.values).PathValue(tc.path)
+			if fmt.Sprint(got) != fmt.Sprint(tc.want) {
+				t.Errorf("%s = %v, want %v", tc.path, got, tc.want)
+			}
+		})
+	}
+	sans, _ := chartValues(ing).PathValue("controlPlane.proxy.extraSANs")
+	if fmt.Sprint(sans) != "["+host+"]" {
+		t.Errorf("controlPlane.proxy.extraSANs = %v, want [%s]", sans, host)
+	}
+}
+
+func TestExposureValidate(t *testing.T) {
+	for name, tc := range map[string]struct {
+		e       Exposure
+		wantErr string
+	}{
+		"none":                {Exposure{Mode: ExposeNone}, ""},
+		"loadbalancer":        {Exposure{Mode: ExposeLoadBalancer}, ""},
+		"ingress":             {Exposure{Mode: ExposeIngress, Domain: "vc.example.org", IngressClass: "nginx"}, ""},
+		"unknown mode":        {Exposure{Mode: "nodeport"}, `--vcluster-exposure "nodeport" is not one of`},
+		"ingress, no domain":  {Exposure{Mode: ExposeIngress, IngressClass: "nginx"}, "needs --vcluster-domain"},
+		"ingress, bad domain": {Exposure{Mode: ExposeIngress, Domain: "Vc_Example", IngressClass: "nginx"}, "is not a DNS name"},
+		"ingress, long domain": {Exposure{Mode: ExposeIngress, Domain: strings.Repeat("a.", 110) + "org", IngressClass: "nginx"},
+			"is too long"},
+		"ingress, no class": {Exposure{Mode: ExposeIngress, Domain: "vc.example.org"}, "is not an ingress class name"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			err := tc.e.Validate()
+			switch {
+			case tc.wantErr == "" && err != nil:
+				t.Errorf("Validate() = %v, want nil", err)
+			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+				t.Errorf("Validate() = %v, want it to say %q", err, tc.wantErr)
+			}
+		})
+	}
+}
+
+func TestLoadBalancerServer(t *testing.T) {
+	svc := func(ing ...corev1.LoadBalancerIngress) *corev1.Service {
+		return &corev1.Service{Status: corev1.ServiceStatus{LoadBalancer: corev1.LoadBalancerStatus{Ingress: ing}}}
+	}
+	for name, tc := range map[string]struct {
+		svc  *corev1.Service
+		want string
+	}{
+		"no address yet": {svc(), ""},
+		"ip":             {svc(corev1.LoadBalancerIngress{IP: "203.0.113.7"}), "https://203.0.113.7:443"},
+		"ipv6":           {svc(corev1.LoadBalancerIngress{IP: "2001:db8::7"}), "https://[2001:db8::7]:443"},
+		"hostname first": {svc(corev1.LoadBalancerIngress{IP: "203.0.113.7", Hostname: "lb.example.org"}), "https://lb.example.org:443"},
+	} {
+		if got := LoadBalancerServer(tc.svc); got != tc.want {
+			t.Errorf("%s: LoadBalancerServer = %q, want %q", name, got, tc.want)
+		}
+	}
+}
+
+// chartValues are values as the chart sees them.
+func chartValues(v map[string]any) chartcommon.Values { return chartcommon.Values(v) }
