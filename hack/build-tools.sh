@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the pinned tools the project needs from the Go module proxy into _tools/bin, skipping
 # those already built for the pinned version. Usage: hack/build-tools.sh [tool...]
-# Tools: kcp kcp-front-proxy cache-server apigen kube-apiserver kube-controller-manager etcd
+# Tools: kcp kcp-front-proxy cache-server apigen kube-apiserver kube-controller-manager kubectl etcd
 # controller-gen source-controller kustomize-controller gotestsum flux-chart terraform
 # (default: all).
 #   flux-chart assembles the local Flux chart into _tools/charts/flux2: the project's templates
@@ -34,13 +34,14 @@ declare -A PKG=(
   [apigen]="kcp github.com/kcp-dev/sdk/cmd/apigen"
   [kube-apiserver]="kube k8s.io/kubernetes/cmd/kube-apiserver"
   [kube-controller-manager]="kube k8s.io/kubernetes/cmd/kube-controller-manager"
+  [kubectl]="kube k8s.io/kubernetes/cmd/kubectl"
   [etcd]="kube go.etcd.io/etcd/server/v3"
   [controller-gen]="kube sigs.k8s.io/controller-tools/cmd/controller-gen"
   [source-controller]="flux github.com/fluxcd/source-controller"
   [kustomize-controller]="flux github.com/fluxcd/kustomize-controller"
   [gotestsum]="gotestsum gotest.tools/gotestsum"
 )
-ALL_TOOLS=(kcp kcp-front-proxy cache-server apigen kube-apiserver kube-controller-manager etcd
+ALL_TOOLS=(kcp kcp-front-proxy cache-server apigen kube-apiserver kube-controller-manager kubectl etcd
   controller-gen source-controller kustomize-controller gotestsum flux-chart terraform)
 
 # Flux modules whose CRDs (config/crd/bases) go into the local chart's crds/.
