@@ -3,9 +3,14 @@
 # those already built for the pinned version. Usage: hack/build-tools.sh [tool...]
 # Tools: kcp kcp-front-proxy cache-server apigen kube-apiserver kube-controller-manager etcd
 # controller-gen source-controller kustomize-controller gotestsum flux-chart terraform
+# crossplane function-patch-and-transform crossplane-crds
 # (default: all).
 #   flux-chart assembles the local Flux chart into _tools/charts/flux2: the project's templates
 #   (charts/flux2) plus Flux's own CRDs, copied from the Go modules of the controllers.
+#   crossplane is Crossplane core (`crossplane core start`), function-patch-and-transform the
+#   composition function config/crossplane's Compositions run; crossplane-crds copies Crossplane's
+#   CRDs (the module's cluster/crds) into _tools/crossplane/crds, which tests and `make run`
+#   install before starting Crossplane (its Helm chart would install them).
 #
 # The tools of one tools module (hack/tools/<module>) that need building are built by ONE
 # `go build -o <dir>/ pkg...`: the packages they share are compiled once and the binaries are
@@ -24,6 +29,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BIN="${ROOT}/_tools/bin"
 CHARTS="${ROOT}/_tools/charts"
+CROSSPLANE_CRDS="${ROOT}/_tools/crossplane/crds"
 mkdir -p "${BIN}"
 
 # tool -> "tools-module package"
@@ -39,9 +45,12 @@ declare -A PKG=(
   [source-controller]="flux github.com/fluxcd/source-controller"
   [kustomize-controller]="flux github.com/fluxcd/kustomize-controller"
   [gotestsum]="gotestsum gotest.tools/gotestsum"
+  [crossplane]="crossplane github.com/crossplane/crossplane/v2/cmd/crossplane"
+  [function-patch-and-transform]="function-patch-and-transform github.com/crossplane-contrib/function-patch-and-transform"
 )
 ALL_TOOLS=(kcp kcp-front-proxy cache-server apigen kube-apiserver kube-controller-manager etcd
-  controller-gen source-controller kustomize-controller gotestsum flux-chart terraform)
+  controller-gen source-controller kustomize-controller gotestsum flux-chart terraform
+  crossplane function-patch-and-transform crossplane-crds)
 
 # Flux modules whose CRDs (config/crd/bases) go into the local chart's crds/.
 FLUX_CRD_MODULES=(github.com/fluxcd/source-controller github.com/fluxcd/kustomize-controller)
@@ -89,6 +98,13 @@ ldflags_of() {
       flags="${flags} -X ${pkgvar}.gitVersion=${gitver} -X ${pkgvar}.gitMajor=${kmajor} -X ${pkgvar}.gitMinor=${kminor} -X ${pkgvar}.gitTreeState=clean"
     done
     ;;
+  crossplane)
+    # Crossplane's release builds stamp its version (nix/build.nix: internal/version.version);
+    # without it `crossplane version` is empty and package dependency constraints on
+    # Crossplane's version cannot be checked.
+    kver="$(awk '$1 == "github.com/crossplane/crossplane/v2" { print $2; exit }' "${moddir}/go.mod")"
+    flags="${flags} -X github.com/crossplane/crossplane/v2/internal/version.version=${kver}"
+    ;;
   esac
   echo "${flags}"
 }
@@ -129,6 +145,28 @@ flux_chart() {
   echo "${want}" >"${stamp}"
 }
 
+# crossplane_crds copies Crossplane core's CRDs (cluster/crds of the module hack/tools/crossplane
+# pins) into _tools/crossplane/crds.
+crossplane_crds() {
+  local moddir="${ROOT}/hack/tools/crossplane" mod=github.com/crossplane/crossplane/v2
+  local stamp="${CROSSPLANE_CRDS}/.stamp" want dir
+  want="$(stamp_of "${moddir}/go.mod" "${moddir}/go.sum")"
+  if [ -f "${stamp}" ] && [ "$(cat "${stamp}")" = "${want}" ]; then
+    return
+  fi
+  echo ">> copying Crossplane's CRDs into _tools/crossplane/crds"
+  dir="$(cd "${moddir}" && go mod download "${mod}" && go list -m -f '{{.Dir}}' "${mod}")"
+  if [ -z "${dir}" ] || ! ls "${dir}"/cluster/crds/*.yaml >/dev/null 2>&1; then
+    echo "no CRDs found for ${mod} (module dir '${dir}')" >&2
+    exit 1
+  fi
+  rm -rf "${CROSSPLANE_CRDS}"
+  mkdir -p "${CROSSPLANE_CRDS}"
+  cp "${dir}"/cluster/crds/*.yaml "${CROSSPLANE_CRDS}/"
+  chmod -R u+w "${CROSSPLANE_CRDS}" # the module cache is read-only
+  echo "${want}" >"${stamp}"
+}
+
 # terraform_tool puts the pinned Terraform (internal/terraform/runner.TerraformVersion) into
 # _tools/bin. hashicorp/terraform cannot be built from the Go module proxy (its go.mod replaces
 # nested internal/... modules with local paths, and the module zip leaves nested modules out), so
@@ -163,7 +201,7 @@ declare -A STALE=() LDFLAGS=() WANT=()
 others=()
 for tool in "${tools[@]}"; do
   case "${tool}" in
-  flux-chart | terraform)
+  flux-chart | terraform | crossplane-crds)
     others+=("${tool}")
     continue
     ;;
@@ -236,5 +274,6 @@ for tool in "${others[@]}"; do
   case "${tool}" in
   flux-chart) flux_chart ;;
   terraform) terraform_tool ;;
+  crossplane-crds) crossplane_crds ;;
   esac
 done
