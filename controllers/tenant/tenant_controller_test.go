@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -102,7 +101,7 @@ func setup(t *testing.T) *suite {
 	s.admin, s.backend, s.backendAs, s.ws, s.lc = h.BackendAdmin, h.Backend, h.BackendAs, h.WS, h.LC
 
 	// A chart repository that is unreachable (503) until a test brings it up.
-	s.chart = sim.NewChartServer(t, filepath.Join(framework.RepoRoot(), "test", "charts", "vcluster"), http.StatusServiceUnavailable)
+	s.chart = sim.NewChartServer(t, framework.VClusterChart(), http.StatusServiceUnavailable)
 	t.Cleanup(s.api.Close)
 
 	real, err := helm.New(s.backendAs, helm.Options{ChartRef: s.chart.ChartURL(), CacheDir: t.TempDir()})

@@ -2,7 +2,6 @@ package vcluster
 
 import (
 	"fmt"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -71,8 +70,8 @@ func TestVClusterValues(t *testing.T) {
 	}
 }
 
-// TestVClusterValuesInTheChart renders the project's vCluster chart (test/charts/vcluster, which
-// renders these keys as the 0.21 chart's templates do) with the manager's values, as
+// TestVClusterValuesInTheChart renders vCluster's own chart (0.21.0, _tools/charts/vcluster) with
+// the manager's values, as
 // `helm template` does (a client-only dry-run install, schema checked): the tenant workloads'
 // NetworkPolicy excepts link-local addresses besides the chart's own exceptions, the egress to
 // vCluster Platform pods is gone, and the syncer's config carries the pod security standard.
@@ -133,11 +132,11 @@ func TestVClusterValuesInTheChart(t *testing.T) {
 	}
 }
 
-// renderChart renders test/charts/vcluster with values as `helm template` does and returns the
+// renderChart renders vCluster's own chart with values as `helm template` does and returns the
 // rendered objects.
 func renderChart(t *testing.T, release, namespace string, values map[string]any) []*unstructured.Unstructured {
 	t.Helper()
-	objs, _ := framework.HelmTemplate(t, filepath.Join(framework.RepoRoot(), "test", "charts", "vcluster"), release, namespace, values)
+	objs, _ := framework.HelmTemplate(t, framework.VClusterChart(), release, namespace, values)
 	return objs
 }
 
@@ -251,3 +250,62 @@ func TestLoadBalancerServer(t *testing.T) {
 
 // chartValues are values as the chart sees them.
 func chartValues(v map[string]any) chartcommon.Values { return chartcommon.Values(v) }
+
+// TestExposureInTheChart renders vCluster's own chart with each exposure (its schema checks the
+// values): the Service becomes a LoadBalancer; the ingress exposure renders the control-plane
+// Ingress on the tenant's host, of the control planes' class, with ingress-nginx's TLS
+// passthrough annotations, and vCluster's config carries the host as an extra SAN and exported
+// server.
+func TestExposureInTheChart(t *testing.T) {
+	tn := &kov1alpha1.Tenant{Spec: kov1alpha1.TenantSpec{
+		TenantName: "alice", CloudSpaceID: "7e9d3a1b",
+		Quota: kov1alpha1.TenantQuota{CPU: resource.MustParse("1"), Memory: resource.MustParse("1Gi")},
+	}}
+	const release, namespace = "vc-alice", "kcp-0123456789ab-vc-alice"
+
+	lb := renderChart(t, release, namespace, Values(tn, release, namespace, "", Options{Exposure: Exposure{Mode: ExposeLoadBalancer}}))
+	svc := &corev1.Service{}
+	decodeRendered(t, lb, "Service", release, svc)
+	if svc.Spec.Type != corev1.ServiceTypeLoadBalancer || len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].Port != 443 {
+		t.Errorf("Service = %+v, want type LoadBalancer with port 443", svc.Spec)
+	}
+
+	ingress := Exposure{Mode: ExposeIngress, Domain: "vc.example.org", IngressClass: "nginx"}
+	host := ingress.Host("alice", "0123456789ab")
+	objs := renderChart(t, release, namespace, Values(tn, release, namespace, host, Options{Exposure: ingress, Distro: DistroK8s}))
+	ing := &networkingv1.Ingress{}
+	decodeRendered(t, objs, "Ingress", release, ing)
+	if ing.Spec.IngressClassName == nil || *ing.Spec.IngressClassName != "nginx" {
+		t.Errorf("Ingress class = %v, want nginx", ing.Spec.IngressClassName)
+	}
+	if len(ing.Spec.Rules) != 1 || ing.Spec.Rules[0].Host != host || ing.Spec.Rules[0].HTTP == nil ||
+		ing.Spec.Rules[0].HTTP.Paths[0].Backend.Service.Name != release || ing.Spec.Rules[0].HTTP.Paths[0].Backend.Service.Port.Name != "https" {
+		t.Errorf("Ingress rules = %+v, want %s to the Service's https port", ing.Spec.Rules, host)
+	}
+	if ing.Annotations["nginx.ingress.kubernetes.io/ssl-passthrough"] != "true" {
+		t.Errorf("Ingress annotations = %v, want TLS passthrough", ing.Annotations)
+	}
+	cfg := &corev1.Secret{}
+	decodeRendered(t, objs, "Secret", "vc-config-"+release, cfg)
+	var config struct {
+		ControlPlane struct {
+			Proxy struct {
+				ExtraSANs []string `json:"extraSANs"`
+			} `json:"proxy"`
+			Distro struct {
+				K8s struct {
+					Enabled bool `json:"enabled"`
+				} `json:"k8s"`
+			} `json:"distro"`
+		} `json:"controlPlane"`
+		ExportKubeConfig struct {
+			Server string `json:"server"`
+		} `json:"exportKubeConfig"`
+	}
+	if err := yaml.Unmarshal(cfg.Data["config.yaml"], &config); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(config.ControlPlane.Proxy.ExtraSANs, []string{host}) || config.ExportKubeConfig.Server != "https://"+host+":443" || !config.ControlPlane.Distro.K8s.Enabled {
+		t.Errorf("vCluster config: extraSANs %v, exported server %q, k8s %v", config.ControlPlane.Proxy.ExtraSANs, config.ExportKubeConfig.Server, config.ControlPlane.Distro.K8s.Enabled)
+	}
+}
