@@ -92,7 +92,8 @@ type suite struct {
 	helm      *helmRecorder
 }
 
-func setup(t *testing.T) *suite {
+// setup starts the manager with the Tenant controller; opts change the Reconciler first.
+func setup(t *testing.T, opts ...func(*tenant.Reconciler)) *suite {
 	t.Helper()
 	s := &suite{api: sim.NewKubeoperaAPI()}
 	// The manager as internal/manager.Run wires it, on a real backend and a real kcp with three
@@ -109,7 +110,7 @@ func setup(t *testing.T) *suite {
 		t.Fatal(err)
 	}
 	s.helm = &helmRecorder{Client: real}
-	if err := (&tenant.Reconciler{
+	r := &tenant.Reconciler{
 		Workspaces:      h.Fleet,
 		Backend:         h.BackendStore(),
 		Helm:            s.helm,
@@ -123,7 +124,11 @@ func setup(t *testing.T) *suite {
 		// Drift checks often enough for a test to see one repair.
 		ReadyRecheckInterval: 3 * time.Second,
 		Concurrency:          8,
-	}).SetupWithManager(h.Manager); err != nil {
+	}
+	for _, o := range opts {
+		o(r)
+	}
+	if err := r.SetupWithManager(h.Manager); err != nil {
 		t.Fatal(err)
 	}
 	h.Run(t)
