@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
 # Builds the pinned tools the project needs from the Go module proxy into _tools/bin, skipping
 # those already built for the pinned version. Usage: hack/build-tools.sh [tool...]
-# Tools: kcp kcp-front-proxy cache-server apigen kube-apiserver kube-controller-manager etcd
+# Tools: kcp kcp-front-proxy cache-server apigen kube-apiserver kube-controller-manager kubectl etcd
 # controller-gen source-controller kustomize-controller gotestsum flux-chart terraform
-# vcluster kine vcluster-chart (default: all).
+# vcluster kine vcluster-chart crossplane function-patch-and-transform crossplane-crds (default: all).
 #   flux-chart assembles the local Flux chart into _tools/charts/flux2: the project's templates
 #   (charts/flux2) plus Flux's own CRDs, copied from the Go modules of the controllers.
 #   vcluster-chart copies vCluster's own chart from the vcluster tools module's chart/ directory
 #   into _tools/charts/vcluster: the real chart the tests install through the Helm SDK.
+#   crossplane is Crossplane core (`crossplane core start`), function-patch-and-transform the
+#   composition function config/crossplane's Compositions run; crossplane-crds copies Crossplane's
+#   CRDs (the module's cluster/crds) into _tools/crossplane/crds, which tests and `make run`
+#   install before starting Crossplane (its Helm chart would install them).
 #
 # The tools of one tools module (hack/tools/<module>) that need building are built by ONE
 # `go build -o <dir>/ pkg...`: the packages they share are compiled once and the binaries are
@@ -26,6 +30,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BIN="${ROOT}/_tools/bin"
 CHARTS="${ROOT}/_tools/charts"
+CROSSPLANE_CRDS="${ROOT}/_tools/crossplane/crds"
 mkdir -p "${BIN}"
 
 # tool -> "tools-module package"
@@ -36,6 +41,7 @@ declare -A PKG=(
   [apigen]="kcp github.com/kcp-dev/sdk/cmd/apigen"
   [kube-apiserver]="kube k8s.io/kubernetes/cmd/kube-apiserver"
   [kube-controller-manager]="kube k8s.io/kubernetes/cmd/kube-controller-manager"
+  [kubectl]="kube k8s.io/kubernetes/cmd/kubectl"
   [etcd]="kube go.etcd.io/etcd/server/v3"
   [controller-gen]="kube sigs.k8s.io/controller-tools/cmd/controller-gen"
   [source-controller]="flux github.com/fluxcd/source-controller"
@@ -43,10 +49,12 @@ declare -A PKG=(
   [gotestsum]="gotestsum gotest.tools/gotestsum"
   [vcluster]="vcluster github.com/loft-sh/vcluster/cmd/vcluster"
   [kine]="kine github.com/k3s-io/kine"
+  [crossplane]="crossplane github.com/crossplane/crossplane/v2/cmd/crossplane"
+  [function-patch-and-transform]="function-patch-and-transform github.com/crossplane-contrib/function-patch-and-transform"
 )
-ALL_TOOLS=(kcp kcp-front-proxy cache-server apigen kube-apiserver kube-controller-manager etcd
+ALL_TOOLS=(kcp kcp-front-proxy cache-server apigen kube-apiserver kube-controller-manager kubectl etcd
   controller-gen source-controller kustomize-controller gotestsum flux-chart terraform
-  vcluster kine vcluster-chart)
+  vcluster kine vcluster-chart crossplane function-patch-and-transform crossplane-crds)
 
 # Flux modules whose CRDs (config/crd/bases) go into the local chart's crds/.
 FLUX_CRD_MODULES=(github.com/fluxcd/source-controller github.com/fluxcd/kustomize-controller)
@@ -111,6 +119,13 @@ ldflags_of() {
     # kine's scripts/build stamps the release tag into pkg/version.
     kver="$(required_version github.com/k3s-io/kine "${moddir}/go.mod")"
     flags="${flags} -X github.com/k3s-io/kine/pkg/version.Version=${kver}"
+    ;;
+  crossplane)
+    # Crossplane's release builds stamp its version (nix/build.nix: internal/version.version);
+    # without it `crossplane version` is empty and package dependency constraints on
+    # Crossplane's version cannot be checked.
+    kver="$(awk '$1 == "github.com/crossplane/crossplane/v2" { print $2; exit }' "${moddir}/go.mod")"
+    flags="${flags} -X github.com/crossplane/crossplane/v2/internal/version.version=${kver}"
     ;;
   esac
   echo "${flags}"
@@ -199,6 +214,28 @@ vcluster_chart() {
   echo "${want}" >"${stamp}"
 }
 
+# crossplane_crds copies Crossplane core's CRDs (cluster/crds of the module hack/tools/crossplane
+# pins) into _tools/crossplane/crds.
+crossplane_crds() {
+  local moddir="${ROOT}/hack/tools/crossplane" mod=github.com/crossplane/crossplane/v2
+  local stamp="${CROSSPLANE_CRDS}/.stamp" want dir
+  want="$(stamp_of "${moddir}/go.mod" "${moddir}/go.sum")"
+  if [ -f "${stamp}" ] && [ "$(cat "${stamp}")" = "${want}" ]; then
+    return
+  fi
+  echo ">> copying Crossplane's CRDs into _tools/crossplane/crds"
+  dir="$(cd "${moddir}" && go mod download "${mod}" && go list -m -f '{{.Dir}}' "${mod}")"
+  if [ -z "${dir}" ] || ! ls "${dir}"/cluster/crds/*.yaml >/dev/null 2>&1; then
+    echo "no CRDs found for ${mod} (module dir '${dir}')" >&2
+    exit 1
+  fi
+  rm -rf "${CROSSPLANE_CRDS}"
+  mkdir -p "${CROSSPLANE_CRDS}"
+  cp "${dir}"/cluster/crds/*.yaml "${CROSSPLANE_CRDS}/"
+  chmod -R u+w "${CROSSPLANE_CRDS}" # the module cache is read-only
+  echo "${want}" >"${stamp}"
+}
+
 # terraform_tool puts the pinned Terraform (internal/terraform/runner.TerraformVersion) into
 # _tools/bin. hashicorp/terraform cannot be built from the Go module proxy (its go.mod replaces
 # nested internal/... modules with local paths, and the module zip leaves nested modules out), so
@@ -233,7 +270,7 @@ declare -A STALE=() LDFLAGS=() GOENV=() WANT=()
 others=()
 for tool in "${tools[@]}"; do
   case "${tool}" in
-  flux-chart | terraform | vcluster-chart)
+  flux-chart | terraform | vcluster-chart | crossplane-crds)
     others+=("${tool}")
     continue
     ;;
@@ -312,5 +349,6 @@ for tool in "${others[@]}"; do
   flux-chart) flux_chart ;;
   terraform) terraform_tool ;;
   vcluster-chart) vcluster_chart ;;
+  crossplane-crds) crossplane_crds ;;
   esac
 done

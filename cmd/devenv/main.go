@@ -75,7 +75,7 @@ const managerTokenTTL = 7 * 24 * time.Hour
 const (
 	demoWorkspace = "root:orgs:demo"
 	defaultChart  = "oci://ghcr.io/loft-sh/charts/vcluster"
-	localChart    = "test/charts/vcluster"
+	localChart    = "_tools/charts/vcluster"
 )
 
 func main() {

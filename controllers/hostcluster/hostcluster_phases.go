@@ -611,7 +611,12 @@ func (r *Reconciler) storedPassword(ctx context.Context, s *scope, name string) 
 
 // storeAndDeliver stores the kubeconfig in kcp-<fp> (server kept as supplied) and delivers it.
 func storeAndDeliver(ctx context.Context, s *scope, name string, data map[string][]byte) error {
-	if err := s.StoreAndDeliver(ctx, name, data, !reconcile.IsTrue(s.hc, kov1alpha1.KubeconfigDeliveredCondition)); err != nil {
+	return storeAndDeliverCopy(ctx, s, name, data, data)
+}
+
+// storeAndDeliverCopy stores the platform's kubeconfig in kcp-<fp> and delivers the tenant's.
+func storeAndDeliverCopy(ctx context.Context, s *scope, name string, stored, delivered map[string][]byte) error {
+	if err := s.StoreAndDeliverCopy(ctx, name, stored, delivered, !reconcile.IsTrue(s.hc, kov1alpha1.KubeconfigDeliveredCondition)); err != nil {
 		return err
 	}
 	reconcile.MarkTrue(s.hc, kov1alpha1.KubeconfigDeliveredCondition, kov1alpha1.SucceededReason,
@@ -706,10 +711,11 @@ func (r *Reconciler) provision(ctx context.Context, s *scope) error {
 	if err != nil {
 		return err
 	}
-	if err := checkProvisionedKubeconfig(hc, raw); err != nil {
+	delivered, err := checkProvisionedKubeconfig(hc, raw)
+	if err != nil {
 		return reconcile.Stalledf(kov1alpha1.InvalidKubeconfigReason, "provisioning run %s succeeded but its kubeconfig is refused: %v", p.ID, err)
 	}
-	if err := storeAndDeliver(ctx, s, kubeconfigSecretName(hc.Spec.ClusterID), map[string][]byte{KubeconfigKey: raw}); err != nil {
+	if err := storeAndDeliverCopy(ctx, s, kubeconfigSecretName(hc.Spec.ClusterID), map[string][]byte{KubeconfigKey: raw}, map[string][]byte{KubeconfigKey: delivered}); err != nil {
 		return err
 	}
 	hc.Status.KubeconfigSecret = kubeconfigSecretName(hc.Spec.ClusterID)
@@ -721,14 +727,19 @@ func (r *Reconciler) provision(ctx context.Context, s *scope) error {
 // checkProvisionedKubeconfig checks a run's kubeconfig as hostile input (it comes back from the
 // tenant's cloud account): an EKS one must be exactly what the runner builds (kubeconfig.ParseEKS:
 // the helper with pinned flags, which the manager never runs); any other is a tenant's
-// kubeconfig (kubeconfig.ParseUntrusted: no exec at all).
-func checkProvisionedKubeconfig(hc *kov1alpha1.HostCluster, raw []byte) error {
+// kubeconfig (kubeconfig.ParseUntrusted: no exec at all). It returns the kubeconfig the tenant
+// gets: for EKS the one `aws eks update-kubeconfig` writes (the platform's copy names a helper
+// only the manager's image has, and the platform's credential), any other as it is.
+func checkProvisionedKubeconfig(hc *kov1alpha1.HostCluster, raw []byte) ([]byte, error) {
 	if isEKS(hc) {
-		_, err := kubeconfig.ParseEKS(raw)
-		return err
+		eks, err := kubeconfig.ParseEKS(raw)
+		if err != nil {
+			return nil, err
+		}
+		return kubeconfig.ForTenant(eks)
 	}
 	_, err := kubeconfig.ParseUntrusted(raw)
-	return err
+	return raw, err
 }
 
 // isEKS reports whether hc's cluster is (to be) built with the eks topology.

@@ -468,15 +468,40 @@ func TestProvisioning(t *testing.T) {
 			}
 			return false, fmt.Sprintf("%d events, none ExternalIDIgnored naming the workspace's external ID", len(evs.Items))
 		})
-		// The delivered kubeconfig is the runner's, for the tenant's own use: the helper with the
-		// role and the workspace's external ID, not the tenant's.
+		// The platform keeps the runner's kubeconfig (the helper with the role and the
+		// workspace's external ID, which only the manager's image has and never runs).
+		stored := &corev1.Secret{}
+		if err := s.h.Backend.Get(ctx, client.ObjectKey{Namespace: workspaces.Namespace(s.h.LC["acme"]), Name: "hostcluster-eks-1-kubeconfig"}, stored); err != nil {
+			t.Fatal(err)
+		}
+		eks, err := kubeconfig.ParseEKS(stored.Data["kubeconfig"])
+		clusterName := api.ClusterName(fp(s.h.LC["acme"]), eksClusterName)
+		if err != nil || eks.RoleARN != eksAdminRole || eks.ExternalID != externalID || eks.ClusterName != clusterName {
+			t.Errorf("stored EKS kubeconfig: %+v %v, want the role and the workspace's external ID", eks, err)
+		}
+		// The tenant gets the one `aws eks update-kubeconfig` writes: the AWS CLI with their own
+		// identity, and nothing of the platform's.
 		delivered := &corev1.Secret{}
 		if err := s.h.WS["acme"].Get(ctx, client.ObjectKey{Namespace: "default", Name: "hostcluster-eks-1-kubeconfig"}, delivered); err != nil {
 			t.Fatal(err)
 		}
-		eks, err := kubeconfig.ParseEKS(delivered.Data["kubeconfig"])
-		if err != nil || eks.RoleARN != eksAdminRole || eks.ExternalID != externalID || eks.ClusterName != api.ClusterName(fp(s.h.LC["acme"]), eksClusterName) {
-			t.Errorf("delivered EKS kubeconfig: %+v %v, want the role and the workspace's external ID", eks, err)
+		cfg, err := clientcmd.Load(delivered.Data["kubeconfig"])
+		if err != nil {
+			t.Fatal(err)
+		}
+		user := cfg.AuthInfos[cfg.Contexts[cfg.CurrentContext].AuthInfo]
+		wantArgs := []string{"--region", "eu-north-1", "eks", "get-token", "--cluster-name", clusterName, "--output", "json"}
+		if user == nil || user.Exec == nil || user.Exec.Command != "aws" || user.Exec.APIVersion != "client.authentication.k8s.io/v1beta1" ||
+			!slices.Equal(user.Exec.Args, wantArgs) || len(user.Exec.Env) != 0 {
+			t.Errorf("delivered EKS kubeconfig user = %+v, want exec aws %v and no env", user, wantArgs)
+		}
+		if c := cfg.Clusters[cfg.Contexts[cfg.CurrentContext].Cluster]; c == nil || c.Server != eks.Config.Host || string(c.CertificateAuthorityData) != string(eks.Config.CAData) {
+			t.Errorf("delivered EKS kubeconfig cluster = %+v, want the cluster's server and CA", c)
+		}
+		for _, secret := range []string{kubeconfig.EKSTokenHelper, externalID, eksAdminRole, tenant.AccessKeyID} {
+			if strings.Contains(string(delivered.Data["kubeconfig"]), secret) {
+				t.Errorf("the delivered EKS kubeconfig holds %q", secret)
+			}
 		}
 	})
 

@@ -62,6 +62,11 @@ type Reconciler struct {
 	// IngressClass, when set, lets vClusters sync Ingresses to the shared backend, of that class
 	// only; empty keeps Ingress sync off.
 	IngressClass string
+	// Distro is the vCluster distro (vcluster.DistroK3s, the seed's, when empty).
+	Distro string
+	// Exposure is how vClusters are reached from outside the backend: the delivered kubeconfig
+	// names that endpoint (and the in-cluster one under a second key).
+	Exposure vcluster.Exposure
 	// ClaimsNamespace is the backend namespace holding cloudSpaceID claim records.
 	ClaimsNamespace string
 	// Claims reads the claim records' metadata from a cache (ClaimMetadata, the claims namespace,
@@ -161,6 +166,8 @@ type scope struct {
 	releaseName, hostNamespace string
 	// kubeconfigSecret is tenant-<cloudSpaceID>-kubeconfig, stored in kcp-<fp> and delivered.
 	kubeconfigSecret string
+	// host is the vCluster's external host name with vcluster.ExposeIngress.
+	host string
 	// values are the vCluster Helm values.
 	values map[string]any
 }
@@ -175,13 +182,20 @@ func (r *Reconciler) scope(base *reconcile.Scope, t *kov1alpha1.Tenant) *scope {
 	base.Poll = r.RequeueInterval
 	release := "vc-" + t.Spec.TenantName
 	hostNamespace := workspaces.VClusterNamespace(base.LogicalCluster, t.Spec.TenantName)
+	var host string
+	if r.Exposure.Mode == vcluster.ExposeIngress {
+		host = r.Exposure.Host(t.Spec.TenantName, workspaces.Fingerprint(base.LogicalCluster))
+	}
 	return &scope{
 		Scope:            base,
 		tenant:           t,
 		releaseName:      release,
 		hostNamespace:    hostNamespace,
 		kubeconfigSecret: "tenant-" + t.Spec.CloudSpaceID + "-kubeconfig",
-		values:           vcluster.Values(t, release, hostNamespace, r.Environment, r.IngressClass),
+		host:             host,
+		values: vcluster.Values(t, release, hostNamespace, host, vcluster.Options{
+			Environment: r.Environment, IngressClass: r.IngressClass, Distro: r.Distro, Exposure: r.Exposure,
+		}),
 	}
 }
 

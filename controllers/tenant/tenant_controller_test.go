@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -93,7 +92,8 @@ type suite struct {
 	helm      *helmRecorder
 }
 
-func setup(t *testing.T) *suite {
+// setup starts the manager with the Tenant controller; opts change the Reconciler first.
+func setup(t *testing.T, opts ...func(*tenant.Reconciler)) *suite {
 	t.Helper()
 	s := &suite{api: sim.NewKubeoperaAPI()}
 	// The manager as internal/manager.Run wires it, on a real backend and a real kcp with three
@@ -102,7 +102,7 @@ func setup(t *testing.T) *suite {
 	s.admin, s.backend, s.backendAs, s.ws, s.lc = h.BackendAdmin, h.Backend, h.BackendAs, h.WS, h.LC
 
 	// A chart repository that is unreachable (503) until a test brings it up.
-	s.chart = sim.NewChartServer(t, filepath.Join(framework.RepoRoot(), "test", "charts", "vcluster"), http.StatusServiceUnavailable)
+	s.chart = sim.NewChartServer(t, framework.VClusterChart(), http.StatusServiceUnavailable)
 	t.Cleanup(s.api.Close)
 
 	real, err := helm.New(s.backendAs, helm.Options{ChartRef: s.chart.ChartURL(), CacheDir: t.TempDir()})
@@ -110,7 +110,7 @@ func setup(t *testing.T) *suite {
 		t.Fatal(err)
 	}
 	s.helm = &helmRecorder{Client: real}
-	if err := (&tenant.Reconciler{
+	r := &tenant.Reconciler{
 		Workspaces:      h.Fleet,
 		Backend:         h.BackendStore(),
 		Helm:            s.helm,
@@ -124,7 +124,11 @@ func setup(t *testing.T) *suite {
 		// Drift checks often enough for a test to see one repair.
 		ReadyRecheckInterval: 3 * time.Second,
 		Concurrency:          8,
-	}).SetupWithManager(h.Manager); err != nil {
+	}
+	for _, o := range opts {
+		o(r)
+	}
+	if err := r.SetupWithManager(h.Manager); err != nil {
 		t.Fatal(err)
 	}
 	h.Run(t)

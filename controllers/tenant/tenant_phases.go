@@ -10,6 +10,7 @@ import (
 	"github.com/kubeopera/kubeopera/syncer"
 
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -29,6 +30,9 @@ import (
 const (
 	// DeliveredKubeconfigKey is the key of the kubeconfig in the stored and delivered Secrets.
 	DeliveredKubeconfigKey = "kubeconfig"
+	// InClusterKubeconfigKey holds, when the vCluster is exposed outside the backend, the
+	// kubeconfig naming its in-cluster Service, for clients inside the backend cluster.
+	InClusterKubeconfigKey = "kubeconfig-in-cluster"
 	// deleteNamespacePoll is how often deletion checks whether the host namespace is gone.
 	deleteNamespacePoll = 2 * time.Second
 )
@@ -167,8 +171,9 @@ func helmError(s *scope, err error) error {
 	return fmt.Errorf("Helm install of vCluster release %s failed: %w", s.releaseName, err)
 }
 
-// kubeconfig waits for vCluster's kubeconfig Secret, rewrites its server to the in-cluster
-// short-DNS name, stores it in kcp-<fp> and delivers it into the Tenant's namespace.
+// kubeconfig waits for vCluster's kubeconfig Secret and, with an exposure, for the vCluster's
+// external endpoint; writes the endpoint into the kubeconfig (and the in-cluster short-DNS name
+// into a second one), stores them in kcp-<fp> and delivers them into the Tenant's namespace.
 func (r *Reconciler) kubeconfig(ctx context.Context, s *scope) error {
 	t := s.tenant
 	secretName := vcluster.KubeconfigSecret(s.releaseName)
@@ -194,20 +199,69 @@ func (r *Reconciler) kubeconfig(ctx context.Context, s *scope) error {
 		r.arrivals.Await(s.Request, &corev1.SecretList{}, s.hostNamespace, secretName, sec.ResourceVersion)
 		return waiting()
 	}
-	server := fmt.Sprintf("https://%s.%s:443", s.releaseName, s.hostNamespace)
-	rewritten, err := kubeconfig.RewriteServer(raw, server)
+	external, err := r.externalServer(ctx, s)
+	if err != nil {
+		return err
+	}
+	inCluster := vcluster.InClusterServer(s.releaseName, s.hostNamespace)
+	inClusterConfig, err := kubeconfig.RewriteServer(raw, inCluster)
 	if err != nil {
 		return reconcile.Stalledf(kov1alpha1.KubeconfigFailedReason, "Secret %s/%s does not hold a usable kubeconfig: %v", s.hostNamespace, secretName, err)
 	}
+	data := map[string][]byte{DeliveredKubeconfigKey: inClusterConfig}
+	endpoint, keys := inCluster, fmt.Sprintf("key %q", DeliveredKubeconfigKey)
+	if external != "" {
+		externalConfig, err := kubeconfig.RewriteServer(raw, external)
+		if err != nil {
+			return reconcile.Stalledf(kov1alpha1.KubeconfigFailedReason, "Secret %s/%s does not hold a usable kubeconfig: %v", s.hostNamespace, secretName, err)
+		}
+		data = map[string][]byte{DeliveredKubeconfigKey: externalConfig, InClusterKubeconfigKey: inClusterConfig}
+		endpoint = external
+		keys = fmt.Sprintf("key %q; from inside the backend cluster, key %q", DeliveredKubeconfigKey, InClusterKubeconfigKey)
+	}
 	// Stored in kcp-<fp> (never over another Tenant's: cloudSpaceID names it) and delivered
 	// (never over a Secret of the tenant's own).
-	if err := s.StoreAndDeliver(ctx, s.kubeconfigSecret, map[string][]byte{DeliveredKubeconfigKey: rewritten}, fresh); err != nil {
+	if err := s.StoreAndDeliver(ctx, s.kubeconfigSecret, data, fresh); err != nil {
 		return err
 	}
 	t.Status.KubeconfigSecret = s.kubeconfigSecret
+	t.Status.Endpoint = endpoint
 	reconcile.MarkTrue(t, kov1alpha1.KubeconfigDeliveredCondition, kov1alpha1.SucceededReason,
-		fmt.Sprintf("Kubeconfig delivered in Secret %s (key %q)", s.kubeconfigSecret, DeliveredKubeconfigKey))
+		fmt.Sprintf("Kubeconfig for %s delivered in Secret %s (%s)", endpoint, s.kubeconfigSecret, keys))
 	return nil
+}
+
+// externalServer is the vCluster's server from outside the backend, by the platform's exposure:
+// none (empty), its LoadBalancer Service's address once the load balancer controller gave one, or
+// its ingress host once the ingress controller admitted the control-plane Ingress (a kubeconfig
+// naming an endpoint nothing serves yet would fail on the tenant's laptop).
+func (r *Reconciler) externalServer(ctx context.Context, s *scope) (string, error) {
+	switch r.Exposure.Mode {
+	case vcluster.ExposeLoadBalancer:
+		svc := &corev1.Service{}
+		if err := s.Backend.Reader.Get(ctx, client.ObjectKey{Namespace: s.hostNamespace, Name: s.releaseName}, svc); client.IgnoreNotFound(err) != nil {
+			return "", fmt.Errorf("failed to read vCluster Service %s/%s: %w", s.hostNamespace, s.releaseName, err)
+		}
+		if server := vcluster.LoadBalancerServer(svc); server != "" {
+			return server, nil
+		}
+		r.arrivals.Await(s.Request, &corev1.ServiceList{}, s.hostNamespace, s.releaseName, svc.ResourceVersion)
+		return "", reconcile.Waiting(kov1alpha1.WaitingReason, fmt.Sprintf(
+			"Waiting for the backend's load balancer to give Service %s/%s an address", s.hostNamespace, s.releaseName), r.RequeueInterval)
+	case vcluster.ExposeIngress:
+		// The chart names the control-plane Ingress like the release (templates/ingress.yaml).
+		ing := &networkingv1.Ingress{}
+		if err := s.Backend.Reader.Get(ctx, client.ObjectKey{Namespace: s.hostNamespace, Name: s.releaseName}, ing); client.IgnoreNotFound(err) != nil {
+			return "", fmt.Errorf("failed to read vCluster Ingress %s/%s: %w", s.hostNamespace, s.releaseName, err)
+		}
+		if vcluster.IngressAdmitted(ing) {
+			return vcluster.IngressServer(s.host), nil
+		}
+		r.arrivals.Await(s.Request, &networkingv1.IngressList{}, s.hostNamespace, s.releaseName, ing.ResourceVersion)
+		return "", reconcile.Waiting(kov1alpha1.WaitingReason, fmt.Sprintf(
+			"Waiting for the ingress controller of class %s to admit Ingress %s/%s for %s", r.Exposure.IngressClass, s.hostNamespace, s.releaseName, s.host), r.RequeueInterval)
+	}
+	return "", nil
 }
 
 // callback tells kubeopera-api the CloudSpace is active, once. It never blocks Ready.

@@ -291,7 +291,7 @@ func TestNoWritesOutsideCacheDir(t *testing.T) {
 		if obs, err := c.InstallOrUpgrade(ctx, Release{Namespace: ns, Name: name}, nil); err != nil || obs.State != StateDeployed {
 			t.Fatalf("InstallOrUpgrade(%s) = %+v, %v", ref, obs, err)
 		}
-		if obs, err := c.InstallOrUpgrade(ctx, Release{Namespace: ns, Name: name}, map[string]any{"unknownKey": true}); err != nil || obs.Revision != 2 {
+		if obs, err := c.InstallOrUpgrade(ctx, Release{Namespace: ns, Name: name}, map[string]any{"controlPlane": map[string]any{"statefulSet": map[string]any{"annotations": map[string]any{"revision": "2"}}}}); err != nil || obs.Revision != 2 {
 			t.Fatalf("upgrade (%s) = %+v, %v", ref, obs, err)
 		}
 		if err := c.Uninstall(ctx, Release{Namespace: ns, Name: name}); err != nil {

@@ -28,7 +28,7 @@ import (
 )
 
 var (
-	chartDir string // the test chart, test/charts/vcluster
+	chartDir string // vCluster's own chart, _tools/charts/vcluster
 	assets   string // directory of the envtest binaries
 
 	backendOnce sync.Once
@@ -41,7 +41,7 @@ var (
 func TestMain(m *testing.M) {
 	_, file, _, _ := runtime.Caller(0)
 	root := filepath.Join(filepath.Dir(file), "..", "..")
-	chartDir = filepath.Join(root, "test", "charts", "vcluster")
+	chartDir = framework.VClusterChart()
 	assets = filepath.Join(root, "_tools", "bin")
 	if dir := os.Getenv("KUBEBUILDER_ASSETS"); dir != "" {
 		assets = dir
@@ -100,13 +100,15 @@ func setup(t *testing.T) (*SDKClient, string) {
 // vclusterValues are values in the layout the controller uses.
 func vclusterValues() map[string]any {
 	return map[string]any{
-		"global": map[string]any{"labels": map[string]any{"tenant": "acme"}},
 		"controlPlane": map[string]any{
 			"distro": map[string]any{"k3s": map[string]any{"enabled": true}},
-			"statefulSet": map[string]any{"resources": map[string]any{
-				"requests": map[string]any{"cpu": "500m", "memory": "1Gi"},
-				"limits":   map[string]any{"cpu": "2", "memory": "4Gi"},
-			}},
+			"statefulSet": map[string]any{
+				"labels": map[string]any{"tenant": "acme"},
+				"resources": map[string]any{
+					"requests": map[string]any{"cpu": "500m", "memory": "1Gi"},
+					"limits":   map[string]any{"cpu": "2", "memory": "4Gi"},
+				},
+			},
 		},
 		"sync": map[string]any{"toHost": map[string]any{
 			"ingresses":       map[string]any{"enabled": true},
@@ -127,7 +129,6 @@ func vclusterValues() map[string]any {
 				"defaultRequest": map[string]any{"cpu": "100m", "memory": "128Mi"},
 			},
 		},
-		"unknownKey": map[string]any{"accepted": true},
 	}
 }
 
@@ -146,7 +147,7 @@ func TestInstallUpgradeUninstall(t *testing.T) {
 	if err != nil {
 		t.Fatalf("install: %v", err)
 	}
-	want := Observation{Exists: true, UpToDate: true, State: StateDeployed, Revision: 1, ChartVersion: "0.21.2-test", Description: "Install complete"}
+	want := Observation{Exists: true, UpToDate: true, State: StateDeployed, Revision: 1, ChartVersion: "0.21.0", Description: "Install complete"}
 	if obs != want {
 		t.Errorf("install = %+v, want %+v", obs, want)
 	}
@@ -286,8 +287,11 @@ func TestInstallWithChartDefaults(t *testing.T) {
 		t.Fatalf("failed to get StatefulSet: %v", err)
 	}
 	expectQuantity(t, "requests.memory", sts.Spec.Template.Spec.Containers[0].Resources.Requests[corev1.ResourceMemory], "256Mi")
-	if n := len(sts.Spec.Template.Spec.InitContainers); n != 0 {
-		t.Errorf("k3s disabled: got %d init containers, want 0", n)
+	// The chart's default distro is k8s (templates/_distro.tpl), whose Pod copies the vcluster,
+	// kube-controller-manager and kube-apiserver binaries in init containers
+	// (templates/_init-containers.tpl, vcluster.k8s.initContainers; the scheduler is off).
+	if n := len(sts.Spec.Template.Spec.InitContainers); n != 3 {
+		t.Errorf("k8s distro (the chart's default): got %d init containers, want 3", n)
 	}
 	for kind, get := range map[string]func() error{
 		"NetworkPolicy": func() error {
@@ -418,7 +422,7 @@ func TestIsLocalChart(t *testing.T) {
 	for ref, want := range map[string]bool{
 		"oci://ghcr.io/loft-sh/charts/vcluster":   false,
 		"https://example.com/vcluster-0.21.2.tgz": false,
-		"test/charts/vcluster":                    true,
+		"_tools/charts/vcluster":                  true,
 		"/abs/vcluster-0.21.2.tgz":                true,
 		"./vcluster":                              true,
 	} {

@@ -17,7 +17,7 @@ import (
 )
 
 // These tests play a tenant who is admin of their vCluster and so acts on the backend as the
-// vCluster syncer's ServiceAccount vc-<release>: the chart's Role (test/charts/vcluster
+// vCluster syncer's ServiceAccount vc-<release>: the chart's Role (vCluster's own chart 0.21.0,
 // templates/role.yaml, as loft-sh/vcluster 0.21 renders it) lets it create, update and delete
 // Secrets in the host namespace, which is where Helm keeps a release's records by default.
 
@@ -73,7 +73,7 @@ func forgeRecord(t *testing.T, syncer kubernetes.Interface, namespace, name stri
 		Namespace: namespace,
 		Version:   version,
 		Info:      &release.Info{Status: rcommon.StatusDeployed, Description: "Upgrade complete"},
-		Chart:     &chart.Chart{Metadata: &chart.Metadata{Name: "vcluster", Version: "0.21.2-test", APIVersion: "v2"}},
+		Chart:     &chart.Chart{Metadata: &chart.Metadata{Name: "vcluster", Version: "0.21.0", APIVersion: "v2"}},
 		Config:    map[string]any{},
 		Manifest:  manifest,
 		Labels:    map[string]string{valuesHashLabel: hashValues(nil)},

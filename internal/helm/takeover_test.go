@@ -123,18 +123,18 @@ func TestTakesOverAHelm3Release(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := (Observation{Exists: true, UpToDate: true, State: StateDeployed, Revision: 1, ChartVersion: "0.21.2-test", Description: "Install complete"}); obs != want {
+	if want := (Observation{Exists: true, UpToDate: true, State: StateDeployed, Revision: 1, ChartVersion: "0.21.0", Description: "Install complete"}); obs != want {
 		t.Fatalf("Observe(the Helm 3 release) = %+v, want %+v", obs, want)
 	}
 
 	values := vclusterValues()
-	values["global"] = map[string]any{"labels": map[string]any{"team": "blue"}}
+	setLabels(values, map[string]any{"team": "blue"})
 	values["policies"].(map[string]any)["limitRange"] = map[string]any{"enabled": false}
 	obs, err = c.InstallOrUpgrade(ctx, rel, values)
 	if err != nil {
 		t.Fatalf("upgrade of the Helm 3 release: %v", err)
 	}
-	if want := (Observation{Exists: true, UpToDate: true, State: StateDeployed, Revision: 2, ChartVersion: "0.21.2-test", Description: "Upgrade complete"}); obs != want {
+	if want := (Observation{Exists: true, UpToDate: true, State: StateDeployed, Revision: 2, ChartVersion: "0.21.0", Description: "Upgrade complete"}); obs != want {
 		t.Errorf("upgrade = %+v, want %+v (an upgrade from revision 1, not a reinstall)", obs, want)
 	}
 
@@ -186,7 +186,7 @@ func TestTakesOverAHelm3Release(t *testing.T) {
 	}
 
 	// The release stays Helm 4's: a second upgrade applies over the first one's fields.
-	values["global"] = map[string]any{"labels": map[string]any{"team": "green"}}
+	setLabels(values, map[string]any{"team": "green"})
 	if obs, err = c.InstallOrUpgrade(ctx, rel, values); err != nil || obs.Revision != 3 {
 		t.Fatalf("second upgrade = %+v, %v; want revision 3", obs, err)
 	}
@@ -194,4 +194,9 @@ func TestTakesOverAHelm3Release(t *testing.T) {
 	if err != nil || after.Labels["team"] != "green" || after.UID != before.UID {
 		t.Errorf("after the second upgrade: labels %v, UID %s (was %s), %v", after.Labels, after.UID, before.UID, err)
 	}
+}
+
+// setLabels replaces the StatefulSet's labels in vclusterValues' values.
+func setLabels(values map[string]any, labels map[string]any) {
+	values["controlPlane"].(map[string]any)["statefulSet"].(map[string]any)["labels"] = labels
 }

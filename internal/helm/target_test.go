@@ -2,6 +2,7 @@ package helm
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"testing"
 	"time"
@@ -59,7 +60,7 @@ func TestSharedChart(t *testing.T) {
 
 	srv.Status.Store(http.StatusOK)
 	for i, tg := range targets {
-		obs, err := clients[i].InstallOrUpgrade(ctx, Release{Namespace: tg.ns, Name: "shared"}, map[string]any{"n": i})
+		obs, err := clients[i].InstallOrUpgrade(ctx, Release{Namespace: tg.ns, Name: "shared"}, map[string]any{"controlPlane": map[string]any{"statefulSet": map[string]any{"annotations": map[string]any{"n": fmt.Sprint(i)}}}})
 		if err != nil || obs.State != StateDeployed || obs.Revision != 1 {
 			t.Fatalf("target %d: InstallOrUpgrade = %+v, %v; want revision 1 deployed", i, obs, err)
 		}
@@ -69,7 +70,7 @@ func TestSharedChart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if obs, err := late.InstallOrUpgrade(ctx, Release{Namespace: ns, Name: "shared"}, map[string]any{"n": 2}); err != nil || obs.Revision != 2 {
+	if obs, err := late.InstallOrUpgrade(ctx, Release{Namespace: ns, Name: "shared"}, map[string]any{"controlPlane": map[string]any{"statefulSet": map[string]any{"annotations": map[string]any{"n": "2"}}}}); err != nil || obs.Revision != 2 {
 		t.Fatalf("late client: InstallOrUpgrade = %+v, %v; want revision 2", obs, err)
 	}
 	if n := srv.Requests.Load() - failed; n != 1 {

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
 
@@ -290,4 +291,33 @@ func eksEnv(env []clientcmdapi.ExecEnvVar) (bool, error) {
 		return false, fmt.Errorf("an EKS kubeconfig's exec env: %s needs %s", EnvSessionToken, EnvAccessKeyID)
 	}
 	return seen[EnvAccessKeyID], nil
+}
+
+// AWSCLIExecAPIVersion is the exec credential API of the kubeconfig `aws eks update-kubeconfig`
+// writes: v1beta1 (kubectl 1.24 dropped v1alpha1, which AWS CLI releases before that wrote).
+const AWSCLIExecAPIVersion = "client.authentication.k8s.io/v1beta1"
+
+// ForTenant returns the kubeconfig of EKS cluster e that a tenant uses where they sit: the
+// cluster's server and CA, and the exec entry `aws eks update-kubeconfig` writes (aws-cli
+// awscli/customizations/eks/update_kubeconfig.py, EKSClient.get_user_entry: command aws, args
+// --region <region> eks get-token --cluster-name <name>; here with --output json, so a tenant
+// whose AWS CLI defaults to another output format still prints an ExecCredential), run with the
+// tenant's own AWS identity: no credential, role or external ID of the platform's is in it (the
+// platform's copy, with the helper only the manager's image has, stays on the backend).
+func ForTenant(e *EKS) ([]byte, error) {
+	if e == nil || e.Config == nil || e.ClusterName == "" || e.Region == "" {
+		return nil, errors.New("an EKS kubeconfig needs the cluster's server, name and region")
+	}
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters[e.ClusterName] = &clientcmdapi.Cluster{Server: e.Config.Host, CertificateAuthorityData: e.Config.CAData}
+	cfg.AuthInfos[e.ClusterName] = &clientcmdapi.AuthInfo{Exec: &clientcmdapi.ExecConfig{
+		APIVersion: AWSCLIExecAPIVersion,
+		Command:    "aws",
+		Args:       []string{"--region", e.Region, "eks", "get-token", "--cluster-name", e.ClusterName, "--output", "json"},
+		// The AWS CLI may ask for an MFA code (client-go's default for v1beta1).
+		InteractiveMode: clientcmdapi.IfAvailableExecInteractiveMode,
+	}}
+	cfg.Contexts[e.ClusterName] = &clientcmdapi.Context{Cluster: e.ClusterName, AuthInfo: e.ClusterName}
+	cfg.CurrentContext = e.ClusterName
+	return clientcmd.Write(*cfg)
 }

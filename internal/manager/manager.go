@@ -363,6 +363,10 @@ func setupTenants(ctx context.Context, m *Manager) error {
 	if err != nil {
 		return fmt.Errorf("failed to create Helm client: %w", err)
 	}
+	vc, err := o.VCluster()
+	if err != nil {
+		return err
+	}
 	limits, err := o.TenantLimits()
 	if err != nil {
 		return err
@@ -375,6 +379,8 @@ func setupTenants(ctx context.Context, m *Manager) error {
 		API:                &kubeoperaapi.Client{BaseURL: o.KubeoperaAPIBaseURL, Token: o.InternalServiceToken},
 		Environment:        o.Environment,
 		IngressClass:       o.VClusterIngressClass,
+		Distro:             vc.Distro,
+		Exposure:           vc.Exposure,
 		ClaimsNamespace:    o.ClaimsNamespace,
 		Claims:             m.GetLocalManager().GetCache(),
 		Limits:             limits,
@@ -387,7 +393,15 @@ func setupTenants(ctx context.Context, m *Manager) error {
 	}).SetupWithManager(m); err != nil {
 		return err
 	}
-	return vcluster.EnsureIngressClassParam(ctx, m.Backend.Reader, m.Backend.Client, o.ClaimsNamespace, o.VClusterIngressClass)
+	params := vcluster.IngressParams{Class: o.VClusterIngressClass}
+	if vc.Exposure.Mode == vcluster.ExposeIngress {
+		// Helm writes the control-plane Ingresses as the manager's backend user.
+		if params.ControlPlaneWriter, err = vcluster.Writer(ctx, helmCfg); err != nil {
+			return err
+		}
+		params.ControlPlaneClass = vc.Exposure.IngressClass
+	}
+	return vcluster.EnsureIngressParams(ctx, m.Backend.Reader, m.Backend.Client, o.ClaimsNamespace, params)
 }
 
 // setupProviderConfigs registers the ProviderConfig controller.

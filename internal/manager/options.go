@@ -27,6 +27,7 @@ import (
 	"github.com/kubeopera/kubeopera/internal/flux"
 	"github.com/kubeopera/kubeopera/internal/readlimit"
 	"github.com/kubeopera/kubeopera/internal/reconcile"
+	"github.com/kubeopera/kubeopera/internal/vcluster"
 )
 
 // Options configure the manager. Every option has a flag; the seeds' settings also read their
@@ -220,6 +221,13 @@ type Options struct {
 	// VClusterIngressClass, when set, lets vClusters sync Ingresses of that class to the backend;
 	// empty keeps Ingress sync off.
 	VClusterIngressClass string
+	// VClusterDistro is the distro of every vCluster (k3s, the seed's; k8s).
+	VClusterDistro string
+	// VClusterExposure is how vClusters are reached from outside the backend: none,
+	// loadbalancer or ingress (with VClusterDomain and VClusterControlPlaneIngressClass).
+	VClusterExposure                 string
+	VClusterDomain                   string
+	VClusterControlPlaneIngressClass string
 	// ClaimsNamespace is the backend namespace holding the cloudSpaceID claim records.
 	ClaimsNamespace string
 	// TerminatorPollInterval is how often terminating workspaces are looked for.
@@ -236,71 +244,75 @@ type Options struct {
 // DefaultOptions returns the defaults, with the seeds' environment variables applied.
 func DefaultOptions() Options {
 	return Options{
-		KCPKubeconfig:                  os.Getenv("KCP_KUBECONFIG"),
-		PlatformWorkspace:              "root:kubeopera",
-		BackendKubeconfig:              os.Getenv("BACKEND_KUBECONFIG"),
-		KubeoperaEndpointSlice:         "kubeopera.io",
-		PlatformEndpointSlice:          "platform.edgeconnect.eu",
-		VClusterChart:                  envOr("VCLUSTER_CHART", "oci://ghcr.io/loft-sh/charts/vcluster"),
-		VClusterChartVersion:           envOr("VCLUSTER_CHART_VERSION", "0.21.2"),
-		HelmCacheDir:                   os.Getenv("HELM_CACHE_HOME"),
-		KubeoperaAPIBaseURL:            envOr("KUBEOPERA_API_BASE_URL", "http://kubeopera-api:8080"),
-		InternalServiceToken:           os.Getenv("INTERNAL_SERVICE_TOKEN"),
-		ClusterProvisionerBaseURL:      os.Getenv("CLUSTER_PROVISIONER_BASE_URL"),
-		ClusterProvisionerAPIKey:       os.Getenv("CLUSTER_PROVISIONER_API_KEY"),
-		ProvisionerIdentity:            hostcluster.DefaultProvisionerIdentity,
-		GitOpsScaffolderBaseURL:        os.Getenv("GITOPS_SCAFFOLDER_BASE_URL"),
-		GitOpsScaffolderAPIKey:         os.Getenv("GITOPS_SCAFFOLDER_API_KEY"),
-		AWSExternalIDKeySecret:         externalid.DefaultNamespace + "/" + externalid.DefaultName,
-		Environment:                    envOr("ENVIRONMENT", "development"),
-		FluxChart:                      envOr("FLUX_CHART", flux.DefaultChartRef),
-		FluxChartVersion:               envOr("FLUX_CHART_VERSION", DefaultFluxChartVersion),
-		GitOpsBranch:                   "main",
-		HostClusterAccessGiveUp:        5 * time.Minute,
-		OTCAuthHosts:                   otc.DefaultAuthHosts,
-		KubernetesClusterPollInterval:  10 * time.Second,
-		HostClusterPollInterval:        10 * time.Second,
-		HostClusterInventoryInterval:   5 * time.Minute,
-		HostClusterConcurrency:         8,
-		KubernetesClusterConcurrency:   8,
-		ProviderConfigConcurrency:      4,
-		MachineCapabilitiesConcurrency: 4,
-		FlavorCatalogConcurrency:       4,
-		TargetMaxResponseSize:          readlimit.FormatQuantity(readlimit.DefaultMaxResponseBytes),
-		TargetMaxResponseElements:      readlimit.DefaultMaxResponseElements,
-		TargetMaxListPages:             readlimit.DefaultMaxListPages,
-		TargetMaxListItems:             readlimit.DefaultMaxListItems,
-		ReconcileTimeout:               5 * time.Minute,
-		OperationTimeout:               reconcile.DefaultOperationTimeout,
-		MaxWorkersPerWorkspace:         2,
-		MaxOperationsPerWorkspace:      2,
-		MaxProvisioningRunsPerHour:     hostcluster.DefaultMaxRunsPerHour,
-		AuthAPINamespace:               "kubeopera",
-		AuthAPIService:                 "authapi",
-		AuthAPIPort:                    "http",
-		AuthAPISecret:                  "authapi-secrets",
-		MetricsAddr:                    ":8080",
-		MetricsSecure:                  true,
-		KCPQPS:                         100,
-		KCPBurst:                       200,
-		BackendQPS:                     100,
-		BackendBurst:                   200,
-		ProbeAddr:                      ":8081",
-		FleetOverviewAddr:              "127.0.0.1:8083",
-		FleetOverviewRefresh:           5 * time.Second,
-		LeaderElect:                    true,
-		LeaderElectionNamespace:        "kubeopera-system",
-		LeaderElectionID:               "kubeopera-manager",
-		TenantRequeueInterval:          15 * time.Second,
-		TenantConcurrency:              8,
-		TenantInstallConcurrency:       4,
-		MaxTenantsPerWorkspace:         10,
-		MaxTenantCPUPerWorkspace:       "16",
-		MaxTenantMemoryPerWorkspace:    "64Gi",
-		ClaimsNamespace:                "kubeopera-system",
-		TerminatorPollInterval:         5 * time.Second,
-		OrphanSweepInterval:            10 * time.Minute,
-		OrphanSweepMaxDeletions:        5,
+		KCPKubeconfig:                    os.Getenv("KCP_KUBECONFIG"),
+		PlatformWorkspace:                "root:kubeopera",
+		BackendKubeconfig:                os.Getenv("BACKEND_KUBECONFIG"),
+		KubeoperaEndpointSlice:           "kubeopera.io",
+		PlatformEndpointSlice:            "platform.edgeconnect.eu",
+		VClusterChart:                    envOr("VCLUSTER_CHART", "oci://ghcr.io/loft-sh/charts/vcluster"),
+		VClusterChartVersion:             envOr("VCLUSTER_CHART_VERSION", "0.21.2"),
+		HelmCacheDir:                     os.Getenv("HELM_CACHE_HOME"),
+		VClusterDistro:                   envOr("VCLUSTER_DISTRO", vcluster.DistroK3s),
+		VClusterExposure:                 envOr("VCLUSTER_EXPOSURE", string(vcluster.ExposeNone)),
+		VClusterDomain:                   os.Getenv("VCLUSTER_DOMAIN"),
+		VClusterControlPlaneIngressClass: envOr("VCLUSTER_CONTROL_PLANE_INGRESS_CLASS", vcluster.DefaultControlPlaneIngressClass),
+		KubeoperaAPIBaseURL:              envOr("KUBEOPERA_API_BASE_URL", "http://kubeopera-api:8080"),
+		InternalServiceToken:             os.Getenv("INTERNAL_SERVICE_TOKEN"),
+		ClusterProvisionerBaseURL:        os.Getenv("CLUSTER_PROVISIONER_BASE_URL"),
+		ClusterProvisionerAPIKey:         os.Getenv("CLUSTER_PROVISIONER_API_KEY"),
+		ProvisionerIdentity:              hostcluster.DefaultProvisionerIdentity,
+		GitOpsScaffolderBaseURL:          os.Getenv("GITOPS_SCAFFOLDER_BASE_URL"),
+		GitOpsScaffolderAPIKey:           os.Getenv("GITOPS_SCAFFOLDER_API_KEY"),
+		AWSExternalIDKeySecret:           externalid.DefaultNamespace + "/" + externalid.DefaultName,
+		Environment:                      envOr("ENVIRONMENT", "development"),
+		FluxChart:                        envOr("FLUX_CHART", flux.DefaultChartRef),
+		FluxChartVersion:                 envOr("FLUX_CHART_VERSION", DefaultFluxChartVersion),
+		GitOpsBranch:                     "main",
+		HostClusterAccessGiveUp:          5 * time.Minute,
+		OTCAuthHosts:                     otc.DefaultAuthHosts,
+		KubernetesClusterPollInterval:    10 * time.Second,
+		HostClusterPollInterval:          10 * time.Second,
+		HostClusterInventoryInterval:     5 * time.Minute,
+		HostClusterConcurrency:           8,
+		KubernetesClusterConcurrency:     8,
+		ProviderConfigConcurrency:        4,
+		MachineCapabilitiesConcurrency:   4,
+		FlavorCatalogConcurrency:         4,
+		TargetMaxResponseSize:            readlimit.FormatQuantity(readlimit.DefaultMaxResponseBytes),
+		TargetMaxResponseElements:        readlimit.DefaultMaxResponseElements,
+		TargetMaxListPages:               readlimit.DefaultMaxListPages,
+		TargetMaxListItems:               readlimit.DefaultMaxListItems,
+		ReconcileTimeout:                 5 * time.Minute,
+		OperationTimeout:                 reconcile.DefaultOperationTimeout,
+		MaxWorkersPerWorkspace:           2,
+		MaxOperationsPerWorkspace:        2,
+		MaxProvisioningRunsPerHour:       hostcluster.DefaultMaxRunsPerHour,
+		AuthAPINamespace:                 "kubeopera",
+		AuthAPIService:                   "authapi",
+		AuthAPIPort:                      "http",
+		AuthAPISecret:                    "authapi-secrets",
+		MetricsAddr:                      ":8080",
+		MetricsSecure:                    true,
+		KCPQPS:                           100,
+		KCPBurst:                         200,
+		BackendQPS:                       100,
+		BackendBurst:                     200,
+		ProbeAddr:                        ":8081",
+		FleetOverviewAddr:                "127.0.0.1:8083",
+		FleetOverviewRefresh:             5 * time.Second,
+		LeaderElect:                      true,
+		LeaderElectionNamespace:          "kubeopera-system",
+		LeaderElectionID:                 "kubeopera-manager",
+		TenantRequeueInterval:            15 * time.Second,
+		TenantConcurrency:                8,
+		TenantInstallConcurrency:         4,
+		MaxTenantsPerWorkspace:           10,
+		MaxTenantCPUPerWorkspace:         "16",
+		MaxTenantMemoryPerWorkspace:      "64Gi",
+		ClaimsNamespace:                  "kubeopera-system",
+		TerminatorPollInterval:           5 * time.Second,
+		OrphanSweepInterval:              10 * time.Minute,
+		OrphanSweepMaxDeletions:          5,
 
 		MaxHostClustersPerWorkspace:       10,
 		MaxKubernetesClustersPerWorkspace: 10,
@@ -382,6 +394,10 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.MaxTenantMemoryPerWorkspace, "max-tenant-memory-per-workspace", o.MaxTenantMemoryPerWorkspace, "the most memory the quotas of one workspace's Tenants may add up to (a quantity); empty or 0: no limit")
 	fs.IntVar(&o.MaxHostClustersPerWorkspace, "max-hostclusters-per-workspace", o.MaxHostClustersPerWorkspace, "how many HostClusters one workspace may have; 0: no limit")
 	fs.IntVar(&o.MaxKubernetesClustersPerWorkspace, "max-kubernetesclusters-per-workspace", o.MaxKubernetesClustersPerWorkspace, "how many KubernetesClusters one workspace may have; 0: no limit")
+	fs.StringVar(&o.VClusterDistro, "vcluster-distro", o.VClusterDistro, "vCluster distro: k3s (the seed's) or k8s (env VCLUSTER_DISTRO)")
+	fs.StringVar(&o.VClusterExposure, "vcluster-exposure", o.VClusterExposure, "how tenants reach their vClusters from outside the backend: none (in-cluster Service name only), loadbalancer (Service of type LoadBalancer) or ingress (TLS-passthrough Ingress on <tenantName>-<fingerprint>.<vcluster-domain>) (env VCLUSTER_EXPOSURE)")
+	fs.StringVar(&o.VClusterDomain, "vcluster-domain", o.VClusterDomain, "platform domain of --vcluster-exposure=ingress; its wildcard DNS record points at the ingress controller (env VCLUSTER_DOMAIN)")
+	fs.StringVar(&o.VClusterControlPlaneIngressClass, "vcluster-control-plane-ingress-class", o.VClusterControlPlaneIngressClass, "ingress class of the vClusters' control-plane Ingresses with --vcluster-exposure=ingress; its controller must pass TLS through (ingress-nginx --enable-ssl-passthrough) (env VCLUSTER_CONTROL_PLANE_INGRESS_CLASS)")
 	fs.StringVar(&o.VClusterIngressClass, "vcluster-ingress-class", o.VClusterIngressClass, "let vClusters sync Ingresses of this ingress class to the backend (config/policies/ingress-class.yaml refuses other classes); empty: Ingress sync off")
 	fs.StringVar(&o.ClaimsNamespace, "claims-namespace", o.ClaimsNamespace, "backend namespace of the cloudSpaceID claim records (must exist)")
 	fs.DurationVar(&o.TerminatorPollInterval, "terminator-poll-interval", o.TerminatorPollInterval, "how often terminating workspaces are looked for")
@@ -455,6 +471,32 @@ func (o Options) ReadLimits() (readlimit.Limits, error) {
 		}
 	}
 	return l, nil
+}
+
+// VCluster returns the vCluster options every Tenant is installed with, or what is wrong with
+// them.
+func (o Options) VCluster() (vcluster.Options, error) {
+	v := vcluster.Options{
+		Environment:  o.Environment,
+		IngressClass: o.VClusterIngressClass,
+		Distro:       o.VClusterDistro,
+		Exposure: vcluster.Exposure{
+			Mode:         vcluster.ExposureMode(o.VClusterExposure),
+			Domain:       o.VClusterDomain,
+			IngressClass: o.VClusterControlPlaneIngressClass,
+		},
+	}
+	if v.Distro != vcluster.DistroK3s && v.Distro != vcluster.DistroK8s {
+		return v, fmt.Errorf("--vcluster-distro %q is not one of k3s, k8s", v.Distro)
+	}
+	if err := v.Exposure.Validate(); err != nil {
+		return v, err
+	}
+	if v.Exposure.Mode == vcluster.ExposeIngress && v.IngressClass == v.Exposure.IngressClass {
+		// The backend policy would then admit a tenant's synced TLS-passthrough route too.
+		return v, fmt.Errorf("--vcluster-ingress-class %q must differ from --vcluster-control-plane-ingress-class: tenants' Ingresses must never share the control planes' passthrough class", v.IngressClass)
+	}
+	return v, nil
 }
 
 // TenantLimits parses the per-workspace Tenant limits.

@@ -184,10 +184,17 @@ func (s *Scope) deliver(ctx context.Context, name string, data map[string][]byte
 // True): each Secret is then created first and read only when it exists, one request each
 // instead of two.
 func (s *Scope) StoreAndDeliver(ctx context.Context, name string, data map[string][]byte, fresh bool) error {
-	if err := s.store(ctx, name, corev1.SecretTypeOpaque, data, fresh); err != nil {
+	return s.StoreAndDeliverCopy(ctx, name, data, data, fresh)
+}
+
+// StoreAndDeliverCopy is StoreAndDeliver where the tenant's copy differs from the platform's:
+// stored is kept in kcp-<fp>, delivered goes into the object's namespace (an EKS kubeconfig: the
+// platform's names its in-process token minting, the tenant's the AWS CLI).
+func (s *Scope) StoreAndDeliverCopy(ctx context.Context, name string, stored, delivered map[string][]byte, fresh bool) error {
+	if err := s.store(ctx, name, corev1.SecretTypeOpaque, stored, fresh); err != nil {
 		return err
 	}
-	return s.deliver(ctx, name, data, fresh)
+	return s.deliver(ctx, name, delivered, fresh)
 }
 
 // Undeliver removes the named Secrets from the object's namespace, those the object controls only.

@@ -1,7 +1,8 @@
 // Package vcluster is what the platform knows of vCluster as a Helm chart on the backend: the
 // values every Tenant's release is installed with (Values), the Secret vCluster writes its
 // kubeconfig into (KubeconfigSecret), and the backend policy parameter that lets vClusters sync
-// Ingresses of one class only (EnsureIngressClassParam). controllers/tenant drives the releases.
+// Ingresses of one class only and the control plane's own Ingress (EnsureIngressParams), and how
+// vClusters are reached from outside the backend (Exposure). controllers/tenant drives the releases.
 package vcluster
 
 // KubeconfigKey is the key vCluster writes its kubeconfig under, in Secret KubeconfigSecret

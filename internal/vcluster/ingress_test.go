@@ -11,7 +11,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -79,7 +81,7 @@ func TestIngressClassPolicy(t *testing.T) {
 		t.Errorf("an Ingress outside the tenants' namespaces was refused: %v", err)
 	}
 
-	if err := vcluster.EnsureIngressClassParam(ctx, c, c, "kubeopera-system", "nginx"); err != nil {
+	if err := vcluster.EnsureIngressParams(ctx, c, c, "kubeopera-system", vcluster.IngressParams{Class: "nginx"}); err != nil {
 		t.Fatal(err)
 	}
 	framework.Eventually(t, time.Minute, "an Ingress of the allowed class admitted", func() (bool, string) {
@@ -92,8 +94,57 @@ func TestIngressClassPolicy(t *testing.T) {
 		}
 	}
 
+	// Control planes exposed through a passthrough ingress: that class only from the manager.
+	manager, err := vcluster.Writer(ctx, cl.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := vcluster.EnsureIngressParams(ctx, c, c, "kubeopera-system", vcluster.IngressParams{
+		Class: "nginx", ControlPlaneClass: "passthrough", ControlPlaneWriter: manager,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, time.Minute, "the manager's control-plane Ingress admitted", func() (bool, string) {
+		err := ingress(tenantNS, "passthrough")
+		return err == nil, fmt.Sprint(err)
+	})
+	// The vCluster's syncer, writing as its own ServiceAccount (the chart's vc-<release>), which
+	// the chart's Role lets write Ingresses (templates/role.yaml, with ingress sync on).
+	for _, obj := range []client.Object{
+		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: tenantNS, Name: "vc-vc-alice"},
+			Rules: []rbacv1.PolicyRule{{APIGroups: []string{"networking.k8s.io"}, Resources: []string{"ingresses"}, Verbs: []string{"create"}}}},
+		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: tenantNS, Name: "vc-vc-alice"},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "vc-vc-alice"},
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: tenantNS, Name: "vc-vc-alice"}}},
+	} {
+		if err := c.Create(ctx, obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	syncerCfg := rest.CopyConfig(cl.Config)
+	syncerCfg.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + tenantNS + ":vc-vc-alice"}
+	asSyncer, err := client.New(syncerCfg, client.Options{Scheme: imanager.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	syncerIngress := func(class string) error {
+		n++
+		return asSyncer.Create(ctx, &networkingv1.Ingress{
+			ObjectMeta: metav1.ObjectMeta{Namespace: tenantNS, Name: fmt.Sprintf("ing-%d", n)},
+			Spec: networkingv1.IngressSpec{IngressClassName: ptr.To(class), DefaultBackend: &networkingv1.IngressBackend{
+				Service: &networkingv1.IngressServiceBackend{Name: "web", Port: networkingv1.ServiceBackendPort{Number: 80}},
+			}},
+		})
+	}
+	if err := syncerIngress("passthrough"); err == nil || !strings.Contains(err.Error(), "must use ingress class nginx") {
+		t.Errorf("a tenant's Ingress of the control planes' passthrough class was not refused: %v", err)
+	}
+	if err := syncerIngress("nginx"); err != nil {
+		t.Errorf("a tenant's Ingress of the allowed class was refused: %v", err)
+	}
+
 	// Switching it off again: the parameter goes, and so do tenant Ingresses.
-	if err := vcluster.EnsureIngressClassParam(ctx, c, c, "kubeopera-system", ""); err != nil {
+	if err := vcluster.EnsureIngressParams(ctx, c, c, "kubeopera-system", vcluster.IngressParams{}); err != nil {
 		t.Fatal(err)
 	}
 	framework.Eventually(t, time.Minute, "tenant Ingresses refused again", func() (bool, string) {

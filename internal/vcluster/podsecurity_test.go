@@ -2,7 +2,6 @@ package vcluster
 
 import (
 	"context"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -29,7 +28,7 @@ import (
 // with --allow-privileged=true, so nothing else refuses a privileged Pod) and with the manager's
 // shipped identity (config/rbac), the host namespace is made by the manager's own namespace code
 // and the vCluster release installed with the manager's values, which creates the ServiceAccount
-// and exactly the Role the chart grants it (test/charts/vcluster templates/role.yaml, as the 0.21
+// and exactly the Role the chart grants it (vCluster's own chart 0.21.0, templates/role.yaml, as the 0.21
 // chart renders it). Acting as that ServiceAccount (impersonated), a privileged Pod and the
 // hostPID, hostNetwork, hostPath and added-capability variants are refused by Pod Security, while
 // a baseline Pod created the same way is admitted: the refusals are PodSecurity's, not RBAC's.
@@ -41,7 +40,7 @@ func TestHostNamespaceRefusesEscapingPods(t *testing.T) {
 	m := framework.StartBackendAsManager(t)
 	b, id, admin, mgr := m.Backend, m.Identity, m.Admin, m.Manager
 	backend := syncer.Backend{Client: mgr, Reader: mgr}
-	hc, err := helm.New(id.Config, helm.Options{ChartRef: filepath.Join(framework.RepoRoot(), "test", "charts", "vcluster"), CacheDir: t.TempDir()})
+	hc, err := helm.New(id.Config, helm.Options{ChartRef: framework.VClusterChart(), CacheDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +62,7 @@ func TestHostNamespaceRefusesEscapingPods(t *testing.T) {
 			t.Fatalf("EnsureNamespaces as the manager: %v", err)
 		}
 		rel := helm.Release{Namespace: host, Name: release, Storage: store}
-		if obs, err := hc.InstallOrUpgrade(ctx, rel, Values(tn, release, host, "", "")); err != nil || obs.State != helm.StateDeployed {
+		if obs, err := hc.InstallOrUpgrade(ctx, rel, Values(tn, release, host, "", Options{})); err != nil || obs.State != helm.StateDeployed {
 			t.Fatalf("installing the vCluster release as the manager: %+v, %v", obs, err)
 		}
 		return host, release, asServiceAccount(t, b.Config, host, "vc-"+release)
@@ -105,12 +104,19 @@ func TestHostNamespaceRefusesEscapingPods(t *testing.T) {
 		}
 		// The Pod the StatefulSet controller would create (no controller runs here).
 		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: host, Name: release + "-0", Labels: sts.Spec.Template.Labels}, Spec: sts.Spec.Template.Spec}
+		// With the volume of each claim template, as the StatefulSet controller adds it
+		// (k8s.io/kubernetes pkg/controller/statefulset/stateful_set_utils.go, updateStorage:
+		// claim <template>-<set>-<ordinal>).
+		for _, claim := range sts.Spec.VolumeClaimTemplates {
+			pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: claim.Name, VolumeSource: corev1.VolumeSource{
+				PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim.Name + "-" + pod.Name}}})
+		}
 		if err := admin.Create(ctx, pod); err != nil {
 			t.Fatalf("the vCluster's own Pod is refused in its host namespace: %v", err)
 		}
 		// In a restricted namespace the same Pod is refused: it runs as root (runAsUser 0), as
 		// the 0.21 chart's defaults have it.
-		pod = &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: store, Name: release + "-0"}, Spec: sts.Spec.Template.Spec}
+		pod = &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: store, Name: release + "-0"}, Spec: *pod.Spec.DeepCopy()}
 		refusedByPodSecurity(t, admin.Create(ctx, pod), "restricted", "runAsNonRoot")
 	})
 

@@ -14,7 +14,12 @@ import (
 // config/policies/ingress-class.yaml refuses Ingresses of any other class in the backend's
 // tenant namespaces. (The chart's sync.fromHost.ingressClasses would need a ClusterRole, which the
 // manager's backend identity may not create.)
-func Values(t *kov1alpha1.Tenant, release, namespace, environment, ingressClass string) map[string]any {
+//
+// The distro is k3s, the seed's, unless o.Distro names another; the exposure (o.Exposure, host:
+// the vCluster's external host with ExposeIngress) sets the Service type, the control-plane
+// Ingress, the certificate's extra SANs and the exported server.
+func Values(t *kov1alpha1.Tenant, release, namespace, host string, o Options) map[string]any {
+	environment, ingressClass := o.Environment, o.IngressClass
 	res := map[string]any{
 		"cpu":    t.Spec.Quota.CPU.String(),
 		"memory": t.Spec.Quota.Memory.String(),
@@ -25,27 +30,24 @@ func Values(t *kov1alpha1.Tenant, release, namespace, environment, ingressClass 
 	if environment != "" {
 		labels["kubeopera.io/environment"] = environment
 	}
+	distro := o.Distro
+	if distro == "" {
+		distro = DistroK3s
+	}
+	exposure := o.Exposure.values(release, namespace, host)
+	controlPlane := exposure["controlPlane"].(map[string]any)
+	controlPlane["distro"] = map[string]any{distro: map[string]any{"enabled": true}}
+	controlPlane["statefulSet"] = map[string]any{
+		"resources": map[string]any{
+			"requests": res,
+			"limits":   copyMap(res),
+		},
+		"labels": labels,
+	}
 	return map[string]any{
-		"controlPlane": map[string]any{
-			"distro": map[string]any{
-				"k3s": map[string]any{"enabled": true},
-			},
-			"statefulSet": map[string]any{
-				"resources": map[string]any{
-					"requests": res,
-					"limits":   copyMap(res),
-				},
-				"labels": labels,
-			},
-		},
-		"sync": syncValues(ingressClass),
-		// vCluster always writes Secret vc-<release> (key "config"); the seed's
-		// exportKubeConfig.enabled is not a key of the 0.21 chart's schema (which refuses unknown
-		// keys), so only the server is set: the Service's in-cluster short-DNS name, which the
-		// vCluster certificate covers.
-		"exportKubeConfig": map[string]any{
-			"server": "https://" + release + "." + namespace + ":443",
-		},
+		"controlPlane":     controlPlane,
+		"sync":             syncValues(ingressClass),
+		"exportKubeConfig": exposure["exportKubeConfig"],
 		"policies": map[string]any{
 			"networkPolicy": networkPolicyValues(),
 			"resourceQuota": map[string]any{"enabled": true},
@@ -63,6 +65,26 @@ func Values(t *kov1alpha1.Tenant, release, namespace, environment, ingressClass 
 			"podSecurityStandard": syncer.PodSecurityBaseline,
 		},
 	}
+}
+
+// The distros a Tenant's vCluster may run (the chart's controlPlane.distro keys).
+const (
+	// DistroK3s is the seed's distro and the production default.
+	DistroK3s = "k3s"
+	// DistroK8s runs kube-apiserver and kube-controller-manager with kine as the store.
+	DistroK8s = "k8s"
+)
+
+// Options are the platform admin's choices every vCluster is installed with.
+type Options struct {
+	// Environment is a label of the control plane (ENVIRONMENT).
+	Environment string
+	// IngressClass, when set, lets the vCluster sync Ingresses of that class to the backend.
+	IngressClass string
+	// Distro is the chart's distro (DistroK3s when empty).
+	Distro string
+	// Exposure is how the vCluster is reached from outside the backend.
+	Exposure Exposure
 }
 
 // chartEgressExcept are the egress exceptions of the vCluster 0.21 chart's NetworkPolicy for

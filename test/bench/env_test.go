@@ -152,7 +152,7 @@ func (e *env) startManager() (*managerProc, error) {
 		"--kcp-context", "user",
 		"--orphan-sweep-kcp-context", "system:admin",
 		"--backend-kubeconfig", e.managerKubeconfig,
-		"--vcluster-chart", filepath.Join(framework.RepoRoot(), "test", "charts", "vcluster"),
+		"--vcluster-chart", framework.VClusterChart(),
 		"--helm-cache-dir", filepath.Join(e.dir, "helm-cache"),
 		"--kubeopera-api-base-url=",
 		"--metrics-secure=false",

@@ -256,7 +256,7 @@ func (e *env) startManager() error {
 		"--kcp-kubeconfig", e.kcp.KubeconfigPath,
 		"--kcp-context", "user",
 		"--backend-kubeconfig", e.backendID.KubeconfigPath,
-		"--vcluster-chart", filepath.Join(framework.RepoRoot(), "test", "charts", "vcluster"),
+		"--vcluster-chart", framework.VClusterChart(),
 		"--helm-cache-dir", filepath.Join(e.dir, "helm-cache"),
 		"--kubeopera-api-base-url", e.api.URL,
 		"--cluster-provisioner-base-url", "http://"+e.provisionerAddr,

@@ -3,7 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
-	"path/filepath"
+
 	"strings"
 	"testing"
 
@@ -123,7 +123,7 @@ func TestManagerBackendIdentity(t *testing.T) {
 	})
 
 	t.Run("installs, upgrades and uninstalls the vCluster chart with Helm", func(t *testing.T) {
-		ch, err := loader.Load(filepath.Join(framework.RepoRoot(), "test", "charts", "vcluster"))
+		ch, err := loader.Load(framework.VClusterChart())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -19,3 +19,9 @@ func ToolsBin() string {
 	}
 	return filepath.Join(RepoRoot(), "_tools", "bin")
 }
+
+// VClusterChart returns vCluster's own chart as hack/build-tools.sh copies it from the vCluster
+// module the tools pin (_tools/charts/vcluster): what the tests and `make run` install.
+func VClusterChart() string {
+	return filepath.Join(RepoRoot(), "_tools", "charts", "vcluster")
+}

@@ -91,6 +91,14 @@ type TenantStatus struct {
 	// +optional
 	KubeconfigSecret string `json:"kubeconfigSecret,omitempty"`
 
+	// endpoint is the server the delivered kubeconfig (key "kubeconfig") names: the vCluster's
+	// address outside the backend when the platform exposes vClusters (a load balancer address
+	// or https://<tenantName>-<fingerprint>.<platform domain>), else its in-cluster Service name
+	// (reachable only from inside the backend cluster).
+	// +optional
+	// +kubebuilder:validation:MaxLength=512
+	Endpoint string `json:"endpoint,omitempty"`
+
 	// The retry request last acted upon (lastHandledRetry).
 	commonv1alpha1.RetryStatus `json:",inline"`
 
@@ -117,6 +125,7 @@ type TenantStatus struct {
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Kubeconfig",type=string,JSONPath=`.status.kubeconfigSecret`
+// +kubebuilder:printcolumn:name="Endpoint",type=string,JSONPath=`.status.endpoint`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type Tenant struct {
 	metav1.TypeMeta   `json:",inline"`
