@@ -849,25 +849,16 @@ func shellQuote(s string) string {
 }
 
 // ServiceAddress plays kube-proxy for port of Service namespace/service: it returns a loopback
-// address (host:port) on this machine whose connections reach the targetPort of that Service
-// port on a running Pod the Service selects (a ClusterIP Service's rule, as kube-proxy writes
-// it for the Service's endpoints), e.g. 443 -> 8443 of the vCluster's Service
-// (chart/templates/service.yaml). The address stays the same for the life of Run; a connection
-// made while no selected Pod runs is closed at once. A LoadBalancer's address is this one too,
-// as far as a test's client can tell.
+// address (host:port) on this machine whose connections reach the Service port through
+// DialService, e.g. 443 -> 8443 of the vCluster's Service (chart/templates/service.yaml). The
+// address stays the same for the life of Run; a connection made while no selected Pod runs is
+// closed at once.
 func (v *VClusterPods) ServiceAddress(namespace, service string, port int32) (string, error) {
 	key := fmt.Sprintf("%s/%s/%d", namespace, service, port)
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if s := v.services[key]; s != nil {
 		return s.ln.Addr().String(), nil
-	}
-	if v.Host == nil {
-		return "", errors.New("VClusterPods needs Host")
-	}
-	cs, err := kubernetes.NewForConfig(v.Host)
-	if err != nil {
-		return "", err
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -876,16 +867,27 @@ func (v *VClusterPods) ServiceAddress(namespace, service string, port int32) (st
 	if v.services == nil {
 		v.services = map[string]*serviceProxy{}
 	}
-	s := newServiceProxy(ln, func() (net.Conn, error) { return v.dialService(cs, namespace, service, port) })
+	s := newServiceProxy(ln, func() (net.Conn, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		return v.DialService(ctx, namespace, service, port)
+	})
 	v.services[key] = s
 	return ln.Addr().String(), nil
 }
 
-// dialService connects to the targetPort of port of Service namespace/name on a running Pod it
-// selects, from inside that Pod's network namespace.
-func (v *VClusterPods) dialService(cs kubernetes.Interface, namespace, name string, port int32) (net.Conn, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
+// DialService plays kube-proxy for one connection (a ServiceDialer, for LoadBalancers and
+// IngressController): it connects to the targetPort of port of Service namespace/name on a
+// running Pod the Service selects, from inside that Pod's network namespace (a ClusterIP
+// Service's rule, as kube-proxy writes it for the Service's endpoints). It fails while no
+// selected Pod runs.
+func (v *VClusterPods) DialService(ctx context.Context, namespace, name string, port int32) (net.Conn, error) {
+	v.mu.Lock()
+	cs := v.cs
+	v.mu.Unlock()
+	if cs == nil {
+		return nil, errors.New("VClusterPods is not running")
+	}
 	svc, err := cs.CoreV1().Services(namespace).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		return nil, err
@@ -923,7 +925,8 @@ func (v *VClusterPods) dialService(cs kubernetes.Interface, namespace, name stri
 	}
 	var conn net.Conn
 	err = inNetns(netns, func() (err error) {
-		conn, err = net.DialTimeout("tcp", net.JoinHostPort(ip, strconv.Itoa(int(target))), 10*time.Second)
+		d := net.Dialer{Timeout: 10 * time.Second}
+		conn, err = d.DialContext(ctx, "tcp", net.JoinHostPort(ip, strconv.Itoa(int(target))))
 		return err
 	})
 	return conn, err

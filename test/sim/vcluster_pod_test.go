@@ -7,7 +7,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -20,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
 	kov1alpha1 "github.com/kubeopera/kubeopera/apis/kubeopera/v1alpha1"
@@ -29,34 +29,32 @@ import (
 	"github.com/kubeopera/kubeopera/test/sim"
 )
 
+// testExposure is the platform's choice the test installs with: the control-plane Ingress with
+// TLS passthrough on <tenantName>-<fp>.<domain> (.test is reserved, RFC 6761), so the
+// manager's exposure values (SANs, exported server, Ingress) meet the real vCluster.
+var testExposure = vcluster.Exposure{Mode: vcluster.ExposeIngress, Domain: "tenants.example.test", IngressClass: vcluster.DefaultControlPlaneIngressClass}
+
 // testVClusterValues are the manager's values for a Tenant's vCluster (vcluster.Values) with
-// what a test must change: the k8s distro instead of the seed's k3s (k3s cannot be built from the
-// Go module proxy; the k8s distro runs kube-apiserver and kube-controller-manager, which are in
-// _tools/bin, with kine), telemetry off (nothing a test runs may send data off the machine;
-// the chart's default is on), the host's Service CIDR as serviceCIDR, and an extra name for
-// the proxy's certificate (testExtraSAN). vCluster 0.21 finds
-// the host's range by creating a Service with ClusterIP 4.4.4.4 and reading the range from the
-// error (vcluster pkg/util/servicecidr, "The range of valid IPs is "); a kube-apiserver since
-// the ServiceCIDR allocator (1.33) answers "the provided network does not match the current
-// range" without it, so vCluster falls back to 10.96.0.0/12 (initialize.go:68-75) and then
-// cannot create the virtual default/kubernetes Service with the host Service's ClusterIP: it
-// exits ("sync kubernetes service ... failed to allocate IP"). The top-level serviceCIDR value
-// (config.go:69-70, read at initialize.go:68) skips the detection.
-func testVClusterValues(release, namespace, serviceCIDR string) map[string]any {
+// the k8s distro and what a test must change besides: telemetry off (nothing a test runs may
+// send data off the machine; the chart's default is on) and the host's Service CIDR as
+// serviceCIDR. The k8s distro, not the seed's k3s: k3s cannot be built from the Go module proxy;
+// the k8s distro runs kube-apiserver and kube-controller-manager, which are in _tools/bin, with
+// kine. The Service CIDR: vCluster 0.21 finds the host's range by creating a Service with
+// ClusterIP 4.4.4.4 and reading the range from the error (vcluster pkg/util/servicecidr, "The
+// range of valid IPs is "); a kube-apiserver since the ServiceCIDR allocator (1.33) answers
+// "the provided network does not match the current range" without it, so vCluster falls back
+// to 10.96.0.0/12 (initialize.go:68-75) and then cannot create the virtual default/kubernetes
+// Service with the host Service's ClusterIP: it exits ("sync kubernetes service ... failed to
+// allocate IP"). The top-level serviceCIDR value (config.go:69-70, read at initialize.go:68)
+// skips the detection.
+func testVClusterValues(release, namespace, host, serviceCIDR string, exposure vcluster.Exposure) map[string]any {
 	t := &kov1alpha1.Tenant{Spec: kov1alpha1.TenantSpec{CloudSpaceID: "cs-0001",
 		Quota: kov1alpha1.TenantQuota{CPU: resource.MustParse("1"), Memory: resource.MustParse("1Gi")}}}
-	values := vcluster.Values(t, release, namespace, "test", "")
-	cp := values["controlPlane"].(map[string]any)
-	cp["distro"] = map[string]any{"k8s": map[string]any{"enabled": true}}
+	values := vcluster.Values(t, release, namespace, host, vcluster.Options{Environment: "test", Distro: vcluster.DistroK8s, Exposure: exposure})
 	values["telemetry"] = map[string]any{"enabled": false}
 	values["serviceCIDR"] = serviceCIDR
-	cp["proxy"] = map[string]any{"extraSANs": []any{testExtraSAN}}
 	return values
 }
-
-// testExtraSAN stands for an endpoint outside the host cluster that the proxy's certificate
-// must cover (controlPlane.proxy.extraSANs; .test is reserved, RFC 6761).
-const testExtraSAN = "vc-demo-0123456789ab.tenants.example.test"
 
 // syncedBuffer is a log the actor writes while the test reads it.
 type syncedBuffer struct {
@@ -76,12 +74,21 @@ func (b *syncedBuffer) String() string {
 	return b.buf.String()
 }
 
-// TestVClusterPodsRunTheRealVCluster: the real chart, installed through the project's Helm
-// client with the manager's values, makes the real `vcluster start` run where its StatefulSet's
-// Pod would (VClusterPods plays only the kubelet and kube-proxy); vCluster itself writes Secret
-// vc-<release>, whose kubeconfig works through the Service's address with kubectl, and what is
-// created through it is synced to the host by vCluster's syncer.
-func TestVClusterPodsRunTheRealVCluster(t *testing.T) {
+// vclusterRun is a vCluster the test installed and VClusterPods runs.
+type vclusterRun struct {
+	backend            *rest.Config
+	cs                 kubernetes.Interface
+	pods               *sim.VClusterPods
+	namespace, release string
+	host               string // the external host with ExposeIngress
+	kubeconfig         []byte // what vCluster wrote into vc-<release>
+}
+
+// startVCluster installs the real chart with the manager's values for exposure on a new
+// backend, runs its Pod with VClusterPods until the test ends, and waits for vCluster to write
+// its kubeconfig Secret.
+func startVCluster(t *testing.T, exposure vcluster.Exposure) *vclusterRun {
+	t.Helper()
 	backend := framework.StartBackend(t)
 	bin := framework.ToolsBin()
 	for _, name := range []string{"vcluster", "kine", "kube-apiserver", "kube-controller-manager"} {
@@ -93,16 +100,13 @@ func TestVClusterPodsRunTheRealVCluster(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(chart, "Chart.yaml")); err != nil {
 		t.Fatalf("vCluster's chart is missing from %s: run `make tools` (hack/build-tools.sh vcluster-chart)", chart)
 	}
-	kubectl, err := exec.LookPath("kubectl")
-	if err != nil {
-		t.Fatalf("kubectl is not on PATH: %v", err)
-	}
 	ctx := t.Context()
 	cs, err := kubernetes.NewForConfig(backend.Config)
 	if err != nil {
 		t.Fatal(err)
 	}
 	const namespace, release = "kcp-0123456789ab-vc-demo", "vc-demo"
+	host := exposure.Host("demo", "0123456789ab")
 	// The host's Service range: the kube-apiserver keeps it as ServiceCIDR "kubernetes"
 	// (networking.k8s.io/v1, from --service-cluster-ip-range).
 	cidr, err := cs.NetworkingV1().ServiceCIDRs().Get(ctx, "kubernetes", metav1.GetOptions{})
@@ -134,7 +138,7 @@ func TestVClusterPodsRunTheRealVCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	obs, err := hc.InstallOrUpgrade(ctx, helm.Release{Namespace: namespace, Name: release}, testVClusterValues(release, namespace, strings.Join(cidr.Spec.CIDRs, ",")))
+	obs, err := hc.InstallOrUpgrade(ctx, helm.Release{Namespace: namespace, Name: release}, testVClusterValues(release, namespace, host, strings.Join(cidr.Spec.CIDRs, ","), exposure))
 	if err != nil {
 		t.Fatalf("install the vCluster chart: %v", err)
 	}
@@ -165,63 +169,117 @@ func TestVClusterPodsRunTheRealVCluster(t *testing.T) {
 	slices.Sort(keys)
 	t.Logf("vCluster wrote Secret %s %s after %s; keys %v", secret.Name, secret.Type, time.Since(start).Round(time.Second), keys)
 
+	return &vclusterRun{backend: backend.Config, cs: cs, pods: pods, namespace: namespace, release: release, host: host, kubeconfig: secret.Data[sim.VClusterKubeconfigKey]}
+}
+
+// TestVClusterPodsRunTheRealVCluster: the real chart, installed through the project's Helm
+// client with the manager's values, makes the real `vcluster start` run where its StatefulSet's
+// Pod would (VClusterPods plays only the kubelet and kube-proxy); vCluster itself writes Secret
+// vc-<release>, whose kubeconfig works unchanged with kubectl through the control-plane Ingress
+// (IngressController) and, with the in-cluster name, through the Service's address; what is
+// created through it is synced to the host by vCluster's syncer.
+func TestVClusterPodsRunTheRealVCluster(t *testing.T) {
+	vc := startVCluster(t, testExposure)
+	ctx, cs, pods, namespace, release, host, raw := t.Context(), vc.cs, vc.pods, vc.namespace, vc.release, vc.host, vc.kubeconfig
+	ingress := sim.StartIngressController(t, vc.backend, testExposure.IngressClass, pods.DialService)
+
 	// Every cluster of the kubeconfig names exportKubeConfig.server, with the CA kept
 	// (vcluster pkg/setup/controllers.go:214-227).
-	raw := secret.Data[sim.VClusterKubeconfigKey]
 	cfg, err := clientcmd.Load(raw)
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantServer := "https://" + release + "." + namespace + ":443"
 	for name, c := range cfg.Clusters {
-		if c.Server != wantServer || len(c.CertificateAuthorityData) == 0 {
-			t.Errorf("cluster %s of the kubeconfig: server %q (want %q), %d bytes of CA", name, c.Server, wantServer, len(c.CertificateAuthorityData))
+		if c.Server != vcluster.IngressServer(host) || len(c.CertificateAuthorityData) == 0 {
+			t.Errorf("cluster %s of the kubeconfig: server %q (want %q), %d bytes of CA", name, c.Server, vcluster.IngressServer(host), len(c.CertificateAuthorityData))
 		}
 	}
 
+	// The kubeconfig as vCluster wrote it works through the ingress controller: the host name
+	// resolves to its address, which routes by SNI to the Service, which DialService reaches; the
+	// proxy's certificate covers the host (controlPlane.proxy.extraSANs, syncer.go:200, and the
+	// ingress host, syncer.go:195-197).
+	kubectl := func(kubeconfig []byte, args ...string) string {
+		t.Helper()
+		out, err := framework.Kubectl(ctx, t, kubeconfig, map[string]string{host: ingress.Address}, args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	out := kubectl(raw, "get", "namespaces", "-o", "name")
+	for _, want := range []string{"namespace/default", "namespace/kube-system"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("kubectl get namespaces through the vCluster's Ingress: no %s in\n%s", want, out)
+		}
+	}
+	kubectl(raw, "create", "namespace", "demo")
+
+	// ServiceAddress reaches the Service too; the certificate covers <service>.<namespace>
+	// (vcluster pkg/server/cert/syncer.go:99-102).
 	addr, err := pods.ServiceAddress(namespace, release, 443)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The test reaches the Service at addr, checking the proxy's certificate against the names
-	// it covers: <service>.<namespace> (vcluster pkg/server/cert/syncer.go:99-102) and
-	// controlPlane.proxy.extraSANs (syncer.go:200), which vCluster reads again every 2 s with
-	// the Service's load-balancer ingress addresses (syncer.go:120-127, 162-170, 233-254).
-	kubectlVia := func(serverName string) func(args ...string) string {
-		kc := framework.KubeconfigWithServer(t, raw, "https://"+addr, serverName)
-		path := filepath.Join(t.TempDir(), "vcluster.kubeconfig")
-		if err := os.WriteFile(path, kc, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return func(args ...string) string {
-			t.Helper()
-			cmd := exec.CommandContext(ctx, kubectl, append([]string{"--kubeconfig", path, "--request-timeout", "20s"}, args...)...)
-			out, err := cmd.CombinedOutput()
-			if err != nil {
-				t.Fatalf("kubectl %s (server name %s): %v\n%s", strings.Join(args, " "), serverName, err, out)
-			}
-			return string(out)
-		}
-	}
-	run := kubectlVia(release + "." + namespace)
-	out := run("get", "namespaces", "-o", "name")
-	for _, want := range []string{"namespace/default", "namespace/kube-system"} {
-		if !strings.Contains(out, want) {
-			t.Errorf("kubectl get namespaces through the vCluster's Service: no %s in\n%s", want, out)
-		}
-	}
-	run("create", "namespace", "demo")
-	kubectlVia(testExtraSAN)("--namespace", "demo", "create", "service", "clusterip", "web", "--tcp=80:8080")
+	inCluster := framework.KubeconfigWithServer(t, raw, "https://"+addr, release+"."+namespace)
+	kubectl(inCluster, "--namespace", "demo", "create", "service", "clusterip", "web", "--tcp=80:8080")
 
 	// The syncer creates the host Service as <name>-x-<namespace>-x-<vCluster name> in the
 	// vCluster's namespace (vcluster pkg/util/translate/single_namespace.go:59-63,
 	// SafeConcatName: translate.go:165-172).
-	host := "web-x-demo-x-" + release
+	synced := "web-x-demo-x-" + release
 	err = wait.PollUntilContextTimeout(ctx, time.Second, time.Minute, true, func(ctx context.Context) (bool, error) {
-		_, err := cs.CoreV1().Services(namespace).Get(ctx, host, metav1.GetOptions{})
+		_, err := cs.CoreV1().Services(namespace).Get(ctx, synced, metav1.GetOptions{})
 		return err == nil, nil
 	})
 	if err != nil {
-		t.Fatalf("the Service web created in the vCluster was not synced to the host as %s/%s: %v", namespace, host, err)
+		t.Fatalf("the Service web created in the vCluster was not synced to the host as %s/%s: %v", namespace, synced, err)
+	}
+}
+
+// TestVClusterPodsLoadBalancerAddress: with the load-balancer exposure, the address the load
+// balancer controller gives the vCluster's Service (LoadBalancers, through DialService) is one
+// vCluster adds to its proxy's certificate by itself (vcluster pkg/server/cert/syncer.go:120-127
+// and 162-170, read again every 2 s: syncer.go:233-254), so the kubeconfig with that server
+// (vcluster.LoadBalancerServer, what the Tenant controller delivers) works unchanged.
+func TestVClusterPodsLoadBalancerAddress(t *testing.T) {
+	vc := startVCluster(t, vcluster.Exposure{Mode: vcluster.ExposeLoadBalancer})
+	ctx := t.Context()
+	sim.StartLoadBalancers(t, vc.backend, vc.pods.DialService)
+	var server string
+	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		svc, err := vc.cs.CoreV1().Services(vc.namespace).Get(ctx, vc.release, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		server = vcluster.LoadBalancerServer(svc)
+		return server != "", nil
+	})
+	if err != nil {
+		t.Fatalf("the load balancer controller gave Service %s/%s no address: %v", vc.namespace, vc.release, err)
+	}
+	cfg, err := clientcmd.Load(vc.kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cfg.Clusters {
+		c.Server = server
+	}
+	kc, err := clientcmd.Write(*cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Until vCluster has read the address (every 2 s), its certificate does not cover it.
+	var out string
+	var kerr error
+	err = wait.PollUntilContextTimeout(ctx, time.Second, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		out, kerr = framework.Kubectl(ctx, t, kc, nil, "get", "namespaces", "-o", "name")
+		return kerr == nil, nil
+	})
+	if err != nil {
+		t.Fatalf("kubectl get namespaces at %s: %v", server, kerr)
+	}
+	if !strings.Contains(out, "namespace/kube-system") {
+		t.Errorf("kubectl get namespaces at %s: no namespace/kube-system in\n%s", server, out)
 	}
 }
