@@ -64,6 +64,9 @@ type Reconciler struct {
 	IngressClass string
 	// Distro is the vCluster distro (vcluster.DistroK3s, the seed's, when empty).
 	Distro string
+	// ServiceCIDR is the backend's Service range, given to every vCluster (empty: vCluster
+	// detects it).
+	ServiceCIDR string
 	// Exposure is how vClusters are reached from outside the backend: the delivered kubeconfig
 	// names that endpoint (and the in-cluster one under a second key).
 	Exposure vcluster.Exposure
@@ -194,7 +197,7 @@ func (r *Reconciler) scope(base *reconcile.Scope, t *kov1alpha1.Tenant) *scope {
 		kubeconfigSecret: "tenant-" + t.Spec.CloudSpaceID + "-kubeconfig",
 		host:             host,
 		values: vcluster.Values(t, release, hostNamespace, host, vcluster.Options{
-			Environment: r.Environment, IngressClass: r.IngressClass, Distro: r.Distro, Exposure: r.Exposure,
+			Environment: r.Environment, IngressClass: r.IngressClass, Distro: r.Distro, Exposure: r.Exposure, ServiceCIDR: r.ServiceCIDR,
 		}),
 	}
 }

@@ -367,6 +367,16 @@ func setupTenants(ctx context.Context, m *Manager) error {
 	if err != nil {
 		return err
 	}
+	if vc.ServiceCIDR == "" {
+		cs, err := kubernetes.NewForConfig(m.Configs.Backend)
+		if err != nil {
+			return err
+		}
+		if vc.ServiceCIDR, err = vcluster.BackendServiceCIDR(ctx, cs); err != nil {
+			// vCluster then detects it itself, which works on backends before Kubernetes 1.33.
+			m.Log.Info("Could not read the backend's Service range for the vClusters; set --vcluster-service-cidr", "error", err.Error())
+		}
+	}
 	limits, err := o.TenantLimits()
 	if err != nil {
 		return err
@@ -380,6 +390,7 @@ func setupTenants(ctx context.Context, m *Manager) error {
 		Environment:        o.Environment,
 		IngressClass:       o.VClusterIngressClass,
 		Distro:             vc.Distro,
+		ServiceCIDR:        vc.ServiceCIDR,
 		Exposure:           vc.Exposure,
 		ClaimsNamespace:    o.ClaimsNamespace,
 		Claims:             m.GetLocalManager().GetCache(),

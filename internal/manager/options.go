@@ -6,14 +6,14 @@ package manager
 
 import (
 	"context"
-
 	"fmt"
-	"github.com/aws/aws-sdk-go-v2/aws"
-	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	"net"
 	"os"
 	"strings"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -223,6 +223,9 @@ type Options struct {
 	VClusterIngressClass string
 	// VClusterDistro is the distro of every vCluster (k3s, the seed's; k8s).
 	VClusterDistro string
+	// VClusterServiceCIDR is the backend's Service range given to every vCluster; empty: read
+	// from the backend's ServiceCIDR "kubernetes".
+	VClusterServiceCIDR string
 	// VClusterExposure is how vClusters are reached from outside the backend: none,
 	// loadbalancer or ingress (with VClusterDomain and VClusterControlPlaneIngressClass).
 	VClusterExposure                 string
@@ -255,6 +258,7 @@ func DefaultOptions() Options {
 		VClusterDistro:                   envOr("VCLUSTER_DISTRO", vcluster.DistroK3s),
 		VClusterExposure:                 envOr("VCLUSTER_EXPOSURE", string(vcluster.ExposeNone)),
 		VClusterDomain:                   os.Getenv("VCLUSTER_DOMAIN"),
+		VClusterServiceCIDR:              os.Getenv("VCLUSTER_SERVICE_CIDR"),
 		VClusterControlPlaneIngressClass: envOr("VCLUSTER_CONTROL_PLANE_INGRESS_CLASS", vcluster.DefaultControlPlaneIngressClass),
 		KubeoperaAPIBaseURL:              envOr("KUBEOPERA_API_BASE_URL", "http://kubeopera-api:8080"),
 		InternalServiceToken:             os.Getenv("INTERNAL_SERVICE_TOKEN"),
@@ -396,6 +400,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.MaxKubernetesClustersPerWorkspace, "max-kubernetesclusters-per-workspace", o.MaxKubernetesClustersPerWorkspace, "how many KubernetesClusters one workspace may have; 0: no limit")
 	fs.StringVar(&o.VClusterDistro, "vcluster-distro", o.VClusterDistro, "vCluster distro: k3s (the seed's) or k8s (env VCLUSTER_DISTRO)")
 	fs.StringVar(&o.VClusterExposure, "vcluster-exposure", o.VClusterExposure, "how tenants reach their vClusters from outside the backend: none (in-cluster Service name only), loadbalancer (Service of type LoadBalancer) or ingress (TLS-passthrough Ingress on <tenantName>-<fingerprint>.<vcluster-domain>) (env VCLUSTER_EXPOSURE)")
+	fs.StringVar(&o.VClusterServiceCIDR, "vcluster-service-cidr", o.VClusterServiceCIDR, "the backend's Service range, given to every vCluster; empty: read from the backend's ServiceCIDR kubernetes (env VCLUSTER_SERVICE_CIDR)")
 	fs.StringVar(&o.VClusterDomain, "vcluster-domain", o.VClusterDomain, "platform domain of --vcluster-exposure=ingress; its wildcard DNS record points at the ingress controller (env VCLUSTER_DOMAIN)")
 	fs.StringVar(&o.VClusterControlPlaneIngressClass, "vcluster-control-plane-ingress-class", o.VClusterControlPlaneIngressClass, "ingress class of the vClusters' control-plane Ingresses with --vcluster-exposure=ingress; its controller must pass TLS through (ingress-nginx --enable-ssl-passthrough) (env VCLUSTER_CONTROL_PLANE_INGRESS_CLASS)")
 	fs.StringVar(&o.VClusterIngressClass, "vcluster-ingress-class", o.VClusterIngressClass, "let vClusters sync Ingresses of this ingress class to the backend (config/policies/ingress-class.yaml refuses other classes); empty: Ingress sync off")
@@ -480,11 +485,17 @@ func (o Options) VCluster() (vcluster.Options, error) {
 		Environment:  o.Environment,
 		IngressClass: o.VClusterIngressClass,
 		Distro:       o.VClusterDistro,
+		ServiceCIDR:  o.VClusterServiceCIDR,
 		Exposure: vcluster.Exposure{
 			Mode:         vcluster.ExposureMode(o.VClusterExposure),
 			Domain:       o.VClusterDomain,
 			IngressClass: o.VClusterControlPlaneIngressClass,
 		},
+	}
+	if v.ServiceCIDR != "" {
+		if _, _, err := net.ParseCIDR(v.ServiceCIDR); err != nil {
+			return v, fmt.Errorf("--vcluster-service-cidr %q is not a CIDR", v.ServiceCIDR)
+		}
 	}
 	if v.Distro != vcluster.DistroK3s && v.Distro != vcluster.DistroK8s {
 		return v, fmt.Errorf("--vcluster-distro %q is not one of k3s, k8s", v.Distro)

@@ -1,6 +1,13 @@
 package vcluster
 
 import (
+	"context"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
 	kov1alpha1 "github.com/kubeopera/kubeopera/apis/kubeopera/v1alpha1"
 	"github.com/kubeopera/kubeopera/syncer"
 )
@@ -44,10 +51,13 @@ func Values(t *kov1alpha1.Tenant, release, namespace, host string, o Options) ma
 		},
 		"labels": labels,
 	}
-	return map[string]any{
+	values := map[string]any{
 		"controlPlane":     controlPlane,
 		"sync":             syncValues(ingressClass),
 		"exportKubeConfig": exposure["exportKubeConfig"],
+		// The chart turns vCluster's telemetry on by default: every vCluster would send usage
+		// data to its vendor from the tenants' backend. The platform never volunteers that.
+		"telemetry": map[string]any{"enabled": false},
 		"policies": map[string]any{
 			"networkPolicy": networkPolicyValues(),
 			"resourceQuota": map[string]any{"enabled": true},
@@ -65,6 +75,18 @@ func Values(t *kov1alpha1.Tenant, release, namespace, host string, o Options) ma
 			"podSecurityStandard": syncer.PodSecurityBaseline,
 		},
 	}
+	if o.ServiceCIDR != "" {
+		// vCluster 0.21 finds the host's Service range by creating a Service with ClusterIP
+		// 4.4.4.4 and reading the range from the refusal (pkg/util/servicecidr); a
+		// kube-apiserver with the ServiceCIDR allocator (Kubernetes 1.33+) no longer names the
+		// range there, so vCluster falls back to 10.96.0.0/12 (pkg/setup/initialize.go lines
+		// 68-81) and, on any other range, exits when it cannot give its virtual default/kubernetes
+		// Service the host Service's ClusterIP ("failed to allocate IP ... the provided network
+		// does not match the current range"). The top-level serviceCIDR (config/config.go lines
+		// 69-70, deprecated but read at initialize.go line 68) skips the detection.
+		values["serviceCIDR"] = o.ServiceCIDR
+	}
+	return values
 }
 
 // The distros a Tenant's vCluster may run (the chart's controlPlane.distro keys).
@@ -85,6 +107,9 @@ type Options struct {
 	Distro string
 	// Exposure is how the vCluster is reached from outside the backend.
 	Exposure Exposure
+	// ServiceCIDR is the backend's Service range (vCluster's top-level serviceCIDR value); empty
+	// leaves vCluster to detect it.
+	ServiceCIDR string
 }
 
 // chartEgressExcept are the egress exceptions of the vCluster 0.21 chart's NetworkPolicy for
@@ -139,4 +164,24 @@ func syncValues(ingressClass string) map[string]any {
 		},
 	}
 	return sync
+}
+
+// BackendServiceCIDR reads the backend's Service range from its ServiceCIDR "kubernetes"
+// (networking.k8s.io/v1, Kubernetes 1.33+: the API server's --service-cluster-ip-range), for
+// Options.ServiceCIDR: its first range. Empty when the backend has none (an older Kubernetes,
+// where vCluster's own detection works).
+func BackendServiceCIDR(ctx context.Context, cs kubernetes.Interface) (string, error) {
+	list, err := cs.NetworkingV1().ServiceCIDRs().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		if apierrors.IsNotFound(err) {
+			return "", nil
+		}
+		return "", fmt.Errorf("failed to read the backend's ServiceCIDRs: %w", err)
+	}
+	for _, sc := range list.Items {
+		if sc.Name == "kubernetes" && len(sc.Spec.CIDRs) > 0 {
+			return sc.Spec.CIDRs[0], nil
+		}
+	}
+	return "", nil
 }

@@ -27,6 +27,7 @@ func TestVClusterValues(t *testing.T) {
 	}}
 	v := Values(tn, "vc-alice-default", "kcp-0123456789ab-vc-alice-default", "", Options{Environment: "production"})
 	withIngress := Values(tn, "vc-alice-default", "kcp-0123456789ab-vc-alice-default", "", Options{Environment: "production", IngressClass: "nginx"})
+	withCIDR := Values(tn, "vc-alice-default", "kcp-0123456789ab-vc-alice-default", "", Options{ServiceCIDR: "10.0.0.0/24"})
 
 	get := func(v map[string]any, path ...string) any {
 		var cur any = v
@@ -60,6 +61,9 @@ func TestVClusterValues(t *testing.T) {
 		"resource quota on":                        {v, []string{"policies", "resourceQuota", "enabled"}, true},
 		"limit range on":                           {v, []string{"policies", "limitRange", "enabled"}, true},
 		"environment label":                        {v, []string{"controlPlane", "statefulSet", "labels", "kubeopera.io/environment"}, "production"},
+		"no telemetry":                             {v, []string{"telemetry", "enabled"}, false},
+		"service range left to vCluster":           {v, []string{"serviceCIDR"}, nil},
+		"the backend's service range":              {withCIDR, []string{"serviceCIDR"}, "10.0.0.0/24"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

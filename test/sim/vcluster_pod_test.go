@@ -35,25 +35,13 @@ import (
 var testExposure = vcluster.Exposure{Mode: vcluster.ExposeIngress, Domain: "tenants.example.test", IngressClass: vcluster.DefaultControlPlaneIngressClass}
 
 // testVClusterValues are the manager's values for a Tenant's vCluster (vcluster.Values) with
-// the k8s distro and what a test must change besides: telemetry off (nothing a test runs may
-// send data off the machine; the chart's default is on) and the host's Service CIDR as
-// serviceCIDR. The k8s distro, not the seed's k3s: k3s cannot be built from the Go module proxy;
-// the k8s distro runs kube-apiserver and kube-controller-manager, which are in _tools/bin, with
-// kine. The Service CIDR: vCluster 0.21 finds the host's range by creating a Service with
-// ClusterIP 4.4.4.4 and reading the range from the error (vcluster pkg/util/servicecidr, "The
-// range of valid IPs is "); a kube-apiserver since the ServiceCIDR allocator (1.33) answers
-// "the provided network does not match the current range" without it, so vCluster falls back
-// to 10.96.0.0/12 (initialize.go:68-75) and then cannot create the virtual default/kubernetes
-// Service with the host Service's ClusterIP: it exits ("sync kubernetes service ... failed to
-// allocate IP"). The top-level serviceCIDR value (config.go:69-70, read at initialize.go:68)
-// skips the detection.
+// the host's Service range, as the manager reads it (vcluster.BackendServiceCIDR), and the k8s
+// distro: k3s cannot be built from the Go module proxy; the k8s distro runs kube-apiserver and
+// kube-controller-manager, which are in _tools/bin, with kine.
 func testVClusterValues(release, namespace, host, serviceCIDR string, exposure vcluster.Exposure) map[string]any {
 	t := &kov1alpha1.Tenant{Spec: kov1alpha1.TenantSpec{CloudSpaceID: "cs-0001",
 		Quota: kov1alpha1.TenantQuota{CPU: resource.MustParse("1"), Memory: resource.MustParse("1Gi")}}}
-	values := vcluster.Values(t, release, namespace, host, vcluster.Options{Environment: "test", Distro: vcluster.DistroK8s, Exposure: exposure})
-	values["telemetry"] = map[string]any{"enabled": false}
-	values["serviceCIDR"] = serviceCIDR
-	return values
+	return vcluster.Values(t, release, namespace, host, vcluster.Options{Environment: "test", Distro: vcluster.DistroK8s, Exposure: exposure, ServiceCIDR: serviceCIDR})
 }
 
 // syncedBuffer is a log the actor writes while the test reads it.
@@ -107,9 +95,8 @@ func startVCluster(t *testing.T, exposure vcluster.Exposure) *vclusterRun {
 	}
 	const namespace, release = "kcp-0123456789ab-vc-demo", "vc-demo"
 	host := exposure.Host("demo", "0123456789ab")
-	// The host's Service range: the kube-apiserver keeps it as ServiceCIDR "kubernetes"
-	// (networking.k8s.io/v1, from --service-cluster-ip-range).
-	cidr, err := cs.NetworkingV1().ServiceCIDRs().Get(ctx, "kubernetes", metav1.GetOptions{})
+	// The host's Service range, as the manager reads it.
+	serviceCIDR, err := vcluster.BackendServiceCIDR(ctx, cs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +125,7 @@ func startVCluster(t *testing.T, exposure vcluster.Exposure) *vclusterRun {
 	if err != nil {
 		t.Fatal(err)
 	}
-	obs, err := hc.InstallOrUpgrade(ctx, helm.Release{Namespace: namespace, Name: release}, testVClusterValues(release, namespace, host, strings.Join(cidr.Spec.CIDRs, ","), exposure))
+	obs, err := hc.InstallOrUpgrade(ctx, helm.Release{Namespace: namespace, Name: release}, testVClusterValues(release, namespace, host, serviceCIDR, exposure))
 	if err != nil {
 		t.Fatalf("install the vCluster chart: %v", err)
 	}
