@@ -6,9 +6,14 @@
 // previous run left running and refuses, naming the process, a port or data directory that
 // another process holds (internal/devenv.Processes).
 //
-// `devenv simulate-vcluster <tenantName> [workspace]` plays the vCluster control plane on the
-// embedded backend (which has no kubelet, so vCluster Pods never start): it writes the
-// vc-<release> kubeconfig Secret exactly as vCluster would, so the Tenant can become Ready.
+// On the embedded backend, run as root, every Tenant's real vCluster runs (the k8s distro: the
+// vcluster binary with kube-apiserver, kube-controller-manager and kine from _tools/bin) where
+// its StatefulSet's Pod would, in namespaces of its own (sim.VClusterPods plays only the
+// kubelet), and the backend's load balancer controller is played (sim.LoadBalancers): the
+// manager exposes vClusters through load balancers, so the kubeconfig a Tenant gets works from
+// this machine's shell. Not as root, `devenv simulate-vcluster <tenantName> [workspace]` plays
+// the vCluster writing its vc-<release> kubeconfig Secret instead, so the Tenant can become
+// Ready (its kubeconfig then names a server nothing serves).
 //
 // For HostClusters it also starts a target cluster (a second kube-apiserver) on which Flux's real
 // source- and kustomize-controller run as processes once Flux is installed and authapi is played,
@@ -39,12 +44,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -308,6 +315,20 @@ func run() error {
 		fluxChart = filepath.Join(root, "_tools", "charts", "flux2")
 	}
 
+	// The Tenants' vClusters, for real, on the embedded backend (as root: each runs in
+	// namespaces of its own).
+	realVClusters := os.Getenv("BACKEND_KUBECONFIG") == "" && os.Geteuid() == 0
+	if realVClusters {
+		vcLog, _ := os.Create(filepath.Join(logs, "vclusters.log"))
+		defer func() { _ = vcLog.Close() }()
+		say("Every Tenant's vCluster runs for real on the embedded backend (the k8s distro; log in %s/logs/vclusters.log); their Services get load balancer addresses on 127.0.0.0/8", state)
+		stopVClusters, err := startVClusters(ctx, backendCfg, bin, filepath.Join(dev, "vclusters"), vcLog, procs)
+		if err != nil {
+			return err
+		}
+		defer stopVClusters()
+	}
+
 	// The fleet overview: loopback, plain HTTP, as the manager serves it by default.
 	overviewAddr := "127.0.0.1:" + envOr("KUBEOPERA_FLEET_OVERVIEW_PORT", "8083")
 	mgrLog := filepath.Join(logs, "manager.log")
@@ -327,6 +348,9 @@ func run() error {
 		// The target clusters of this environment listen on 127.0.0.1, which the manager never
 		// dials on a tenant's behalf unless allowed: exactly that address is.
 		"--target-allow-cidrs", "127.0.0.1/32",
+	}
+	if realVClusters {
+		mgrArgs = append(mgrArgs, "--vcluster-distro", "k8s", "--vcluster-exposure", "loadbalancer")
 	}
 	mgrEnv := append(os.Environ(), "KUBEOPERA_API_BASE_URL="+os.Getenv("KUBEOPERA_API_BASE_URL"),
 		"GITOPS_SCAFFOLDER_BASE_URL="+gitops.Scaffolder.URL, "GITOPS_SCAFFOLDER_API_KEY="+devScaffolderAPIKey)
@@ -358,12 +382,14 @@ As a tenant, in another shell:
   kubectl --context demo apply -f config/samples/tenant.yaml
   kubectl --context demo get tenants
   kubectl --context demo wait --for=condition=Ready tenant/alice-default --timeout=10m
-  kubectl --context demo get secret tenant-7e9d3a1b-0000-4000-8000-000000000002-kubeconfig -o jsonpath='{.data.kubeconfig}' | base64 -d
+  kubectl --context demo get tenant alice-default -o jsonpath='{.status.endpoint}'
+  kubectl --context demo get secret tenant-7e9d3a1b-0000-4000-8000-000000000002-kubeconfig -o jsonpath='{.data.kubeconfig}' | base64 -d > alice.kubeconfig
+  kubectl --kubeconfig alice.kubeconfig get namespaces      # your vCluster
 `, port, demoWorkspace, demoLC, state, state, state, state, demoWorkspace)
-	if os.Getenv("BACKEND_KUBECONFIG") == "" {
+	if os.Getenv("BACKEND_KUBECONFIG") == "" && !realVClusters {
 		fmt.Printf(`
-The embedded backend has no kubelet, so vCluster Pods never start and a Tenant waits in
-Provisioning. To play the vCluster writing its kubeconfig Secret, run:
+Not run as root, so no vCluster can run here (each needs network and mount namespaces of its
+own) and a Tenant waits in Provisioning. To play the vCluster writing its kubeconfig Secret, run:
   bin/devenv simulate-vcluster alice-default %s
 `, demoWorkspace)
 	}
@@ -612,4 +638,26 @@ func printYAML(objs ...any) error {
 		fmt.Printf("---\n%s", out)
 	}
 	return nil
+}
+
+// startVClusters plays the kubelet for every vCluster StatefulSet on the backend (the real
+// vcluster binary runs, sim.VClusterPods) and the backend's load balancer controller
+// (sim.LoadBalancers, reaching the vClusters through VClusterPods), until the returned stop.
+func startVClusters(ctx context.Context, backend *rest.Config, bin, dir string, log io.Writer, procs *devenv.Processes) (func(), error) {
+	pods := &sim.VClusterPods{Host: backend, BinDir: bin, WorkDir: dir, Log: log, Processes: procs}
+	lbs, err := sim.NewLoadBalancers(backend, pods.DialService, func(format string, args ...any) { fmt.Fprintf(log, format+"\n", args...) })
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		if err := pods.Run(ctx); err != nil {
+			say("The vClusters cannot run: %v", err)
+		}
+	}()
+	go func() { defer wg.Done(); lbs.Run(ctx) }()
+	return func() { cancel(); wg.Wait() }, nil
 }

@@ -91,6 +91,10 @@ type env struct {
 	backendC   client.Client
 	backendID  *framework.Identity // the manager's: ServiceAccount kubeopera-manager, config/rbac's rights
 	api        *sim.KubeoperaAPI
+	// vclusters runs the real vCluster of every Tenant where its StatefulSet's Pod would run;
+	// the backend's load balancer controller (sim.LoadBalancers) gives their Services addresses
+	// that reach them (the manager runs with --vcluster-exposure loadbalancer).
+	vclusters *sim.VClusterPods
 	gitops     *sim.GitOps
 	managerBin string
 	dir        string
@@ -193,6 +197,9 @@ func startEnv() (e *env, err error) {
 	if e.backendID, err = framework.ManagerIdentity(ctx, e.backend, backendDir); err != nil {
 		return e, err
 	}
+	if err := e.startVClusters(); err != nil {
+		return e, err
+	}
 	// KubernetesClusters: the OTC Crossplane provider's CRDs on the backend and the sample
 	// machine-flavor catalog in the platform workspace, as make run installs them
 	// (kubernetescluster_test.go; Crossplane itself is played by crossplaneOTC).
@@ -221,6 +228,37 @@ func startEnv() (e *env, err error) {
 		return e, err
 	}
 	return e, nil
+}
+
+// startVClusters plays the kubelet for every vCluster StatefulSet on the backend (the real
+// vcluster binary runs) and the backend's load balancer controller, until teardown. Their log is
+// vclusters.log in the state directory.
+func (e *env) startVClusters() error {
+	if os.Geteuid() != 0 {
+		return fmt.Errorf("the suite runs each Tenant's real vCluster in namespaces of its own (sim.VClusterPods), which needs root")
+	}
+	logf, err := os.Create(filepath.Join(e.dir, "vclusters.log"))
+	if err != nil {
+		return err
+	}
+	e.vclusters = &sim.VClusterPods{Host: e.backend.Config, BinDir: framework.ToolsBin(), WorkDir: filepath.Join(e.dir, "vclusters"), Log: logf}
+	lbs, err := sim.NewLoadBalancers(e.backend.Config, e.vclusters.DialService, func(format string, args ...any) { fmt.Fprintf(logf, format+"\n", args...) })
+	if err != nil {
+		_ = logf.Close()
+		return err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		if err := e.vclusters.Run(ctx); err != nil {
+			fmt.Fprintf(logf, "VClusterPods: %v\n", err)
+		}
+	}()
+	go func() { defer wg.Done(); lbs.Run(ctx) }()
+	e.stops = append(e.stops, func() { cancel(); wg.Wait(); _ = logf.Close() })
+	return nil
 }
 
 // teardown stops the manager and everything startEnv started; the state directory is kept when
@@ -257,6 +295,10 @@ func (e *env) startManager() error {
 		"--kcp-context", "user",
 		"--backend-kubeconfig", e.backendID.KubeconfigPath,
 		"--vcluster-chart", framework.VClusterChart(),
+		// The k8s distro: see sim.VClusterPods (k3s cannot be built here). Tenants reach their
+		// vClusters through a load balancer (sim.LoadBalancers plays the backend's).
+		"--vcluster-distro", "k8s",
+		"--vcluster-exposure", "loadbalancer",
 		"--helm-cache-dir", filepath.Join(e.dir, "helm-cache"),
 		"--kubeopera-api-base-url", e.api.URL,
 		"--cluster-provisioner-base-url", "http://"+e.provisionerAddr,

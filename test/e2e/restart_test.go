@@ -60,7 +60,7 @@ func TestManagerRestartMidProvisioningResumesWithoutASecondRelease(t *testing.T)
 	})
 	// Now the vClusters come up, and the restarted manager finishes the Tenants.
 	for _, ns := range []string{acmeNS, globexNS} {
-		vclusterWritesKubeconfig(t, e, ns, "vc-alice-default")
+		vclusterUp(t, e, ns, "vc-alice-default")
 	}
 	for _, ns := range []string{acmeNS, globexNS} {
 		waitPhase(t, clients[ns], "default", "alice-default", kov1alpha1.TenantPhaseReady)

@@ -117,7 +117,7 @@ func (e *env) readyTenant(t *testing.T, c client.Client, lc string, tn *kov1alph
 		t.Fatal(err)
 	}
 	waitPhase(t, c, tn.Namespace, tn.Name, kov1alpha1.TenantPhaseProvisioning)
-	vc := vclusterWritesKubeconfig(t, e, workspaces.VClusterNamespace(lc, tn.Spec.TenantName), "vc-"+tn.Spec.TenantName)
+	vc := vclusterUp(t, e, workspaces.VClusterNamespace(lc, tn.Spec.TenantName), "vc-"+tn.Spec.TenantName)
 	return waitPhase(t, c, tn.Namespace, tn.Name, kov1alpha1.TenantPhaseReady), vc
 }
 
@@ -161,11 +161,27 @@ func (e *env) checkDelivered(t *testing.T, c client.Client, lc string, tn *kov1a
 	if kctx == nil || kc.Clusters[kctx.Cluster] == nil || kc.AuthInfos[kctx.AuthInfo] == nil {
 		t.Fatalf("delivered kubeconfig has no usable current context %q", kc.CurrentContext)
 	}
-	if got := kc.Clusters[kctx.Cluster].Server; got != "https://vc-"+tn.Spec.TenantName+"."+hostNS+":443" {
-		t.Errorf("kubeconfig server = %q, want the in-cluster short-DNS name", got)
+	// The platform exposes vClusters through load balancers: the kubeconfig names the address
+	// the backend's load balancer gave the vCluster's Service; the in-cluster one is the second.
+	svc := &corev1.Service{}
+	if err := e.backendC.Get(ctx, client.ObjectKey{Namespace: hostNS, Name: "vc-" + tn.Spec.TenantName}, svc); err != nil || len(svc.Status.LoadBalancer.Ingress) == 0 {
+		t.Fatalf("the vCluster's Service has no load balancer address: %+v, %v", svc.Status, err)
+	}
+	external := "https://" + svc.Status.LoadBalancer.Ingress[0].IP + ":443"
+	if got := kc.Clusters[kctx.Cluster].Server; got != external || tn.Status.Endpoint != external {
+		t.Errorf("kubeconfig server = %q, status.endpoint = %q, want the load balancer's %s", got, tn.Status.Endpoint, external)
 	}
 	if string(kc.AuthInfos[kctx.AuthInfo].ClientKeyData) != string(vc.ClientKeyPEM) {
 		t.Error("delivered kubeconfig lost the vCluster credentials")
+	}
+	inCluster, err := clientcmd.Load(s.Data["kubeconfig-in-cluster"])
+	if err != nil {
+		t.Fatalf("delivered in-cluster kubeconfig does not parse: %v", err)
+	}
+	for name, c := range inCluster.Clusters {
+		if c.Server != "https://vc-"+tn.Spec.TenantName+"."+hostNS+":443" {
+			t.Errorf("in-cluster kubeconfig cluster %s server = %q, want the in-cluster short-DNS name", name, c.Server)
+		}
 	}
 	// The stored copy lives in the workspace's kcp-<fp> namespace.
 	stored := &corev1.Secret{}
@@ -264,7 +280,7 @@ func TestSameNamedTenantsInTwoWorkspacesGetIsolatedVClusters(t *testing.T) {
 	// Both vClusters come up; each workspace gets its own vCluster's kubeconfig.
 	vcs := map[string]*sim.VClusterKubeconfig{}
 	for _, tc := range tenants {
-		vcs[tc.ns] = vclusterWritesKubeconfig(t, e, tc.ns, "vc-alice-default")
+		vcs[tc.ns] = vclusterUp(t, e, tc.ns, "vc-alice-default")
 	}
 	for _, tc := range tenants {
 		tn := waitPhase(t, tc.c, "default", "alice-default", kov1alpha1.TenantPhaseReady)
@@ -279,6 +295,31 @@ func TestReadyTenantGetsItsKubeconfigDeliveredAndKubeoperaAPICalled(t *testing.T
 	acmeNS := workspaces.VClusterNamespace(acmeLC, "alice-default")
 	tn, vc := e.readyTenant(t, acme, acmeLC, seedTenant(t, "default", "alice-default", "7e9d3a1b-acme"))
 	e.checkDelivered(t, acme, acmeLC, tn, vc, true)
+
+	// The tenant uses what they received, where they sit: kubectl with the delivered kubeconfig
+	// reaches the real virtual cluster through the load balancer's address.
+	delivered := &corev1.Secret{}
+	if err := acme.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: tn.Status.KubeconfigSecret}, delivered); err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig := delivered.Data["kubeconfig"]
+	out, err := framework.Kubectl(t.Context(), t, kubeconfig, nil, "get", "namespaces", "-o", "name")
+	if err != nil || !strings.Contains(out, "namespace/default") || !strings.Contains(out, "namespace/kube-system") {
+		t.Fatalf("kubectl get namespaces with the delivered kubeconfig: %q, %v", out, err)
+	}
+	// What the tenant creates in it, vCluster's syncer puts on the backend: a Service in a new
+	// namespace appears in the host namespace as <name>-x-<namespace>-x-<vCluster name>
+	// (vcluster pkg/util/translate/single_namespace.go lines 59-63).
+	if out, err := framework.Kubectl(t.Context(), t, kubeconfig, nil, "create", "namespace", "team-a"); err != nil {
+		t.Fatalf("kubectl create namespace: %q, %v", out, err)
+	}
+	if out, err := framework.Kubectl(t.Context(), t, kubeconfig, nil, "-n", "team-a", "create", "service", "clusterip", "web", "--tcp=80:8080"); err != nil {
+		t.Fatalf("kubectl create service: %q, %v", out, err)
+	}
+	framework.Eventually(t, 2*time.Minute, "the vCluster's syncer put the tenant's Service on the backend", func() (bool, string) {
+		err := e.backendC.Get(context.Background(), client.ObjectKey{Namespace: acmeNS, Name: "web-x-team-a-x-vc-alice-default"}, &corev1.Service{})
+		return err == nil, fmt.Sprint(err)
+	})
 
 	calls := e.api.CallsFor("7e9d3a1b-acme")
 	if len(calls) == 0 {
@@ -484,7 +525,7 @@ func TestFingerprintCollisionIsRefusedAndRetryAnnotationRecovers(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitPhase(t, acme, "default", "collide", kov1alpha1.TenantPhaseProvisioning)
-	vclusterWritesKubeconfig(t, e, hostNS, "vc-collide")
+	vclusterUp(t, e, hostNS, "vc-collide")
 	ready := waitPhase(t, acme, "default", "collide", kov1alpha1.TenantPhaseReady)
 	if ready.Status.LastHandledRetry != "1" {
 		t.Errorf("lastHandledRetry = %q", ready.Status.LastHandledRetry)
@@ -516,7 +557,7 @@ func TestAdminRetriesFailedTenantByPatchingStatusPhaseToPending(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitPhase(t, acme, "default", "admin-retry", kov1alpha1.TenantPhaseProvisioning)
-	vclusterWritesKubeconfig(t, e, hostNS, "vc-admin-retry")
+	vclusterUp(t, e, hostNS, "vc-admin-retry")
 	waitPhase(t, acme, "default", "admin-retry", kov1alpha1.TenantPhaseReady)
 }
 

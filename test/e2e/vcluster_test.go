@@ -2,28 +2,29 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kubeopera/kubeopera/test/framework"
 	"github.com/kubeopera/kubeopera/test/sim"
 )
 
-// vclusterWritesKubeconfig plays the vCluster control plane of release `release` once its Pod is
-// up: vCluster writes its kubeconfig into Secret "vc-" + <vCluster name> in its host namespace,
-// and the vCluster's name is the Helm release name, so release vc-alice-default writes Secret
-// vc-vc-alice-default (keys config, certificate-authority, client-certificate, client-key,
-// token; type Opaque; owned by the vCluster's Service; the server of exportKubeConfig.server).
-// Source: loft-sh/vcluster v0.21.2 pkg/setup/controllers.go lines 207-273 and
-// pkg/util/kubeconfig/kubeconfig.go lines 28-100; sim.VClusterWritesKubeconfig cites each
-// part. No Pod runs here (there is no kubelet), so the test does exactly that write and nothing
-// else. bin/devenv simulate-vcluster plays it with the same function.
-func vclusterWritesKubeconfig(t *testing.T, e *env, namespace, release string) *sim.VClusterKubeconfig {
+// vclusterUp waits until the real vCluster of release `release` (run by sim.VClusterPods where
+// its StatefulSet's Pod would run) wrote its kubeconfig Secret vc-<release> in its host
+// namespace, and returns what it wrote: the Secret and its admin client key.
+func vclusterUp(t *testing.T, e *env, namespace, release string) *sim.VClusterKubeconfig {
 	t.Helper()
-	written, err := sim.VClusterWritesKubeconfig(context.Background(), e.backend.Config, namespace, release)
-	if err != nil {
-		t.Fatalf("vCluster actor: %v", err)
-	}
-	return written
+	sec := &corev1.Secret{}
+	framework.Eventually(t, 4*time.Minute, "vCluster "+release+" wrote its kubeconfig Secret", func() (bool, string) {
+		err := e.backendC.Get(context.Background(), client.ObjectKey{Namespace: namespace, Name: sim.VClusterKubeconfigSecretName(release)}, sec)
+		return err == nil && len(sec.Data[sim.VClusterKubeconfigKey]) > 0 && len(sec.Data[sim.VClusterCertificateKeyKey]) > 0, fmt.Sprint(err)
+	})
+	return &sim.VClusterKubeconfig{Secret: sec, ClientKeyPEM: sec.Data[sim.VClusterCertificateKeyKey]}
 }
 
 // secretMaterial is what of a vCluster's credentials must never appear in logs, events, status

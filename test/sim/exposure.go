@@ -40,46 +40,58 @@ type ServiceDialer func(ctx context.Context, namespace, name string, port int32)
 type LoadBalancers struct {
 	cs   kubernetes.Interface
 	dial ServiceDialer
+	logf func(format string, args ...any)
 
 	mu        sync.Mutex
 	listeners map[string][]net.Listener // namespace/name -> its listeners
 }
 
+// NewLoadBalancers returns the load balancer controller of backend, reaching Services through
+// dial; logf (nil: discard) hears what it could not do. Run runs it.
+func NewLoadBalancers(backend *rest.Config, dial ServiceDialer, logf func(format string, args ...any)) (*LoadBalancers, error) {
+	cs, err := kubernetes.NewForConfig(backend)
+	if err != nil {
+		return nil, err
+	}
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+	return &LoadBalancers{cs: cs, dial: dial, logf: logf, listeners: map[string][]net.Listener{}}, nil
+}
+
+// Run serves until ctx ends, then closes every listener.
+func (lb *LoadBalancers) Run(ctx context.Context) {
+	// The service controller is driven by a Service informer; a short poll is the same to the
+	// Services it serves.
+	_ = wait.PollUntilContextCancel(ctx, 250*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		lb.sync(ctx)
+		return false, nil
+	})
+	lb.mu.Lock()
+	defer lb.mu.Unlock()
+	for _, ls := range lb.listeners {
+		for _, l := range ls {
+			_ = l.Close()
+		}
+	}
+}
+
 // StartLoadBalancers runs the load balancer controller against the backend until the test ends.
 func StartLoadBalancers(t *testing.T, backend *rest.Config, dial ServiceDialer) *LoadBalancers {
 	t.Helper()
-	cs, err := kubernetes.NewForConfig(backend)
+	lb, err := NewLoadBalancers(backend, dial, t.Logf)
 	if err != nil {
 		t.Fatal(err)
 	}
-	lb := &LoadBalancers{cs: cs, dial: dial, listeners: map[string][]net.Listener{}}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		// The service controller is driven by a Service informer; a short poll is the same to
-		// the Services it serves.
-		_ = wait.PollUntilContextCancel(ctx, 250*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-			lb.sync(ctx, t)
-			return false, nil
-		})
-	}()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-		lb.mu.Lock()
-		defer lb.mu.Unlock()
-		for _, ls := range lb.listeners {
-			for _, l := range ls {
-				_ = l.Close()
-			}
-		}
-	})
+	go func() { defer close(done); lb.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
 	return lb
 }
 
 // sync gives every LoadBalancer Service without an ingress point an address.
-func (lb *LoadBalancers) sync(ctx context.Context, t *testing.T) {
+func (lb *LoadBalancers) sync(ctx context.Context) {
 	svcs, err := lb.cs.CoreV1().Services(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return
@@ -98,7 +110,7 @@ func (lb *LoadBalancers) sync(ctx context.Context, t *testing.T) {
 		}
 		ip, ls, err := listenLoopback(svc.Spec.Ports)
 		if err != nil {
-			t.Logf("load balancer for Service %s: %v", key, err)
+			lb.logf("load balancer for Service %s: %v", key, err)
 			continue
 		}
 		for j, l := range ls {
@@ -114,7 +126,7 @@ func (lb *LoadBalancers) sync(ctx context.Context, t *testing.T) {
 		lb.mu.Unlock()
 		svc.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: ip, IPMode: ptr.To(corev1.LoadBalancerIPModeVIP)}}
 		if _, err := lb.cs.CoreV1().Services(svc.Namespace).UpdateStatus(ctx, svc, metav1.UpdateOptions{}); err != nil {
-			t.Logf("load balancer for Service %s: status: %v", key, err)
+			lb.logf("load balancer for Service %s: status: %v", key, err)
 			lb.mu.Lock()
 			delete(lb.listeners, key)
 			lb.mu.Unlock()
