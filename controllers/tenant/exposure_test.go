@@ -27,15 +27,16 @@ func TestTenantKubeconfigNamesTheExternalEndpoint(t *testing.T) {
 	ingress := vcluster.Exposure{Mode: vcluster.ExposeIngress, Domain: "vc.example.org", IngressClass: "passthrough"}
 	for name, tc := range map[string]struct {
 		exposure vcluster.Exposure
-		// start starts what gives the vCluster its address and returns the address.
-		start func(t *testing.T, s *suite, host string) string
+		// start starts what gives the vCluster its address and returns the endpoint (empty: the
+		// ingress host's) and what the tenant's DNS answers for it.
+		start func(t *testing.T, s *suite, host string) (string, map[string]string)
 		// waiting is what the Tenant says while there is none.
 		waiting string
 	}{
 		"load balancer": {
 			exposure: vcluster.Exposure{Mode: vcluster.ExposeLoadBalancer},
-			start: func(t *testing.T, s *suite, host string) string {
-				sim.StartLoadBalancers(t, s.admin, nil)
+			start: func(t *testing.T, s *suite, host string) (string, map[string]string) {
+				sim.StartLoadBalancers(t, s.admin, s.vclusters.DialService)
 				var ip string
 				framework.Eventually(t, time.Minute, "the Service has an address", func() (bool, string) {
 					svc := &corev1.Service{}
@@ -45,15 +46,16 @@ func TestTenantKubeconfigNamesTheExternalEndpoint(t *testing.T) {
 					ip = svc.Status.LoadBalancer.Ingress[0].IP
 					return true, ""
 				})
-				return "https://" + ip + ":443"
+				return "https://" + ip + ":443", nil
 			},
 			waiting: "Waiting for the backend's load balancer to give Service",
 		},
 		"ingress": {
 			exposure: ingress,
-			start: func(t *testing.T, s *suite, _ string) string {
-				sim.StartIngressController(t, s.admin, "passthrough", nil)
-				return ""
+			start: func(t *testing.T, s *suite, _ string) (string, map[string]string) {
+				ic := sim.StartIngressController(t, s.admin, "passthrough", s.vclusters.DialService)
+				// The platform's wildcard DNS record points at the ingress controller.
+				return "", map[string]string{ingress.Host("alice", workspaces.Fingerprint(s.lc["acme"])): ic.Address}
 			},
 			waiting: "Waiting for the ingress controller of class passthrough to admit Ingress",
 		},
@@ -67,9 +69,7 @@ func TestTenantKubeconfigNamesTheExternalEndpoint(t *testing.T) {
 			waitFor(t, acme, "alice", "deployed", func(tn *kov1alpha1.Tenant) bool {
 				return cond(tn, kov1alpha1.ReleaseDeployedCondition) == "True/Succeeded"
 			})
-			if _, err := sim.VClusterWritesKubeconfig(t.Context(), s.admin, host, "vc-alice"); err != nil {
-				t.Fatal(err)
-			}
+			s.vclusterUp(t, host, "vc-alice")
 			tn := waitFor(t, acme, "alice", "waiting for an address", func(tn *kov1alpha1.Tenant) bool {
 				return strings.Contains(tn.Status.Message, tc.waiting)
 			})
@@ -77,7 +77,7 @@ func TestTenantKubeconfigNamesTheExternalEndpoint(t *testing.T) {
 				t.Errorf("without an address: %s, endpoint %q", describe(tn), tn.Status.Endpoint)
 			}
 
-			want := tc.start(t, s, host)
+			want, hosts := tc.start(t, s, host)
 			if want == "" {
 				want = "https://" + ingress.Host("alice", workspaces.Fingerprint(s.lc["acme"])) + ":443"
 			}
@@ -106,6 +106,12 @@ func TestTenantKubeconfigNamesTheExternalEndpoint(t *testing.T) {
 					}
 				}
 			}
+			// The tenant's kubectl, with what they received, reaches their real vCluster (whose
+			// certificate covers a load balancer's address within vCluster's 2 s re-read).
+			framework.Eventually(t, 30*time.Second, "kubectl get namespaces with the delivered kubeconfig", func() (bool, string) {
+				out, err := framework.Kubectl(t.Context(), t, sec.Data[tenant.DeliveredKubeconfigKey], hosts, "get", "namespaces", "-o", "name")
+				return err == nil && strings.Contains(out, "namespace/kube-system"), fmt.Sprintf("%q, %v", out, err)
+			})
 		})
 	}
 }

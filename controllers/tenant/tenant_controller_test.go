@@ -19,6 +19,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -29,6 +30,7 @@ import (
 	"github.com/kubeopera/kubeopera/internal/kubeoperaapi"
 	imanager "github.com/kubeopera/kubeopera/internal/manager"
 	"github.com/kubeopera/kubeopera/internal/reconcile"
+	"github.com/kubeopera/kubeopera/internal/vcluster"
 	"github.com/kubeopera/kubeopera/test/framework"
 	"github.com/kubeopera/kubeopera/test/framework/fleettest"
 	"github.com/kubeopera/kubeopera/test/sim"
@@ -90,6 +92,28 @@ type suite struct {
 	chart     *sim.ChartServer
 	api       *sim.KubeoperaAPI
 	helm      *helmRecorder
+	vclusters *sim.VClusterPods
+	// scheduled are the vCluster StatefulSets (namespace/name) whose Pod may run: each test
+	// lets its vCluster come up when it wants it up (vclusterUp).
+	scheduled sync.Map
+}
+
+// schedule is sim.VClusterPods' Schedule: the vClusters a test let run.
+func (s *suite) schedule(namespace, name string) bool {
+	_, ok := s.scheduled.Load(namespace + "/" + name)
+	return ok
+}
+
+// vclusterUp lets the real vCluster of release in namespace run and waits until it wrote its
+// kubeconfig Secret.
+func (s *suite) vclusterUp(t *testing.T, namespace, release string) *sim.VClusterKubeconfig {
+	t.Helper()
+	s.scheduled.Store(namespace+"/"+release, true)
+	vc, err := sim.AwaitVClusterKubeconfig(t.Context(), s.admin, namespace, release, 4*time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return vc
 }
 
 // setup starts the manager with the Tenant controller; opts change the Reconciler first.
@@ -125,6 +149,14 @@ func setup(t *testing.T, opts ...func(*tenant.Reconciler)) *suite {
 		ReadyRecheckInterval: 3 * time.Second,
 		Concurrency:          8,
 	}
+	// Every vCluster runs for real where its StatefulSet's Pod would (sim.VClusterPods), with
+	// the k8s distro and the backend's Service range, once its test lets it (schedule).
+	serviceCIDR, err := vcluster.BackendServiceCIDR(t.Context(), kubernetes.NewForConfigOrDie(s.admin))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Distro, r.ServiceCIDR = vcluster.DistroK8s, serviceCIDR
+	s.vclusters = sim.StartVClusterPods(t, s.admin, framework.ToolsBin(), s.schedule)
 	for _, o := range opts {
 		o(r)
 	}
@@ -274,9 +306,7 @@ func TestTenantPhaseTransitions(t *testing.T) {
 	})
 
 	t.Run("the Secret vCluster writes makes the Tenant Ready", func(t *testing.T) {
-		if _, err := sim.VClusterWritesKubeconfig(t.Context(), s.admin, acmeHost, "vc-alice"); err != nil {
-			t.Fatal(err)
-		}
+		s.vclusterUp(t, acmeHost, "vc-alice")
 		tn := waitFor(t, acme, "alice", "Ready", func(tn *kov1alpha1.Tenant) bool { return tn.Status.Phase == kov1alpha1.TenantPhaseReady })
 		for _, typ := range []string{kov1alpha1.ReadyCondition, kov1alpha1.AdmittedCondition, kov1alpha1.BackendNamespaceReadyCondition, kov1alpha1.ReleaseDeployedCondition, kov1alpha1.KubeconfigDeliveredCondition, kov1alpha1.CallbackSucceededCondition} {
 			if cond(tn, typ) != "True/Succeeded" {
@@ -435,9 +465,7 @@ func TestTenantPhaseTransitions(t *testing.T) {
 		waitFor(t, globex, "glob-2", "Provisioning", func(tn *kov1alpha1.Tenant) bool {
 			return cond(tn, kov1alpha1.ReleaseDeployedCondition) == "True/Succeeded"
 		})
-		if _, err := sim.VClusterWritesKubeconfig(t.Context(), s.admin, workspaces.VClusterNamespace(s.lc["globex"], "glob-2"), "vc-glob-2"); err != nil {
-			t.Fatal(err)
-		}
+		s.vclusterUp(t, workspaces.VClusterNamespace(s.lc["globex"], "glob-2"), "vc-glob-2")
 		tn := waitFor(t, globex, "glob-2", "Failed", func(tn *kov1alpha1.Tenant) bool { return tn.Status.Phase == kov1alpha1.TenantPhaseFailed })
 		if cond(tn, kov1alpha1.KubeconfigDeliveredCondition) != "False/"+kov1alpha1.NameConflictReason {
 			t.Errorf("want KubeconfigDelivered False/NameConflict, got %s", describe(tn))

@@ -303,10 +303,11 @@ func TestReadyTenantGetsItsKubeconfigDeliveredAndKubeoperaAPICalled(t *testing.T
 		t.Fatal(err)
 	}
 	kubeconfig := delivered.Data["kubeconfig"]
-	out, err := framework.Kubectl(t.Context(), t, kubeconfig, nil, "get", "namespaces", "-o", "name")
-	if err != nil || !strings.Contains(out, "namespace/default") || !strings.Contains(out, "namespace/kube-system") {
-		t.Fatalf("kubectl get namespaces with the delivered kubeconfig: %q, %v", out, err)
-	}
+	// vCluster adds the load balancer's address to its certificate within its 2 s re-read.
+	framework.Eventually(t, 30*time.Second, "kubectl get namespaces with the delivered kubeconfig", func() (bool, string) {
+		out, err := framework.Kubectl(t.Context(), t, kubeconfig, nil, "get", "namespaces", "-o", "name")
+		return err == nil && strings.Contains(out, "namespace/default") && strings.Contains(out, "namespace/kube-system"), fmt.Sprintf("%q, %v", out, err)
+	})
 	// What the tenant creates in it, vCluster's syncer puts on the backend: a Service in a new
 	// namespace appears in the host namespace as <name>-x-<namespace>-x-<vCluster name>
 	// (vcluster pkg/util/translate/single_namespace.go lines 59-63).

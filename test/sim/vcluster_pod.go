@@ -157,6 +157,10 @@ type VClusterPods struct {
 	// Processes records the processes it starts; nil records nothing. They die with this process
 	// either way (devenv.Processes).
 	Processes *devenv.Processes
+	// Schedule says whether the Pod of StatefulSet namespace/name may run on this node yet (a
+	// test that checks what a Tenant shows while its vCluster is not up lets it run later, as a
+	// scheduler would place it); nil runs every one.
+	Schedule func(namespace, name string) bool
 
 	mu       sync.Mutex
 	cs       kubernetes.Interface
@@ -255,7 +259,7 @@ func (v *VClusterPods) sync(ctx context.Context) error {
 	for i := range list.Items {
 		s := &list.Items[i]
 		key := s.Namespace + "/" + s.Name
-		if s.DeletionTimestamp != nil || ptr.Deref(s.Spec.Replicas, 1) == 0 {
+		if s.DeletionTimestamp != nil || ptr.Deref(s.Spec.Replicas, 1) == 0 || (v.Schedule != nil && !v.Schedule(s.Namespace, s.Name)) {
 			continue
 		}
 		seen[key] = true
