@@ -48,9 +48,11 @@ type settings struct {
 	// kubeconfig Secret (BENCH_VCLUSTER_DELAY, a Go duration; default 15 s). The Secret is
 	// written by the vCluster itself (docs/tenant.md#names), so only once its StatefulSet's Pod
 	// has been scheduled, pulled its images and started its control plane: never the moment
-	// Helm (Wait=false) reports the release deployed. No vCluster document states how long that
-	// takes; 15 s is this project's assumption, and a setting so a run can use a figure
-	// measured on a real cluster.
+	// Helm (Wait=false) reports the release deployed. The bench cannot run hundreds of real
+	// vClusters on one machine (the other suites do run them: sim.VClusterPods), so the actor
+	// plays the write after the delay the real one takes here: vCluster v0.21.0 (k8s distro)
+	// under sim.VClusterPods wrote its Secret 12-14 s after its Pod started
+	// (TestVClusterPodsRunTheRealVCluster), with no image pull; 15 s rounds that up.
 	vclusterDelay time.Duration
 	// managerBin is a prebuilt manager (BENCH_MANAGER_BIN); empty: build ./cmd/manager.
 	managerBin string

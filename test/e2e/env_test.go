@@ -86,15 +86,15 @@ func sharedEnv(t *testing.T) *env {
 
 // env is the suite's environment: a real kcp, a real backend and the manager binary.
 type env struct {
-	kcp        *devenv.KCP
-	backend    *devenv.Backend
-	backendC   client.Client
-	backendID  *framework.Identity // the manager's: ServiceAccount kubeopera-manager, config/rbac's rights
-	api        *sim.KubeoperaAPI
+	kcp       *devenv.KCP
+	backend   *devenv.Backend
+	backendC  client.Client
+	backendID *framework.Identity // the manager's: ServiceAccount kubeopera-manager, config/rbac's rights
+	api       *sim.KubeoperaAPI
 	// vclusters runs the real vCluster of every Tenant where its StatefulSet's Pod would run;
 	// the backend's load balancer controller (sim.LoadBalancers) gives their Services addresses
 	// that reach them (the manager runs with --vcluster-exposure loadbalancer).
-	vclusters *sim.VClusterPods
+	vclusters  *sim.VClusterPods
 	gitops     *sim.GitOps
 	managerBin string
 	dir        string

@@ -54,8 +54,10 @@ func VClusterKubeconfigSecretName(release string) string {
 	return VClusterSecretPrefix + release
 }
 
-// VClusterWritesKubeconfig plays the vCluster control plane of Helm release `release` in
-// `namespace` once its Pod is up (there is no kubelet here, so no Pod runs): it writes the
+// VClusterWritesKubeconfig plays, for the bench (which cannot run hundreds of real vClusters on
+// one machine) and for `make run` not run as root (VClusterPods needs root), the vCluster control
+// plane of Helm release `release` in `namespace` once its Pod is up; every suite runs the real
+// vCluster with VClusterPods (there is no kubelet here, so no Pod runs): it writes the
 // kubeconfig Secret exactly as loft-sh/vcluster v0.21.2 does, reading its configuration where
 // vCluster reads it: the release's values, which the chart renders into Secret
 // vc-config-<release> (chart/templates/config-secret.yaml). From vCluster's source at v0.21.2:
