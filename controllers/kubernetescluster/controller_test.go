@@ -531,6 +531,14 @@ func TestKubernetesCluster(t *testing.T) {
 		if c := reconcile.GetCondition(kc, platformv1alpha1.NetworkReadyCondition); c == nil || !strings.Contains(c.Message, "elastic IP kc-default-public-eip (10 Mbit/s)") {
 			t.Errorf("NetworkReady does not name the elastic IP: %v", c)
 		}
+		// Another provider's cluster cannot ask for one: kcp refuses it at admission.
+		aws := &platformv1alpha1.KubernetesCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "public-eks"}, Spec: platformv1alpha1.KubernetesClusterSpec{
+			MachineCapabilitiesRef: platformv1alpha1.LocalObjectReference{Name: "caps-public"}, NodeCount: 1, Kubernetes: platformv1alpha1.KubernetesSpec{Version: "1.31"},
+			ProviderRef:    platformv1alpha1.ProviderRef{Type: "AWS", ConfigRef: &platformv1alpha1.LocalObjectReference{Name: "provider-public"}},
+			PublicEndpoint: &platformv1alpha1.PublicEndpoint{}}}
+		if err := s.h.WS["globex"].Create(s.ctx, aws); err == nil || !strings.Contains(err.Error(), "spec.publicEndpoint is offered for OTC clusters only") {
+			t.Errorf("an AWS cluster with a public endpoint: %v, want refused at admission", err)
+		}
 
 		if err := s.h.WS["globex"].Delete(s.ctx, kc); err != nil {
 			t.Fatal(err)

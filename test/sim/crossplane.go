@@ -27,7 +27,10 @@ import (
 )
 
 // What Crossplane core (crossplane-runtime v2.2.0) and provider-opentelekomcloud (commit
-// d711db8cf9730d4faf355ec690ede78eeb181969, upjet v2.1.0) write on a managed resource.
+// d711db8cf9730d4faf355ec690ede78eeb181969, upjet v2.1.0) write on a managed resource. The
+// Terraform resources behind it are cited from terraform-provider-opentelekomcloud at commit
+// 88f1cf1e0a9d85b2d9cb94c6722e16358ac3a983 (opentelekomcloud/services/{cce,vpc}/..., the
+// latest read; the provider packages release 1.37.1), built on terraform-plugin-sdk v2.
 const (
 	// CrossplaneFinalizer is the managed-resource finalizer (crossplane-runtime v2.2.0
 	// pkg/reconciler/managed/reconciler.go line 46, FinalizerName).
@@ -145,16 +148,19 @@ const (
 //     "create failed: "+that, AsyncOperation True Finished; Ready stays False Creating, no
 //     external name, no status.atProvider (the create never returned a state to upjet).
 //     2. The pool exists in CCE and Terraform keeps it in its state, tainted (the create set the
-//     id, then failed). upjet's next Observe refreshes it (external.go lines 218-263) and, the
+//     id, then failed: hashicorp/terraform internal/terraform/node_resource_apply_instance.go,
+//     maybeTainted). upjet's next Observe refreshes it (external.go lines 218-263) and, the
 //     critical annotations having changed, sets the external name (the OTC id) and returns
 //     ResourceLateInitialized (lines 302-309): the managed reconciler updates the object, whose
 //     reply resets the status it observed, and writes Synced True ReconcileSuccess
 //     (crossplane-runtime reconciler.go lines 1413-1439).
 //     3. The next Observe sets status.atProvider from the refreshed state (the Terraform Read
 //     sets status to CCE's phase: SoldOut) and, not yet Available, marks it Available (lines
-//     311-326): Ready True Available. From then on Plan finds it up to date (terraform plan
-//     counts the tainted pool's replacement as add and remove, never as change; upjet reads
-//     UpToDate from the change count, workspace.go lines 325-338), so nothing changes again:
+//     311-326): Ready True Available. From then on Plan finds it up to date (terraform plans a
+//     tainted object as a synthetic replace, node_resource_abstract_instance.go, which its JSON
+//     change summary counts as add and remove, never as change, internal/command/views/
+//     operation.go OperationJSON.Plan; upjet reads UpToDate from the change count,
+//     workspace.go lines 325-338), so nothing changes again:
 //     LastAsyncOperation stays False, and the provider never retries the create. Only
 //     deleting the NodePoolV3 (the Terraform destroy deletes the pool) ends it.
 //   - EIPV1 is created like the others; after ReadyAfter its status.atProvider is what the

@@ -10,7 +10,8 @@ import (
 // v2.1.0 with the Terraform CLI: its controllers use tjcontroller.NewConnector with a workspace
 // store, internal/controller/namespaced/cce/nodepoolv3/zz_controller.go, and the node pool is
 // UseAsync, config/namespaced/cce/config.go line 98) and the Terraform resource
-// opentelekomcloud_cce_node_pool_v3 leave it:
+// opentelekomcloud_cce_node_pool_v3 (terraform-provider-opentelekomcloud 88f1cf1e,
+// opentelekomcloud/services/cce/) leave it:
 //
 //   - The Terraform create (resource_opentelekomcloud_cce_node_pool_v3.go,
 //     resourceCCENodePoolV3Create) creates the pool, sets its id, then waits with Pending
@@ -24,11 +25,14 @@ import (
 //     with that message (reason ApplyFailure, pkg/resource/conditions.go) and Synced False
 //     ReconcileError "create failed: <message>" (pkg/controller/api.go callbackFn).
 //   - The pool exists in CCE and Terraform keeps it in its state (tainted: the create returned an
-//     error after setting the id). upjet's next Observe refreshes it, so the external name and
+//     error after setting the id; hashicorp/terraform node_resource_apply_instance.go
+//     maybeTainted). upjet's next Observe refreshes it, so the external name and
 //     status.atProvider follow, with status as CCE's phase (the Read sets "status" to
 //     Status.Phase): SoldOut. It then marks the resource Available and, as terraform plan
 //     counts the tainted pool's replacement as an add, not a change, finds it up to date for good:
-//     Ready and Synced turn True while LastAsyncOperation stays False. The provider never
+//     Ready and Synced turn True while LastAsyncOperation stays False (terraform plans the tainted
+//     pool as a replace, internal/command/views/operation.go counts it as add and remove;
+//     upjet's UpToDate is "no change", pkg/terraform/workspace.go Plan). The provider never
 //     retries the create; only deleting the NodePoolV3 and creating it anew does.
 //
 // So SoldOut shows first in LastAsyncOperation's message and later in status.atProvider.status
