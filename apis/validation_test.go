@@ -154,6 +154,19 @@ spec: {vCPUCount: 4, memorySize: 8Gi, gpuModelName: RTX3080}
 			wantErr: "spec.providerRef.configRef is required"},
 		"KubernetesCluster with zero nodes": {object: kubernetesCluster, edit: setInt(0, "spec", "nodeCount"),
 			wantErr: "spec.nodeCount"},
+		"KubernetesCluster with a public endpoint": {object: kubernetesCluster, edit: setInt(10, "spec", "publicEndpoint", "bandwidthMbit")},
+		"KubernetesCluster with a public endpoint of no bandwidth": {object: kubernetesCluster, edit: setInt(0, "spec", "publicEndpoint", "bandwidthMbit"),
+			wantErr: "spec.publicEndpoint.bandwidthMbit: Invalid value: 0"},
+		"KubernetesCluster with a public endpoint beyond OTC's bandwidth": {object: kubernetesCluster, edit: setInt(301, "spec", "publicEndpoint", "bandwidthMbit"),
+			wantErr: "spec.publicEndpoint.bandwidthMbit: Invalid value: 301"},
+		"public endpoint of a lower-case otc cluster": {object: kubernetesCluster, edit: func(u *unstructured.Unstructured) {
+			set("otc", "spec", "providerRef", "type")(u)
+			setInt(5, "spec", "publicEndpoint", "bandwidthMbit")(u)
+		}},
+		"public endpoint of another provider's cluster": {object: kubernetesCluster, edit: func(u *unstructured.Unstructured) {
+			set("AWS", "spec", "providerRef", "type")(u)
+			setInt(5, "spec", "publicEndpoint", "bandwidthMbit")(u)
+		}, wantErr: "spec.publicEndpoint is offered for OTC clusters only"},
 		"seed ProviderMachineFlavor":    {object: flavor},
 		"seed ProviderConfig":           {object: providerConfig},
 		"ProviderConfig unknown source": {object: providerConfig, edit: set("Vault", "spec", "credentials", "source"), wantErr: "spec.credentials.source: Unsupported value"},
@@ -181,6 +194,40 @@ spec: {vCPUCount: 4, memorySize: 8Gi, gpuModelName: RTX3080}
 			}
 		})
 	}
+
+	t.Run("a public endpoint defaults to 5 Mbit/s and is set or omitted for good", func(t *testing.T) {
+		newCluster := func(name string, public bool) *unstructured.Unstructured {
+			u := &unstructured.Unstructured{}
+			if err := yaml.Unmarshal([]byte(kubernetesCluster), &u.Object); err != nil {
+				t.Fatal(err)
+			}
+			u.SetName(name)
+			if public {
+				_ = unstructured.SetNestedMap(u.Object, map[string]any{}, "spec", "publicEndpoint")
+			}
+			if err := c.Create(ctx, u); err != nil {
+				t.Fatal(err)
+			}
+			return u
+		}
+		public := newCluster("public", true)
+		if bw, _, _ := unstructured.NestedInt64(public.Object, "spec", "publicEndpoint", "bandwidthMbit"); bw != 5 {
+			t.Errorf("publicEndpoint: {} stored with bandwidthMbit %d, want the default 5", bw)
+		}
+		setInt(20, "spec", "publicEndpoint", "bandwidthMbit")(public)
+		if err := c.Update(ctx, public); err != nil {
+			t.Errorf("changing the bandwidth: %v", err)
+		}
+		del("spec", "publicEndpoint")(public)
+		if err := c.Update(ctx, public); err == nil || !strings.Contains(err.Error(), "spec.publicEndpoint cannot be added or removed once the cluster exists") {
+			t.Errorf("removing the public endpoint: %v, want refused", err)
+		}
+		private := newCluster("private", false)
+		setInt(5, "spec", "publicEndpoint", "bandwidthMbit")(private)
+		if err := c.Update(ctx, private); err == nil || !strings.Contains(err.Error(), "spec.publicEndpoint cannot be added or removed once the cluster exists") {
+			t.Errorf("adding a public endpoint: %v, want refused", err)
+		}
+	})
 
 	t.Run("tenantName is immutable", func(t *testing.T) {
 		u := &unstructured.Unstructured{}

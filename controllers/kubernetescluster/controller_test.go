@@ -2,6 +2,7 @@ package kubernetescluster_test
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -94,8 +96,11 @@ func setup(t *testing.T) *suite {
 		t.Fatal(err)
 	}
 	h.Run(t)
+	// CCE has no capacity for c4.xlarge.2 in eu-de-02 for the clusters whose name says so.
 	xp := &sim.CrossplaneOTC{Backend: h.BackendAdmin, ReadyAfter: 500 * time.Millisecond,
-		SoldOut: func(namespace, name string) bool { return strings.Contains(name, "-sold-") }}
+		SoldOut: func(namespace, name, flavor, zone string) bool {
+			return strings.Contains(name, "-sold-") && flavor == "c4.xlarge.2" && zone == "eu-de-02"
+		}}
 	xr := &sim.CrossplaneXR{Backend: h.BackendAdmin, ReadyAfter: 500 * time.Millisecond}
 	actx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{}, 2)
@@ -125,7 +130,9 @@ func (s *suite) demo(t *testing.T, ws, credentials, capsName string, caps platfo
 	}
 	kc.Spec.NodeDiskSize = ptr.To(resource.MustParse("100Gi"))
 	kc.Spec.Kubernetes.Version = "1.28.0"
-	kc.Spec.NodeAvailableZone = "random"
+	if kc.Spec.NodeAvailableZone == "" {
+		kc.Spec.NodeAvailableZone = "random"
+	}
 	objs = append(objs, kc)
 	for _, o := range objs {
 		if err := c.Create(s.ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
@@ -224,11 +231,71 @@ func (s *suite) backendObject(t *testing.T, ws string, gvkKind string, name stri
 		u.SetGroupVersionKind(otc.ClusterGVK)
 	case "NodePoolV3":
 		u.SetGroupVersionKind(otc.NodePoolGVK)
+	case "EIPV1":
+		u.SetGroupVersionKind(otc.EIPGVK)
 	}
 	if err := s.h.Backend.Get(s.ctx, client.ObjectKey{Namespace: workspaces.Namespace(s.h.LC[ws]), Name: name}, u); err != nil {
 		return nil
 	}
 	return u
+}
+
+// certificateCluster is the server and decoded CA of the certificateClusters entry name the
+// ClusterV3 cluster of a workspace observes.
+func (s *suite) certificateCluster(t *testing.T, ws, cluster, name string) (server string, ca []byte) {
+	t.Helper()
+	cl := s.backendObject(t, ws, "ClusterV3", cluster)
+	if cl == nil {
+		t.Fatalf("%s: no ClusterV3 %s", ws, cluster)
+	}
+	entries, _, _ := unstructured.NestedSlice(cl.Object, "status", "atProvider", "certificateClusters")
+	for _, e := range entries {
+		m, _ := e.(map[string]any)
+		if m["name"] == name {
+			server, _ = m["server"].(string)
+			ca, _ = base64.StdEncoding.DecodeString(fmt.Sprint(m["certificateAuthorityData"]))
+			return server, ca
+		}
+	}
+	t.Fatalf("%s: ClusterV3 %s observes no %s entry: %v", ws, cluster, name, entries)
+	return "", nil
+}
+
+// checkKubeconfig checks the kubeconfig delivered for the KubernetesCluster name names server,
+// verified with ca, and carries a client certificate and key.
+func (s *suite) checkKubeconfig(t *testing.T, ws, name, server string, ca []byte) {
+	t.Helper()
+	sec := &corev1.Secret{}
+	if err := s.h.WS[ws].Get(s.ctx, client.ObjectKey{Namespace: "default", Name: name + "-kubeconfig"}, sec); err != nil {
+		t.Fatalf("%s: kubeconfig not delivered: %v", ws, err)
+	}
+	cfg, err := clientcmd.Load(sec.Data["kubeconfig"])
+	if err != nil {
+		t.Fatalf("%s: delivered kubeconfig does not parse: %v", ws, err)
+	}
+	kctx := cfg.Contexts[cfg.CurrentContext]
+	if kctx == nil || cfg.Clusters[kctx.Cluster] == nil || cfg.AuthInfos[kctx.AuthInfo] == nil {
+		t.Fatalf("%s: delivered kubeconfig has no usable current context", ws)
+	}
+	c, u := cfg.Clusters[kctx.Cluster], cfg.AuthInfos[kctx.AuthInfo]
+	if c.Server != server || len(ca) == 0 || string(c.CertificateAuthorityData) != string(ca) || c.InsecureSkipTLSVerify {
+		t.Errorf("%s: delivered kubeconfig names %q (CA %d bytes, insecure %v), want %q with the cluster's CA", ws, c.Server, len(c.CertificateAuthorityData), c.InsecureSkipTLSVerify, server)
+	}
+	if len(u.ClientCertificateData) == 0 || len(u.ClientKeyData) == 0 {
+		t.Errorf("%s: delivered kubeconfig has no client certificate and key", ws)
+	}
+}
+
+// conditionStatus is the status of a Crossplane condition of u.
+func conditionStatus(u *unstructured.Unstructured, typ string) string {
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, c := range conds {
+		if m, _ := c.(map[string]any); m["type"] == typ {
+			st, _ := m["status"].(string)
+			return st
+		}
+	}
+	return ""
 }
 
 func TestKubernetesCluster(t *testing.T) {
@@ -249,9 +316,17 @@ func TestKubernetesCluster(t *testing.T) {
 			if kc.Status.Flavor != "c4.xlarge.2" {
 				t.Errorf("%s: flavor %q, want the catalog's smallest match c4.xlarge.2", ws, kc.Status.Flavor)
 			}
-			sec := &corev1.Secret{}
-			if err := s.h.WS[ws].Get(s.ctx, client.ObjectKey{Namespace: "default", Name: "my-cluster-kubeconfig"}, sec); err != nil || len(sec.Data["kubeconfig"]) == 0 {
-				t.Errorf("%s: kubeconfig not delivered: %v", ws, err)
+			// Not asked to be public: the kubeconfig names the private endpoint, with the CA.
+			server, ca := s.certificateCluster(t, ws, "kc-default-my-cluster-cluster", otc.CertificateClusterInternal)
+			s.checkKubeconfig(t, ws, "my-cluster", server, ca)
+			if kc.Status.Endpoint != server || kc.Status.EndpointAccess != platformv1alpha1.EndpointPrivate {
+				t.Errorf("%s: status.endpoint %q (%s), want the private %q", ws, kc.Status.Endpoint, kc.Status.EndpointAccess, server)
+			}
+			if c := reconcile.GetCondition(kc, platformv1alpha1.KubeconfigDeliveredCondition); c == nil || !strings.Contains(c.Message, "private endpoint "+server) {
+				t.Errorf("%s: KubeconfigDelivered does not name the private endpoint: %v", ws, c)
+			}
+			if s.backendObject(t, ws, "EIPV1", "kc-default-my-cluster-eip") != nil {
+				t.Errorf("%s: an elastic IP was made for a private cluster", ws)
 			}
 			for _, kind := range []string{"VpcV1", "SubnetV1", "ClusterV3", "NodePoolV3"} {
 				suffix := map[string]string{"VpcV1": "vpc", "SubnetV1": "subnet", "ClusterV3": "cluster", "NodePoolV3": "pool"}[kind]
@@ -367,17 +442,121 @@ func TestKubernetesCluster(t *testing.T) {
 		}
 	})
 
-	t.Run("a sold-out node pool says so, with the seed's advice", func(t *testing.T) {
-		s.demo(t, "acme", akskCredentials, "caps-sold", demoCaps, &platformv1alpha1.KubernetesCluster{ObjectMeta: metav1.ObjectMeta{Name: "x-sold-out"}})
+	t.Run("a sold-out node pool (a failed create) says so with the seed's advice; following it replaces the pool", func(t *testing.T) {
+		s.demo(t, "acme", akskCredentials, "caps-sold", demoCaps, &platformv1alpha1.KubernetesCluster{ObjectMeta: metav1.ObjectMeta{Name: "x-sold-out"},
+			Spec: platformv1alpha1.KubernetesClusterSpec{NodeAvailableZone: "eu-de-02"}})
+		pool := "kc-default-x-sold-out-pool"
 		t.Cleanup(func() {
 			if t.Failed() {
-				if u := s.backendObject(t, "acme", "NodePoolV3", "kc-default-x-sold-out-pool"); u != nil {
+				if u := s.backendObject(t, "acme", "NodePoolV3", pool); u != nil {
 					st, _, _ := unstructured.NestedMap(u.Object, "status")
 					t.Logf("node pool status on the backend: %v", st)
 				}
 			}
 		})
-		s.waitCondition(t, "acme", "x-sold-out", platformv1alpha1.NodePoolReadyCondition, platformv1alpha1.SoldOutReason, "nodeAvailableZone: random")
+		kc := s.waitCondition(t, "acme", "x-sold-out", platformv1alpha1.NodePoolReadyCondition, platformv1alpha1.SoldOutReason, "no capacity")
+		msg := reconcile.GetCondition(kc, platformv1alpha1.NodePoolReadyCondition).Message
+		for _, want := range []string{"flavor c4.xlarge.2", "zone eu-de-02", "spec.nodeAvailableZone: random", "spec.nodeFlavor", "spec.nodeCount"} {
+			if !strings.Contains(msg, want) {
+				t.Errorf("SoldOut message %q lacks %q", msg, want)
+			}
+		}
+		// The provider ends up calling the failed pool Ready (upjet marks the tainted Terraform
+		// resource Available): the cluster still is not.
+		framework.Eventually(t, time.Minute, "the failed pool Ready on the backend", func() (bool, string) {
+			u := s.backendObject(t, "acme", "NodePoolV3", pool)
+			st, _, _ := unstructured.NestedString(u.Object, "status", "atProvider", "status")
+			return conditionStatus(u, "Ready") == "True" && st == sim.OTCNodePoolSoldOut, fmt.Sprint(u.Object["status"])
+		})
+		firstUID := s.backendObject(t, "acme", "NodePoolV3", pool).GetUID()
+		framework.Consistently(t, 2*time.Second, "still SoldOut", func() (bool, string) {
+			kc := s.get(t, "acme", "x-sold-out")
+			c := reconcile.GetCondition(kc, platformv1alpha1.NodePoolReadyCondition)
+			return c != nil && c.Reason == platformv1alpha1.SoldOutReason && kc.Status.Phase != platformv1alpha1.KubernetesClusterPhaseReady, describe(kc)
+		})
+		// The tenant takes the advice: another flavor. The provider never retries the failed
+		// create, so the pool is deleted and created anew, and this one finds capacity.
+		kc = s.get(t, "acme", "x-sold-out")
+		kc.Spec.NodeFlavor = "s3.xlarge.4"
+		if err := s.h.WS["acme"].Update(s.ctx, kc); err != nil {
+			t.Fatal(err)
+		}
+		kc = s.waitReady(t, "acme", "x-sold-out")
+		u := s.backendObject(t, "acme", "NodePoolV3", pool)
+		if f, _, _ := unstructured.NestedString(u.Object, "spec", "forProvider", "flavor"); f != "s3.xlarge.4" || u.GetUID() == firstUID {
+			t.Errorf("node pool flavor %q, uid %s (the failed one's %s): want a new pool of s3.xlarge.4", f, u.GetUID(), firstUID)
+		}
+		ns := workspaces.Namespace(s.h.LC["acme"])
+		if !slices.Contains(s.xp.Deleted(), "NodePoolV3/"+ns+"/"+pool) {
+			t.Errorf("the failed pool was never deleted: %v", s.xp.Deleted())
+		}
+	})
+
+	t.Run("a public endpoint: an elastic IP bound to the cluster, the kubeconfig naming it; torn down after the cluster", func(t *testing.T) {
+		s.demo(t, "globex", passwordCredentials, "caps-public", demoCaps, &platformv1alpha1.KubernetesCluster{ObjectMeta: metav1.ObjectMeta{Name: "public"},
+			Spec: platformv1alpha1.KubernetesClusterSpec{PublicEndpoint: &platformv1alpha1.PublicEndpoint{BandwidthMbit: 10}}})
+		kc := s.waitReady(t, "globex", "public")
+		eip := s.backendObject(t, "globex", "EIPV1", "kc-default-public-eip")
+		if eip == nil {
+			t.Fatal("no EIPV1 kc-default-public-eip")
+		}
+		if eip.GetLabels()[workspaces.FingerprintLabel] != workspaces.Fingerprint(s.h.LC["globex"]) || eip.GetLabels()["platform.edgeconnect.eu/owner-name"] != "public" {
+			t.Errorf("EIPV1 labels %v", eip.GetLabels())
+		}
+		if pc, _, _ := unstructured.NestedString(eip.Object, "spec", "providerConfigRef", "name"); pc != crossplane.ProviderConfigName("default", "provider-public") {
+			t.Errorf("EIPV1 providerConfigRef %q", pc)
+		}
+		if bw, _, _ := unstructured.NestedSlice(eip.Object, "spec", "forProvider", "bandwidth"); len(bw) != 1 || fmt.Sprint(bw[0].(map[string]any)["size"]) != "10" {
+			t.Errorf("EIPV1 bandwidth %v, want 10 Mbit/s", bw)
+		}
+		ips, _, _ := unstructured.NestedSlice(eip.Object, "status", "atProvider", "publicip")
+		address, _ := ips[0].(map[string]any)["ipAddress"].(string)
+		cl := s.backendObject(t, "globex", "ClusterV3", "kc-default-public-cluster")
+		ref, _, _ := unstructured.NestedString(cl.Object, "spec", "forProvider", "eipRef", "name")
+		bound, _, _ := unstructured.NestedString(cl.Object, "spec", "forProvider", "eip")
+		if ref != "kc-default-public-eip" || address == "" || bound != address {
+			t.Errorf("ClusterV3 eipRef %q, eip %q; want the EIPV1 and its address %q", ref, bound, address)
+		}
+		server, ca := s.certificateCluster(t, "globex", "kc-default-public-cluster", otc.CertificateClusterExternalTLSVerify)
+		if server != "https://"+address+":5443" {
+			t.Errorf("the verifying external entry names %q, want the EIP's https://%s:5443", server, address)
+		}
+		s.checkKubeconfig(t, "globex", "public", server, ca)
+		if kc.Status.Endpoint != server || kc.Status.EndpointAccess != platformv1alpha1.EndpointPublic {
+			t.Errorf("status.endpoint %q (%s), want the public %q", kc.Status.Endpoint, kc.Status.EndpointAccess, server)
+		}
+		if c := reconcile.GetCondition(kc, platformv1alpha1.KubeconfigDeliveredCondition); c == nil || !strings.Contains(c.Message, "public endpoint "+server) {
+			t.Errorf("KubeconfigDelivered does not name the public endpoint: %v", c)
+		}
+		if c := reconcile.GetCondition(kc, platformv1alpha1.NetworkReadyCondition); c == nil || !strings.Contains(c.Message, "elastic IP kc-default-public-eip (10 Mbit/s)") {
+			t.Errorf("NetworkReady does not name the elastic IP: %v", c)
+		}
+		// Another provider's cluster cannot ask for one: kcp refuses it at admission.
+		aws := &platformv1alpha1.KubernetesCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "public-eks"}, Spec: platformv1alpha1.KubernetesClusterSpec{
+			MachineCapabilitiesRef: platformv1alpha1.LocalObjectReference{Name: "caps-public"}, NodeCount: 1, Kubernetes: platformv1alpha1.KubernetesSpec{Version: "1.31"},
+			ProviderRef:    platformv1alpha1.ProviderRef{Type: "AWS", ConfigRef: &platformv1alpha1.LocalObjectReference{Name: "provider-public"}},
+			PublicEndpoint: &platformv1alpha1.PublicEndpoint{}}}
+		if err := s.h.WS["globex"].Create(s.ctx, aws); err == nil || !strings.Contains(err.Error(), "spec.publicEndpoint is offered for OTC clusters only") {
+			t.Errorf("an AWS cluster with a public endpoint: %v, want refused at admission", err)
+		}
+
+		if err := s.h.WS["globex"].Delete(s.ctx, kc); err != nil {
+			t.Fatal(err)
+		}
+		framework.Eventually(t, 2*time.Minute, "public gone", func() (bool, string) {
+			err := s.h.WS["globex"].Get(s.ctx, client.ObjectKey{Namespace: "default", Name: "public"}, &platformv1alpha1.KubernetesCluster{})
+			return apierrors.IsNotFound(err), fmt.Sprint(err)
+		})
+		ns := workspaces.Namespace(s.h.LC["globex"])
+		var order []string
+		for _, d := range s.xp.Deleted() {
+			if strings.Contains(d, "/"+ns+"/kc-default-public-") {
+				order = append(order, strings.SplitN(d, "/", 2)[0])
+			}
+		}
+		if want := []string{"NodePoolV3", "ClusterV3", "EIPV1", "SubnetV1", "VpcV1"}; !slices.Equal(order, want) {
+			t.Errorf("deletion order %v, want %v", order, want)
+		}
 	})
 
 	t.Run("malformed credentials: the ProviderConfig says what is wrong, the cluster waits on it", func(t *testing.T) {

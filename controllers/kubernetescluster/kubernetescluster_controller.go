@@ -39,8 +39,6 @@ const (
 	DefaultConcurrency = 8
 	// ConnectionKubeconfigKey is the key of the kubeconfig in ClusterV3's connection Secret.
 	ConnectionKubeconfigKey = "kubeconfig"
-	// NodePoolSoldOut is NodePoolV3 status.atProvider.status when OTC has no capacity for it.
-	NodePoolSoldOut = "SoldOut"
 	// The network the platform creates when the tenant gives none.
 	defaultVPCCIDR    = "192.168.0.0/16"
 	defaultSubnetCIDR = "192.168.0.0/24"
@@ -263,6 +261,9 @@ func (r *Reconciler) deleteSteps(*platformv1alpha1.KubernetesCluster) []reconcil
 		// Foreground: the XR is gone only once the resources composed for it are (they are its
 		// dependents), so "deleted" means the cloud resources are.
 		{Name: "delete the composite cluster", Condition: platformv1alpha1.ClusterReadyCondition, Run: r.deleteOf(xr.GVK, "cluster", client.PropagationPolicy(metav1.DeletePropagationForeground))},
+		// The elastic IP only once the cluster it is bound to is gone (deleting the CCE cluster
+		// releases it).
+		{Name: "delete the elastic IP", Condition: platformv1alpha1.NetworkReadyCondition, Run: r.deleteOf(otc.EIPGVK, "eip")},
 		{Name: "delete the subnet", Condition: platformv1alpha1.NetworkReadyCondition, Run: r.deleteOf(otc.SubnetGVK, "subnet")},
 		{Name: "delete the VPC", Condition: platformv1alpha1.NetworkReadyCondition, Run: r.deleteOf(otc.VPCGVK, "vpc")},
 		{Name: "remove the kubeconfig", Condition: platformv1alpha1.KubeconfigDeliveredCondition, Run: removeKubeconfig},

@@ -165,13 +165,10 @@ func (s *scope) object(suffix string) otc.Object {
 	}}
 }
 
-// network makes the VPC and subnet the tenant did not give, and waits until they are Ready.
+// network makes the VPC and subnet the tenant did not give and, for a public endpoint, the
+// elastic IP the cluster binds, and waits until they are Ready.
 func (r *Reconciler) network(ctx context.Context, s *scope) error {
 	kc := s.kc
-	if kc.Spec.VpcID != "" && kc.Spec.SubnetID != "" {
-		reconcile.MarkTrue(kc, platformv1alpha1.NetworkReadyCondition, commonv1alpha1.SucceededReason, "Using the tenant's VPC "+kc.Spec.VpcID+" and subnet "+kc.Spec.SubnetID)
-		return nil
-	}
 	var built []*unstructured.Unstructured
 	if kc.Spec.VpcID == "" {
 		vpc, err := s.objects.Apply(ctx, otc.VPC(otc.VPCParams{Object: s.object("vpc"), ProviderConfigName: s.providerConfig, CIDR: defaultVPCCIDR, Region: kc.Spec.Region}))
@@ -180,22 +177,41 @@ func (r *Reconciler) network(ctx context.Context, s *scope) error {
 		}
 		built = append(built, vpc)
 	}
-	gw, err := otc.GatewayIP(defaultSubnetCIDR)
-	if err != nil {
-		return err
+	if kc.Spec.SubnetID == "" {
+		gw, err := otc.GatewayIP(defaultSubnetCIDR)
+		if err != nil {
+			return err
+		}
+		subnet, err := s.objects.Apply(ctx, otc.Subnet(otc.SubnetParams{Object: s.object("subnet"), ProviderConfigName: s.providerConfig,
+			CIDR: defaultSubnetCIDR, GatewayIP: gw, VPCID: kc.Spec.VpcID, VPCName: s.name("vpc"), Region: kc.Spec.Region}))
+		if err != nil {
+			return err
+		}
+		built = append(built, subnet)
 	}
-	subnet, err := s.objects.Apply(ctx, otc.Subnet(otc.SubnetParams{Object: s.object("subnet"), ProviderConfigName: s.providerConfig,
-		CIDR: defaultSubnetCIDR, GatewayIP: gw, VPCID: kc.Spec.VpcID, VPCName: s.name("vpc"), Region: kc.Spec.Region}))
-	if err != nil {
-		return err
+	if pe := kc.Spec.PublicEndpoint; pe != nil {
+		eip, err := s.objects.Apply(ctx, otc.EIP(otc.EIPParams{Object: s.object("eip"), ProviderConfigName: s.providerConfig,
+			BandwidthMbit: int64(pe.BandwidthMbit), Region: kc.Spec.Region}))
+		if err != nil {
+			return err
+		}
+		built = append(built, eip)
 	}
-	built = append(built, subnet)
 	for _, u := range built {
 		if ready, reason, msg := crossplane.Observe(u, platformv1alpha1.CreatingReason); !ready {
 			return r.waitOn(s, u, reason, msg)
 		}
 	}
-	reconcile.MarkTrue(kc, platformv1alpha1.NetworkReadyCondition, commonv1alpha1.SucceededReason, "VPC and subnet are Ready")
+	var parts []string
+	if kc.Spec.VpcID != "" && kc.Spec.SubnetID != "" {
+		parts = append(parts, "Using the tenant's VPC "+kc.Spec.VpcID+" and subnet "+kc.Spec.SubnetID)
+	} else {
+		parts = append(parts, "VPC and subnet are Ready")
+	}
+	if kc.Spec.PublicEndpoint != nil {
+		parts = append(parts, fmt.Sprintf("elastic IP %s (%d Mbit/s) is Ready", s.name("eip"), kc.Spec.PublicEndpoint.BandwidthMbit))
+	}
+	reconcile.MarkTrue(kc, platformv1alpha1.NetworkReadyCondition, commonv1alpha1.SucceededReason, strings.Join(parts, "; "))
 	return nil
 }
 
@@ -214,6 +230,9 @@ func (r *Reconciler) cluster(ctx context.Context, s *scope) error {
 	} else {
 		p.SubnetName = s.name("subnet")
 	}
+	if kc.Spec.PublicEndpoint != nil {
+		p.EIPName = s.name("eip")
+	}
 	u, err := s.objects.Apply(ctx, otc.Cluster(p))
 	if err != nil {
 		return err
@@ -226,7 +245,10 @@ func (r *Reconciler) cluster(ctx context.Context, s *scope) error {
 }
 
 // nodePool makes the NodePoolV3 with the cluster's id and the key pair written literally, and
-// waits until it is Synced and Ready; a sold-out pool says so, with what to change.
+// waits until it is Synced and Ready. A pool whose create failed is never Ready, whatever its
+// Ready condition says (otc.ObserveNodePool): a sold-out one says so, with what to change, and
+// once the tenant changed it the failed pool is deleted and created anew (the provider never
+// retries a failed create).
 func (r *Reconciler) nodePool(ctx context.Context, s *scope) error {
 	kc := s.kc
 	cl := &unstructured.Unstructured{}
@@ -238,16 +260,42 @@ func (r *Reconciler) nodePool(ctx context.Context, s *scope) error {
 	if !ok {
 		return r.waitOn(s, cl, platformv1alpha1.CreatingReason, "Waiting for the cluster's id")
 	}
-	u, err := s.objects.Apply(ctx, otc.NodePool(otc.NodePoolParams{Object: s.object("pool"), ProviderConfigName: s.providerConfig,
-		ClusterID: id, Flavor: s.flavor, NodeCount: kc.Spec.NodeCount, AvailabilityZone: kc.Spec.NodeAvailableZone,
-		KeyPair: kc.Spec.KeyPair, DiskSize: kc.Spec.NodeDiskSize}))
+	zone := orDefault(kc.Spec.NodeAvailableZone, otc.DefaultNodeAvailabilityZone)
+	want := otc.NodePool(otc.NodePoolParams{Object: s.object("pool"), ProviderConfigName: s.providerConfig,
+		ClusterID: id, Flavor: s.flavor, NodeCount: kc.Spec.NodeCount, AvailabilityZone: zone,
+		KeyPair: kc.Spec.KeyPair, DiskSize: kc.Spec.NodeDiskSize})
+	key := client.ObjectKeyFromObject(want)
+	cur := &unstructured.Unstructured{}
+	cur.SetGroupVersionKind(otc.NodePoolGVK)
+	if err := s.Backend.Client.Get(ctx, key, cur); client.IgnoreNotFound(err) != nil {
+		return err
+	} else if err == nil && otc.ObserveNodePool(cur).CreateFailed && !crossplane.Contains(cur.Object["spec"], want.Object["spec"]) {
+		gone, deleting, err := s.objects.Delete(ctx, otc.NodePoolGVK, key)
+		if err != nil {
+			return err
+		}
+		if !gone {
+			return r.waitOn(s, deleting, platformv1alpha1.ReplacingReason, fmt.Sprintf(
+				"Replacing NodePoolV3 %s, whose create failed, with one of %d × %s in zone %s: waiting for it to be deleted", key.Name, kc.Spec.NodeCount, s.flavor, zone))
+		}
+	}
+	u, err := s.objects.Apply(ctx, want)
 	if err != nil {
 		return err
 	}
-	if st, _, _ := unstructured.NestedString(u.Object, "status", "atProvider", "status"); strings.EqualFold(st, NodePoolSoldOut) {
+	switch st := otc.ObserveNodePool(u); {
+	case st.SoldOut && zone == otc.DefaultNodeAvailabilityZone:
 		return r.waitOn(s, u, platformv1alpha1.SoldOutReason, fmt.Sprintf(
-			"OTC has no capacity for flavor %s in zone %s (node pool SoldOut): set spec.nodeAvailableZone: random to let OTC pick a zone with capacity, or pick another spec.nodeFlavor and/or a lower spec.nodeCount",
-			s.flavor, orDefault(kc.Spec.NodeAvailableZone, otc.DefaultNodeAvailabilityZone)))
+			"OTC has no capacity for flavor %s in any zone of the region (spec.nodeAvailableZone: random; the node pool is SoldOut and its create failed): pick another spec.nodeFlavor and/or a lower spec.nodeCount, and the node pool is replaced",
+			s.flavor))
+	case st.SoldOut:
+		return r.waitOn(s, u, platformv1alpha1.SoldOutReason, fmt.Sprintf(
+			"OTC has no capacity for flavor %s in zone %s (the node pool is SoldOut and its create failed): set spec.nodeAvailableZone: random to let OTC pick a zone with capacity, or pick another spec.nodeFlavor and/or a lower spec.nodeCount, and the node pool is replaced",
+			s.flavor, zone))
+	case st.CreateFailed:
+		return r.waitOn(s, u, orDefault(st.Reason, commonv1alpha1.FailedReason), fmt.Sprintf(
+			"NodePoolV3 %s could not be created and the provider does not retry: %s. Change the node pool's settings (spec.nodeFlavor, spec.nodeAvailableZone, spec.nodeCount, spec.nodeDiskSize, spec.keyPair) and it is replaced",
+			u.GetName(), st.Message))
 	}
 	if ready, reason, msg := crossplane.Observe(u, platformv1alpha1.CreatingReason); !ready {
 		return r.waitOn(s, u, reason, msg)
@@ -284,42 +332,53 @@ func (r *Reconciler) composite(ctx context.Context, s *scope) error {
 	return nil
 }
 
-// kubeconfig delivers the cluster's kubeconfig: from its connection Secret when that holds one
-// (key ConnectionSecretKey), otherwise built from the certificates the ClusterV3 observes (the
-// OTC provider publishes no connection details for CCE clusters: see otc.Kubeconfig).
+// kubeconfig delivers the cluster's kubeconfig. A composite cluster's is the one its
+// Composition writes into the connection Secret (key ConnectionSecretKey). An OTC cluster's is
+// built from the certificates the ClusterV3 observes (the OTC provider publishes no connection
+// details for CCE clusters: see otc.Kubeconfig), naming the public endpoint when the tenant asked
+// for one (and waiting until CCE reports it) and the private one otherwise; status.endpoint and
+// endpointAccess say which.
 func (r *Reconciler) kubeconfig(ctx context.Context, s *scope) error {
 	kc := s.kc
-	conn := &corev1.Secret{}
-	err := s.Backend.Reader.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: s.name("conn")}, conn)
-	if err != nil && !apierrors.IsNotFound(err) {
-		return err
-	}
-	raw := conn.Data[r.ConnectionSecretKey]
-	if len(raw) == 0 && !isOTC(kc) {
-		r.arrivals.Await(s.Request, &corev1.SecretList{}, s.Namespace, s.name("conn"), conn.ResourceVersion)
-		return reconcile.Waiting(commonv1alpha1.WaitingReason, fmt.Sprintf("Waiting for the %s composition to write the kubeconfig into Secret %s (key %q)", kc.Spec.ProviderRef.Type, s.name("conn"), r.ConnectionSecretKey), r.PollInterval)
-	}
-	if len(raw) == 0 {
+	var raw []byte
+	var endpoint string
+	if isOTC(kc) {
 		cl := &unstructured.Unstructured{}
 		cl.SetGroupVersionKind(otc.ClusterGVK)
 		if err := s.Backend.Client.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: s.name("cluster")}, cl); err != nil {
 			return err
 		}
-		built, ok, err := otc.Kubeconfig(cl)
+		built, ep, waiting, err := otc.Kubeconfig(cl, kc.Spec.PublicEndpoint != nil)
 		if err != nil {
 			return reconcile.Waiting(commonv1alpha1.WaitingReason, "The cluster's observed certificates cannot make a kubeconfig: "+err.Error(), r.PollInterval)
 		}
-		if !ok {
-			return r.waitOn(s, cl, commonv1alpha1.WaitingReason, fmt.Sprintf("Waiting for ClusterV3 %s to observe its certificates", cl.GetName()))
+		if waiting != "" {
+			return r.waitOn(s, cl, commonv1alpha1.WaitingReason, "Waiting: "+waiting)
 		}
 		raw = built
+		kc.Status.Endpoint, kc.Status.EndpointAccess = ep.Server, platformv1alpha1.EndpointPrivate
+		endpoint = fmt.Sprintf(", naming the cluster's private endpoint %s (reachable only from inside its VPC)", ep.Server)
+		if ep.Public {
+			kc.Status.EndpointAccess = platformv1alpha1.EndpointPublic
+			endpoint = fmt.Sprintf(", naming the cluster's public endpoint %s (its elastic IP)", ep.Server)
+		}
+	} else {
+		conn := &corev1.Secret{}
+		err := s.Backend.Reader.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: s.name("conn")}, conn)
+		if err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+		if raw = conn.Data[r.ConnectionSecretKey]; len(raw) == 0 {
+			r.arrivals.Await(s.Request, &corev1.SecretList{}, s.Namespace, s.name("conn"), conn.ResourceVersion)
+			return reconcile.Waiting(commonv1alpha1.WaitingReason, fmt.Sprintf("Waiting for the %s composition to write the kubeconfig into Secret %s (key %q)", kc.Spec.ProviderRef.Type, s.name("conn"), r.ConnectionSecretKey), r.PollInterval)
+		}
 	}
 	name := s.kubeconfigSecret()
 	if err := s.Deliver(ctx, name, map[string][]byte{DeliveredKubeconfigKey: raw}); err != nil {
 		return err
 	}
 	kc.Status.KubeconfigSecret = name
-	reconcile.MarkTrue(kc, platformv1alpha1.KubeconfigDeliveredCondition, commonv1alpha1.SucceededReason, fmt.Sprintf("Kubeconfig delivered in Secret %s (key %q)", name, DeliveredKubeconfigKey))
+	reconcile.MarkTrue(kc, platformv1alpha1.KubeconfigDeliveredCondition, commonv1alpha1.SucceededReason, fmt.Sprintf("Kubeconfig delivered in Secret %s (key %q)%s", name, DeliveredKubeconfigKey, endpoint))
 	return nil
 }
 

@@ -2,6 +2,7 @@ package kubernetescluster
 
 import (
 	"fmt"
+	"strings"
 
 	platformv1alpha1 "github.com/kubeopera/kubeopera/apis/platform/v1alpha1"
 )
@@ -23,5 +24,9 @@ func phase(kc *platformv1alpha1.KubernetesCluster, at string) string {
 
 // readyMessage says what a Ready KubernetesCluster has.
 func readyMessage(kc *platformv1alpha1.KubernetesCluster) string {
-	return fmt.Sprintf("Cluster ready with %d %s nodes; kubeconfig in Secret %s", kc.Spec.NodeCount, kc.Status.Flavor, kc.Status.KubeconfigSecret)
+	msg := fmt.Sprintf("Cluster ready with %d %s nodes; kubeconfig in Secret %s", kc.Spec.NodeCount, kc.Status.Flavor, kc.Status.KubeconfigSecret)
+	if kc.Status.Endpoint != "" {
+		msg += fmt.Sprintf(" (%s endpoint %s)", strings.ToLower(string(kc.Status.EndpointAccess)), kc.Status.Endpoint)
+	}
+	return msg
 }

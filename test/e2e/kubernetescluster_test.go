@@ -382,12 +382,21 @@ func (e *env) checkReadyDemo(t *testing.T, c client.Client, lc string, kc *platf
 	if kctx == nil || cfg.Clusters[kctx.Cluster] == nil || cfg.AuthInfos[kctx.AuthInfo] == nil {
 		t.Fatalf("delivered kubeconfig has no usable current context %q", cfg.CurrentContext)
 	}
+	// No publicEndpoint asked for: the private endpoint, CCE's internalCluster entry.
 	certs, _, _ := unstructured.NestedSlice(cluster.Object, "status", "atProvider", "certificateClusters")
-	if len(certs) == 0 {
-		t.Fatal("the ClusterV3 observed no certificateClusters")
+	var obs map[string]any
+	for _, c := range certs {
+		if m, _ := c.(map[string]any); m["name"] == otc.CertificateClusterInternal {
+			obs = m
+		}
 	}
-	obs, _ := certs[0].(map[string]any)
+	if obs == nil {
+		t.Fatalf("the ClusterV3 observed no %s entry: %v", otc.CertificateClusterInternal, certs)
+	}
 	server, _ := obs["server"].(string)
+	if kc.Status.Endpoint != server || kc.Status.EndpointAccess != platformv1alpha1.EndpointPrivate {
+		t.Errorf("status.endpoint %q (%s), want the private %q", kc.Status.Endpoint, kc.Status.EndpointAccess, server)
+	}
 	ca, _ := base64.StdEncoding.DecodeString(fmt.Sprint(obs["certificateAuthorityData"]))
 	if got := cfg.Clusters[kctx.Cluster].Server; got == "" || got != server {
 		t.Errorf("kubeconfig server %q, want the cluster's %q", got, server)

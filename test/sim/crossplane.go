@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"slices"
 	"sync"
 	"time"
@@ -26,7 +27,10 @@ import (
 )
 
 // What Crossplane core (crossplane-runtime v2.2.0) and provider-opentelekomcloud (commit
-// d711db8cf9730d4faf355ec690ede78eeb181969, upjet v2.1.0) write on a managed resource.
+// d711db8cf9730d4faf355ec690ede78eeb181969, upjet v2.1.0) write on a managed resource. The
+// Terraform resources behind it are cited from terraform-provider-opentelekomcloud at commit
+// 88f1cf1e0a9d85b2d9cb94c6722e16358ac3a983 (opentelekomcloud/services/{cce,vpc}/..., the
+// latest read; the provider packages release 1.37.1), built on terraform-plugin-sdk v2.
 const (
 	// CrossplaneFinalizer is the managed-resource finalizer (crossplane-runtime v2.2.0
 	// pkg/reconciler/managed/reconciler.go line 46, FinalizerName).
@@ -59,12 +63,43 @@ const (
 	CrossplaneReasonReconcileSuccess = "ReconcileSuccess"
 	CrossplaneReasonReconcileError   = "ReconcileError"
 	CrossplaneReasonAsyncSuccess     = "Success"
+	// CrossplaneReasonApplyFailure is LastAsyncOperation's reason when the Terraform CLI's apply
+	// failed (upjet pkg/resource/conditions.go lines 21 and 43-50: tferrors.IsApplyFailed).
+	CrossplaneReasonApplyFailure = "ApplyFailure"
+	// CrossplaneTypeAsyncOperation is upjet's condition of a running asynchronous Terraform
+	// operation: False Ongoing while it runs (pkg/controller/external.go lines 224-229), True
+	// Finished after (lines 238-240, and the callback, pkg/controller/api.go lines 142-144;
+	// pkg/resource/conditions.go lines 94-114).
+	CrossplaneTypeAsyncOperation  = "AsyncOperation"
+	CrossplaneReasonAsyncOngoing  = "Ongoing"
+	CrossplaneReasonAsyncFinished = "Finished"
 
 	// OTCNodePoolSoldOut is the phase CCE reports for a node pool whose flavor has no capacity,
 	// which the Terraform resource copies into status (terraform-provider-opentelekomcloud
 	// resource_opentelekomcloud_cce_node_pool_v3.go: d.Set("status", s.Status.Phase)); the
 	// provider exposes it as status.atProvider.status.
 	OTCNodePoolSoldOut = "SoldOut"
+	// OTCNodePoolSoldOutCreateError is the error of the Terraform create of a node pool CCE
+	// reports SoldOut: the create's wait (Pending [Synchronizing, Synchronized], Target [""],
+	// resource_opentelekomcloud_cce_node_pool_v3.go lines 436-446) ends on the phase with
+	// terraform-plugin-sdk's UnexpectedStateError (helper/retry/error.go lines 36-50: "unexpected
+	// state '%s', wanted target '%s'. last error: %s", the target list joined, the nil last error
+	// printed by %s), wrapped by the resource's createError (line 25) through fmterr.Errorf
+	// (diag.FromErr: the whole text is the diagnostic's summary, its detail empty).
+	OTCNodePoolSoldOutCreateError = "error creating Open Telekom Cloud CCE Node Pool: unexpected state 'SoldOut', wanted target ''. last error: %!s(<nil>)"
+	// OTCNodePoolSoldOutApplyFailed is what upjet makes of it: the Terraform CLI's JSON log has
+	// the diagnostic at level error (hashicorp/terraform internal/command/views/json_view.go,
+	// Diagnostics), which tferrors.NewApplyFailed turns into "apply failed: <summary>: <detail>"
+	// (upjet pkg/terraform/errors/errors.go lines 46-70 and 90-97; workspace.go ApplyAsync
+	// lines 165-186).
+	OTCNodePoolSoldOutApplyFailed = "apply failed: " + OTCNodePoolSoldOutCreateError + ": "
+	// DefaultOTCEIPType is the publicip type the Terraform Read reports when the object names none
+	// (the provider's example's type, examples-generated/namespaced/vpc/v1alpha1/eipv1.yaml).
+	DefaultOTCEIPType = "5_bgp"
+	// CrossplaneCreateFailedPrefix is how upjet's async callback wraps a failed create in the
+	// Synced condition (pkg/controller/api.go lines 32 and 128-138: xpv1.ReconcileError of
+	// errors.Wrap(err, "create failed")).
+	CrossplaneCreateFailedPrefix = "create failed: "
 
 	// DefaultCrossplaneReadyAfter is CrossplaneOTC.ReadyAfter when left zero.
 	DefaultCrossplaneReadyAfter = time.Second
@@ -74,7 +109,7 @@ const (
 
 // CrossplaneOTC plays Crossplane core's managed reconciler together with provider-opentelekomcloud
 // and the OTC API behind it, on a backend cluster carrying the provider's CRDs, for VpcV1,
-// SubnetV1, ClusterV3 and NodePoolV3 in every namespace. There is no Crossplane and no OTC here,
+// SubnetV1, EIPV1, ClusterV3 and NodePoolV3 in every namespace. There is no Crossplane and no OTC here,
 // so Run does what they do to the objects, as their source does it:
 //
 //   - References are resolved first, never while the object is being deleted
@@ -101,10 +136,51 @@ const (
 //     True Available and LastAsyncOperation True Success. Conditions carry observedGeneration
 //     (conditions.ObservedGenerationPropagationManager, reconciler.go line 875); the managed
 //     reconciler does not set status.observedGeneration, so neither does this.
-//   - A NodePoolV3 for which SoldOut says true gets its OTC id and status.atProvider.status
-//     "SoldOut" but stays Ready False Creating (Synced True): CCE never brings the pool to its
-//     target phase "" (the Terraform create waits for it, node pool resource lines 435-446).
-//     Once SoldOut turns false it becomes ready like any other pool.
+//   - The provider runs the Terraform CLI (tjcontroller.NewConnector with a workspace store,
+//     internal/controller/namespaced/cce/nodepoolv3/zz_controller.go; Terraform 1.5.7 and the
+//     Terraform provider 1.37.1, Makefile lines 7 and 13-15) and every kind played here is
+//     UseAsync (config/namespaced/{vpc,cce}/config.go): while the apply runs, upjet's Observe
+//     says AsyncOperation False Ongoing; after it, AsyncOperation True Finished.
+//   - A NodePoolV3 for which SoldOut says true (asked when its create ends) is a FAILED CREATE,
+//     as the provider leaves it, one step per reconcile:
+//     1. upjet's callback (pkg/controller/api.go lines 116-162): LastAsyncOperation False
+//     ApplyFailure OTCNodePoolSoldOutApplyFailed, Synced False ReconcileError
+//     "create failed: "+that, AsyncOperation True Finished; Ready stays False Creating, no
+//     external name, no status.atProvider (the create never returned a state to upjet).
+//     2. The pool exists in CCE and Terraform keeps it in its state, tainted (the create set the
+//     id, then failed: hashicorp/terraform internal/terraform/node_resource_apply_instance.go,
+//     maybeTainted). upjet's next Observe refreshes it (external.go lines 218-263) and, the
+//     critical annotations having changed, sets the external name (the OTC id) and returns
+//     ResourceLateInitialized (lines 302-309): the managed reconciler updates the object, whose
+//     reply resets the status it observed, and writes Synced True ReconcileSuccess
+//     (crossplane-runtime reconciler.go lines 1413-1439).
+//     3. The next Observe sets status.atProvider from the refreshed state (the Terraform Read
+//     sets status to CCE's phase: SoldOut) and, not yet Available, marks it Available (lines
+//     311-326): Ready True Available. From then on Plan finds it up to date (terraform plans a
+//     tainted object as a synthetic replace, node_resource_abstract_instance.go, which its JSON
+//     change summary counts as add and remove, never as change, internal/command/views/
+//     operation.go OperationJSON.Plan; upjet reads UpToDate from the change count,
+//     workspace.go lines 325-338), so nothing changes again:
+//     LastAsyncOperation stays False, and the provider never retries the create. Only
+//     deleting the NodePoolV3 (the Terraform destroy deletes the pool) ends it.
+//   - EIPV1 is created like the others; after ReadyAfter its status.atProvider is what the
+//     Terraform Read sets (resource_opentelekomcloud_vpc_eip_v1.go, resourceVpcEIPV1Read):
+//     publicip [{type, ipAddress, portId, name}] and bandwidth [{name, size, shareType,
+//     chargeMode}], the address allocated from 203.0.113.0/24 (documentation addresses, never
+//     dialed). Binding it to a cluster's API server is CCE's business: portId is not played.
+//   - ClusterV3 eipRef resolves to the EIPV1's observed address (common.ExtractEipAddress:
+//     publicip[0].ip_address of the observation, config/common/common.go lines 124-149), first
+//     of the cluster's references (zz_generated.resolvers.go lines 72-87). A cluster with an
+//     eip reports what CCE's certificate API gives for a cluster with an EIP and the Terraform
+//     Read copies (resource_opentelekomcloud_cce_cluster_v3.go lines 510-542 and 555-566):
+//     atProvider.eip (the external endpoint's host), external https://<eip>:5443, and
+//     certificateClusters internalCluster, externalCluster (insecure-skip-tls-verify in CCE's
+//     answer, which the provider's schema cannot hold: no CA here) and
+//     externalClusterTLSVerify (with the CA) (OTC's CCE API reference, obtaining cluster
+//     certificates, Tables 5 and 6; cnrancher/cce-operator createCASecret for the verifying
+//     entry's name). CCE does not document their order: internalCluster comes first here. A
+//     cluster without an eip has internalCluster only (the provider's acceptance test,
+//     resource_opentelekomcloud_cce_cluster_v3_test.go lines 46-49).
 //   - ClusterV3 with spec.writeConnectionSecretToRef: the Secret is published on every
 //     reconcile once references resolved, even before the create (reconciler.go line 1258),
 //     with the connection details upjet derives: the Terraform resource
@@ -116,7 +192,8 @@ const (
 //     (resource.LocalConnectionSecretFor, APILocalSecretPublisher, api.go lines 158-187). The
 //     credentials are in status.atProvider.certificateClusters / certificateUsers, as the
 //     Terraform resource copies them from CCE's certificate API (base64 PEM, cluster
-//     "internalCluster" at https://<cloud name>.cce.example:5443, user "user").
+//     "internalCluster" at https://<the master's private IP>:5443, like the API reference's
+//     https://192.168.1.7:5443, user "user").
 //   - Deletion: once the object has a deletionTimestamp and no finalizer but Crossplane's (with
 //     others it waits, reconciler.go lines 1168-1173), the external resource is deleted: Ready
 //     False Deleting, Synced True; after ReadyAfter it is gone (deleting a CCE cluster deletes
@@ -133,14 +210,17 @@ type CrossplaneOTC struct {
 	// ReadyAfter is how long OTC takes to create or delete anything; zero means
 	// DefaultCrossplaneReadyAfter, negative means at once.
 	ReadyAfter time.Duration
-	// SoldOut says whether the node pool namespace/name finds no capacity for its flavor; nil
-	// means capacity everywhere.
-	SoldOut func(namespace, name string) bool
+	// SoldOut says whether CCE finds no capacity for the node pool namespace/name of flavor in
+	// zone (its forProvider.availabilityZone) when its create ends; nil means capacity
+	// everywhere.
+	SoldOut func(namespace, name, flavor, zone string) bool
 	// Interval is how often every object is reconciled; zero means 300ms.
 	Interval time.Duration
 
 	mu       sync.Mutex
 	external map[types.UID]*otcResource
+	// eips counts the elastic IPs allocated, for their addresses.
+	eips int
 	// gone holds the OTC ids of resources deleted with their CCE cluster.
 	gone    map[string]bool
 	deleted []string
@@ -155,6 +235,12 @@ type otcResource struct {
 	deletingAt time.Time
 	// ca, cert and key are a ClusterV3's certificates.
 	ca, cert, key []byte
+	// address is an EIPV1's public address, or a ClusterV3's master's private one.
+	address string
+	// created is set once the create ended (ReadyAfter after createdAt); failed when it failed
+	// (a sold-out node pool), and failedStep is how far the provider got in showing that.
+	created, failed bool
+	failedStep      int
 }
 
 // crossplaneKind is one kind played, in the order Run reconciles them.
@@ -166,6 +252,7 @@ type crossplaneKind struct {
 var crossplaneKinds = []crossplaneKind{
 	{otc.VPCGVK, otc.VPCGVR},
 	{otc.SubnetGVK, otc.SubnetGVR},
+	{otc.EIPGVK, otc.EIPGVR},
 	{otc.ClusterGVK, otc.ClusterGVR},
 	{otc.NodePoolGVK, otc.NodePoolGVR},
 }
@@ -185,6 +272,18 @@ func externalName(u *unstructured.Unstructured) string {
 	return u.GetAnnotations()[CrossplaneExternalNameAnnotation]
 }
 
+// observedEIPAddress is common.ExtractEipAddress: publicip[0].ip_address of the observation (the
+// flat ip_address and address it tries next are no EIPV1 fields).
+func observedEIPAddress(u *unstructured.Unstructured) string {
+	ips, _, _ := unstructured.NestedSlice(u.Object, "status", "atProvider", "publicip")
+	if len(ips) == 0 {
+		return ""
+	}
+	m, _ := ips[0].(map[string]any)
+	s, _ := m["ipAddress"].(string)
+	return s
+}
+
 func observedNetworkID(u *unstructured.Unstructured) string {
 	s, _, _ := unstructured.NestedString(u.Object, "status", "atProvider", "networkId")
 	return s
@@ -197,6 +296,7 @@ var crossplaneRefs = map[string][]crossplaneRef{
 		{"vpcId", "VPCID", otc.VPCGVR, externalName},
 	},
 	otc.KindCluster: {
+		{"eip", "EIP", otc.EIPGVR, observedEIPAddress},
 		{"highwaySubnetId", "HighwaySubnetID", otc.SubnetGVR, observedNetworkID},
 		{"subnetId", "SubnetID", otc.SubnetGVR, observedNetworkID},
 		{"vpcId", "VPCID", otc.VPCGVR, externalName},
@@ -332,30 +432,69 @@ func (a *CrossplaneOTC) reconcile(ctx context.Context, dyn dynamic.Interface, cs
 	}
 
 	synced := condition(CrossplaneTypeSynced, true, CrossplaneReasonReconcileSuccess, "")
-	if time.Since(ext.createdAt) < a.delay() {
-		return a.writeStatus(ctx, client, mr, nil, synced, condition(CrossplaneTypeReady, false, CrossplaneReasonCreating, ""))
+	if !ext.created && time.Since(ext.createdAt) < a.delay() {
+		return a.writeStatus(ctx, client, mr, nil, synced, condition(CrossplaneTypeReady, false, CrossplaneReasonCreating, ""),
+			condition(CrossplaneTypeAsyncOperation, false, CrossplaneReasonAsyncOngoing, ""))
+	}
+	if !ext.created {
+		// The Terraform create ended; CCE decides now whether the node pool found capacity.
+		if k.gvk.Kind == otc.KindNodePool && a.SoldOut != nil {
+			flavor, _, _ := unstructured.NestedString(mr.Object, "spec", "forProvider", "flavor")
+			zone, _, _ := unstructured.NestedString(mr.Object, "spec", "forProvider", "availabilityZone")
+			ext.failed = a.SoldOut(mr.GetNamespace(), mr.GetName(), flavor, zone)
+		}
+		ext.created = true
+	}
+	if ext.failed {
+		return a.showFailedCreate(ctx, client, k, mr, ext)
 	}
 
 	// The Terraform create returned: upjet records the id as the external name.
 	if externalName(mr) != ext.id {
-		ann := mr.GetAnnotations()
-		if ann == nil {
-			ann = map[string]string{}
-		}
-		ann[CrossplaneExternalNameAnnotation] = ext.id
-		mr.SetAnnotations(ann)
-		if mr, err = client.Update(ctx, mr, metav1.UpdateOptions{}); err != nil {
+		if mr, err = setExternalName(ctx, client, mr, ext.id); err != nil {
 			return err
 		}
 	}
-	soldOut := k.gvk.Kind == otc.KindNodePool && a.SoldOut != nil && a.SoldOut(mr.GetNamespace(), mr.GetName()) &&
-		!conditionIs(mr, CrossplaneTypeReady, true)
-	obs := atProvider(k.gvk.Kind, mr, ext, soldOut)
-	if soldOut {
-		return a.writeStatus(ctx, client, mr, obs, synced, condition(CrossplaneTypeReady, false, CrossplaneReasonCreating, ""))
+	return a.writeStatus(ctx, client, mr, a.atProvider(k.gvk.Kind, mr, ext), synced, condition(CrossplaneTypeReady, true, CrossplaneReasonAvailable, ""),
+		condition(CrossplaneTypeLastAsyncOperation, true, CrossplaneReasonAsyncSuccess, ""),
+		condition(CrossplaneTypeAsyncOperation, true, CrossplaneReasonAsyncFinished, ""))
+}
+
+// showFailedCreate shows a node pool whose Terraform create failed on CCE's SoldOut phase as the
+// provider does, one step per reconcile (see CrossplaneOTC): the callback's conditions, then the
+// external name of the refreshed (tainted) pool, then its observation and Ready True.
+func (a *CrossplaneOTC) showFailedCreate(ctx context.Context, client dynamic.ResourceInterface, k crossplaneKind, mr *unstructured.Unstructured, ext *otcResource) error {
+	var err error
+	switch ext.failedStep {
+	case 0:
+		err = a.writeStatus(ctx, client, mr, nil,
+			condition(CrossplaneTypeLastAsyncOperation, false, CrossplaneReasonApplyFailure, OTCNodePoolSoldOutApplyFailed),
+			condition(CrossplaneTypeSynced, false, CrossplaneReasonReconcileError, CrossplaneCreateFailedPrefix+OTCNodePoolSoldOutApplyFailed),
+			condition(CrossplaneTypeAsyncOperation, true, CrossplaneReasonAsyncFinished, ""))
+	case 1:
+		if mr, err = setExternalName(ctx, client, mr, ext.id); err == nil {
+			err = a.writeStatus(ctx, client, mr, nil, condition(CrossplaneTypeSynced, true, CrossplaneReasonReconcileSuccess, ""))
+		}
+	default:
+		return a.writeStatus(ctx, client, mr, a.atProvider(k.gvk.Kind, mr, ext),
+			condition(CrossplaneTypeSynced, true, CrossplaneReasonReconcileSuccess, ""), condition(CrossplaneTypeReady, true, CrossplaneReasonAvailable, ""))
 	}
-	return a.writeStatus(ctx, client, mr, obs, synced, condition(CrossplaneTypeReady, true, CrossplaneReasonAvailable, ""),
-		condition(CrossplaneTypeLastAsyncOperation, true, CrossplaneReasonAsyncSuccess, ""))
+	if err == nil {
+		ext.failedStep++
+	}
+	return err
+}
+
+// setExternalName records id as mr's external name (the managed resource's metadata, written
+// with an update as the managed reconciler does).
+func setExternalName(ctx context.Context, client dynamic.ResourceInterface, mr *unstructured.Unstructured, id string) (*unstructured.Unstructured, error) {
+	ann := mr.GetAnnotations()
+	if ann == nil {
+		ann = map[string]string{}
+	}
+	ann[CrossplaneExternalNameAnnotation] = id
+	mr.SetAnnotations(ann)
+	return client.Update(ctx, mr, metav1.UpdateOptions{})
 }
 
 // remember records ext for uid; a.mu is held.
@@ -501,8 +640,9 @@ func (a *CrossplaneOTC) applyResolved(ctx context.Context, client dynamic.Resour
 	return client.Patch(ctx, mr.GetName(), types.ApplyPatchType, patch, metav1.PatchOptions{FieldManager: crossplaneRefResolverFieldManager, Force: ptr.To(true)})
 }
 
-// atProvider is status.atProvider as upjet maps the Terraform state after the create.
-func atProvider(kind string, mr *unstructured.Unstructured, ext *otcResource, soldOut bool) map[string]any {
+// atProvider is status.atProvider as upjet maps the Terraform state after the create (for a node
+// pool whose create failed, after the refresh: its status is CCE's phase, SoldOut).
+func (a *CrossplaneOTC) atProvider(kind string, mr *unstructured.Unstructured, ext *otcResource) map[string]any {
 	fp, _, _ := unstructured.NestedMap(mr.Object, "spec", "forProvider")
 	str := func(k string) string { s, _ := fp[k].(string); return s }
 	obs := map[string]any{"id": ext.id}
@@ -522,16 +662,46 @@ func atProvider(kind string, mr *unstructured.Unstructured, ext *otcResource, so
 		obs["networkId"] = ext.id
 		obs["subnetId"] = ext.secondID
 		obs["status"] = "ACTIVE"
+	case otc.KindEIP:
+		a.mu.Lock()
+		if ext.address == "" {
+			a.eips++
+			ext.address = fmt.Sprintf("203.0.113.%d", 10+a.eips%240)
+		}
+		a.mu.Unlock()
+		ipType := DefaultOTCEIPType
+		if ips, _ := fp["publicip"].([]any); len(ips) > 0 {
+			if m, _ := ips[0].(map[string]any); m["type"] != nil {
+				ipType, _ = m["type"].(string)
+			}
+		}
+		obs["publicip"] = []any{map[string]any{"type": ipType, "ipAddress": ext.address, "portId": "", "name": ""}}
+		if bws, _ := fp["bandwidth"].([]any); len(bws) > 0 {
+			bw, _ := bws[0].(map[string]any)
+			obs["bandwidth"] = []any{map[string]any{"name": bw["name"], "size": bw["size"], "shareType": bw["shareType"], "chargeMode": bw["chargeMode"]}}
+		}
+		copyIf("region")
 	case otc.KindCluster:
 		copyIf("name", "clusterVersion")
-		server := fmt.Sprintf("https://%s.cce.example:5443", str("name"))
-		obs["internal"] = server
+		a.mu.Lock()
+		if ext.address == "" {
+			ext.address = fmt.Sprintf("192.168.0.%d", 2+int(crc32.ChecksumIEEE([]byte(ext.id))%250))
+		}
+		a.mu.Unlock()
+		internal := fmt.Sprintf("https://%s:5443", ext.address)
+		obs["internal"] = internal
 		obs["status"] = "Available"
-		obs["certificateClusters"] = []any{map[string]any{
-			"name":                     "internalCluster",
-			"server":                   server,
-			"certificateAuthorityData": base64.StdEncoding.EncodeToString(ext.ca),
-		}}
+		ca := base64.StdEncoding.EncodeToString(ext.ca)
+		certs := []any{map[string]any{"name": "internalCluster", "server": internal, "certificateAuthorityData": ca}}
+		if eip := str("eip"); eip != "" {
+			external := fmt.Sprintf("https://%s:5443", eip)
+			obs["eip"] = eip
+			obs["external"] = external
+			certs = append(certs,
+				map[string]any{"name": "externalCluster", "server": external},
+				map[string]any{"name": "externalClusterTLSVerify", "server": external, "certificateAuthorityData": ca})
+		}
+		obs["certificateClusters"] = certs
 		obs["certificateUsers"] = []any{map[string]any{
 			"name":                  "user",
 			"clientCertificateData": base64.StdEncoding.EncodeToString(ext.cert),
@@ -540,7 +710,7 @@ func atProvider(kind string, mr *unstructured.Unstructured, ext *otcResource, so
 	case otc.KindNodePool:
 		copyIf("name", "clusterId", "flavor", "initialNodeCount")
 		obs["status"] = ""
-		if soldOut {
+		if ext.failed {
 			obs["status"] = OTCNodePoolSoldOut
 		}
 	}

@@ -37,7 +37,7 @@ const (
 // KubeconfigDelivered. While the cluster is deleted they say how its teardown goes.
 const (
 	// NetworkReadyCondition is True once the VPC and subnet (the tenant's, or the ones the
-	// platform created) are Ready.
+	// platform created) and, for a public endpoint, the elastic IP are Ready.
 	NetworkReadyCondition = "NetworkReady"
 	// ClusterReadyCondition is True once the cluster resource is Synced and Ready.
 	ClusterReadyCondition = "ClusterReady"
@@ -57,4 +57,7 @@ const (
 	CreatingReason = "Creating"
 	// SoldOutReason: the node pool's flavor has no capacity in its zone.
 	SoldOutReason = "SoldOut"
+	// ReplacingReason: a node pool whose create failed is deleted so that one with the changed
+	// spec can be created (the provider never retries a failed create).
+	ReplacingReason = "Replacing"
 )

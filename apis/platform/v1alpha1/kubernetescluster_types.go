@@ -53,8 +53,22 @@ type KubernetesSpec struct {
 	Version string `json:"version"`
 }
 
+// PublicEndpoint asks for a cluster's API server to be reachable from the internet.
+type PublicEndpoint struct {
+	// bandwidthMbit is the public IP's bandwidth in Mbit/s (OTC: an elastic IP of its own,
+	// exclusive bandwidth charged by traffic; OTC offers 1 to 300). kubectl needs little: 5 by
+	// default.
+	// +optional
+	// +kubebuilder:default=5
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=300
+	BandwidthMbit int32 `json:"bandwidthMbit,omitempty"`
+}
+
 // KubernetesClusterSpec is a request for a managed cluster.
 // +kubebuilder:validation:XValidation:rule="has(self.providerRef.configRef)",message="spec.providerRef.configRef is required for a KubernetesCluster"
+// +kubebuilder:validation:XValidation:rule="!has(self.publicEndpoint) || self.providerRef.type.lowerAscii() == 'otc'",message="spec.publicEndpoint is offered for OTC clusters only: another provider's Composition decides how its cluster is reached"
+// +kubebuilder:validation:XValidation:rule="has(self.publicEndpoint) == has(oldSelf.publicEndpoint)",message="spec.publicEndpoint cannot be added or removed once the cluster exists (its bandwidthMbit can change): create another cluster"
 // +kubebuilder:validation:XValidation:rule="!has(self.subnetID) || has(self.vpcID)",message="spec.subnetID requires spec.vpcID"
 // +kubebuilder:validation:XValidation:rule="self.providerRef.type == oldSelf.providerRef.type",message="spec.providerRef.type cannot be changed: delete the cluster and create one of the other provider"
 type KubernetesClusterSpec struct {
@@ -114,7 +128,26 @@ type KubernetesClusterSpec struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=128
 	KeyPair string `json:"keyPair,omitempty"`
+
+	// publicEndpoint makes the API server reachable from the internet (OTC: an elastic IP bound
+	// to the cluster) and the delivered kubeconfig name it; omitted, the API server is reachable
+	// only from inside the cluster's VPC and the kubeconfig names its private address. OTC only;
+	// set or omitted for good when the cluster is created.
+	// +optional
+	PublicEndpoint *PublicEndpoint `json:"publicEndpoint,omitempty"`
 }
+
+// EndpointAccess says from where a cluster's API server endpoint can be reached.
+// +kubebuilder:validation:Enum=Public;Private
+type EndpointAccess string
+
+// Endpoint accesses.
+const (
+	// EndpointPublic: from the internet (OTC: through the cluster's elastic IP).
+	EndpointPublic EndpointAccess = "Public"
+	// EndpointPrivate: only from inside the cluster's VPC.
+	EndpointPrivate EndpointAccess = "Private"
+)
 
 // KubernetesClusterStatus is the platform's word on the cluster.
 type KubernetesClusterStatus struct {
@@ -134,6 +167,16 @@ type KubernetesClusterStatus struct {
 	// kubeconfigSecret names the delivered Secret holding the cluster kubeconfig.
 	// +optional
 	KubeconfigSecret string `json:"kubeconfigSecret,omitempty"`
+
+	// endpoint is the API server URL the delivered kubeconfig names (OTC).
+	// +optional
+	// +kubebuilder:validation:MaxLength=512
+	Endpoint string `json:"endpoint,omitempty"`
+
+	// endpointAccess says from where endpoint can be reached: Public (the internet) or Private
+	// (only inside the cluster's VPC).
+	// +optional
+	EndpointAccess EndpointAccess `json:"endpointAccess,omitempty"`
 
 	// The retry request last acted upon (lastHandledRetry).
 	commonv1alpha1.RetryStatus `json:",inline"`
@@ -158,6 +201,8 @@ type KubernetesClusterStatus struct {
 // +kubebuilder:printcolumn:name="Nodes",type=integer,JSONPath=`.spec.nodeCount`
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Endpoint",type=string,JSONPath=`.status.endpoint`,priority=1
+// +kubebuilder:printcolumn:name="Access",type=string,JSONPath=`.status.endpointAccess`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type KubernetesCluster struct {
 	metav1.TypeMeta   `json:",inline"`

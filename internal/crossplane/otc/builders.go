@@ -29,6 +29,15 @@ const (
 	DefaultDataVolumeGiB int64 = 100
 	// DefaultVolumeType is the EVS disk type of the node pool's volumes.
 	DefaultVolumeType = "SSD"
+	// DefaultEIPType is EIPV1 forProvider.publicip[0].type: OTC's dynamic BGP address (the
+	// provider's example, examples-generated/namespaced/vpc/v1alpha1/eipv1.yaml).
+	DefaultEIPType = "5_bgp"
+	// BandwidthShareType is EIPV1 forProvider.bandwidth[0].shareType: an exclusive ("PER")
+	// bandwidth for the one address.
+	BandwidthShareType = "PER"
+	// BandwidthChargeMode is EIPV1 forProvider.bandwidth[0].chargeMode: charged by traffic, so an
+	// idle API endpoint costs little.
+	BandwidthChargeMode = "traffic"
 	// DefaultCredentialsKey is the key of the credentials Secret the ProviderConfig reads (the
 	// seed's ProviderConfig example uses this key).
 	DefaultCredentialsKey = "credentials"
@@ -92,6 +101,22 @@ type SubnetParams struct {
 	Description string
 }
 
+// EIPParams are the inputs of EIP: an elastic IP for a cluster's public endpoint.
+type EIPParams struct {
+	Object
+	// ProviderConfigName -> spec.providerConfigRef {kind: ProviderConfig, name}.
+	ProviderConfigName string
+	// BandwidthName -> spec.forProvider.bandwidth[0].name (1 to 64 letters, digits, _ and -).
+	// Empty: Name.
+	BandwidthName string
+	// BandwidthMbit -> spec.forProvider.bandwidth[0].size, in Mbit/s (OTC: 1 to 300).
+	BandwidthMbit int64
+	// Type -> spec.forProvider.publicip[0].type; empty: DefaultEIPType.
+	Type string
+	// Region -> spec.forProvider.region; empty: omitted.
+	Region string
+}
+
 // ClusterParams are the inputs of Cluster.
 type ClusterParams struct {
 	Object
@@ -134,6 +159,11 @@ type ClusterParams struct {
 	// SubnetName -> spec.forProvider.subnetIdRef.name: our SubnetV1 in the same namespace, whose
 	// status.atProvider.networkId the provider copies into subnetId. Used when SubnetID is empty.
 	SubnetName string
+	// EIPName -> spec.forProvider.eipRef.name: our EIPV1 in the same namespace, whose observed
+	// address (status.atProvider.publicip[0].ipAddress) the provider copies into eip; CCE binds
+	// it to the API server, which then has a public endpoint. Empty: no eip, a private endpoint
+	// only.
+	EIPName string
 	// HighwaySubnetID -> spec.forProvider.highwaySubnetId (bare-metal clusters); empty: omitted.
 	HighwaySubnetID string
 	// DeleteAllNetwork and DeleteAllStorage -> spec.forProvider.deleteAllNetwork /
@@ -224,6 +254,22 @@ func Subnet(p SubnetParams) *unstructured.Unstructured {
 	return managed(SubnetGVK, p.Object, p.ProviderConfigName, fp, "")
 }
 
+// EIP builds an EIPV1: an unbound elastic IP with an exclusive bandwidth charged by traffic, for
+// a ClusterV3 to bind (ClusterParams.EIPName).
+func EIP(p EIPParams) *unstructured.Unstructured {
+	fp := map[string]any{
+		"publicip": []any{map[string]any{"type": orDefault(p.Type, DefaultEIPType)}},
+		"bandwidth": []any{map[string]any{
+			"name":       orDefault(p.BandwidthName, p.Name),
+			"size":       p.BandwidthMbit,
+			"shareType":  BandwidthShareType,
+			"chargeMode": BandwidthChargeMode,
+		}},
+	}
+	setIf(fp, "region", p.Region)
+	return managed(EIPGVK, p.Object, p.ProviderConfigName, fp, "")
+}
+
 // Cluster builds a ClusterV3: the CCE control plane, in our network (vpcIdRef / subnetIdRef)
 // or in the tenant's (literal vpcId / subnetId), each chosen on its own.
 func Cluster(p ClusterParams) *unstructured.Unstructured {
@@ -238,6 +284,7 @@ func Cluster(p ClusterParams) *unstructured.Unstructured {
 	}
 	setIDOrRef(fp, "vpcId", p.VPCID, p.VPCName)
 	setIDOrRef(fp, "subnetId", p.SubnetID, p.SubnetName)
+	setIDOrRef(fp, "eip", "", p.EIPName)
 	setIf(fp, "region", p.Region)
 	setIf(fp, "containerNetworkCidr", p.ContainerNetworkCIDR)
 	setIf(fp, "kubernetesSvcIpRange", p.ServiceCIDR)

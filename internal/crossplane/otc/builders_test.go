@@ -102,6 +102,33 @@ func TestBuilders(t *testing.T) {
 				},
 			}),
 		},
+		"PublicCluster": {
+			reason: "A cluster with a public endpoint references its EIPV1 by name; the provider resolves it into eip, the address CCE binds.",
+			got: Cluster(ClusterParams{
+				Object: Object{Name: "kc-web", Namespace: ns, Labels: labels}, ProviderConfigName: "otc",
+				VPCName: "kc-web-vpc", SubnetName: "kc-web-subnet", EIPName: "kc-web-eip",
+			}),
+			want: withSpec(meta(ClusterGVK, "kc-web"), map[string]any{
+				"providerConfigRef": pcRef,
+				"forProvider": map[string]any{
+					"name": "kc-web", "clusterType": "VirtualMachine", "flavorId": "cce.s1.small", "containerNetworkType": "overlay_l2",
+					"vpcIdRef": map[string]any{"name": "kc-web-vpc"}, "subnetIdRef": map[string]any{"name": "kc-web-subnet"},
+					"eipRef": map[string]any{"name": "kc-web-eip"},
+				},
+			}),
+		},
+		"EIP": {
+			reason: "An elastic IP is a dynamic BGP address with an exclusive bandwidth of the size asked, charged by traffic, named after the object.",
+			got:    EIP(EIPParams{Object: Object{Name: "kc-web-eip", Namespace: ns, Labels: labels}, ProviderConfigName: "otc", BandwidthMbit: 5, Region: "eu-de"}),
+			want: withSpec(meta(EIPGVK, "kc-web-eip"), map[string]any{
+				"providerConfigRef": pcRef,
+				"forProvider": map[string]any{
+					"publicip":  []any{map[string]any{"type": "5_bgp"}},
+					"bandwidth": []any{map[string]any{"name": "kc-web-eip", "size": int64(5), "shareType": "PER", "chargeMode": "traffic"}},
+					"region":    "eu-de",
+				},
+			}),
+		},
 		"ClusterInTenantNetwork": {
 			reason: "A tenant's vpcID and subnetID are written literally; every optional input lands in its field.",
 			got: Cluster(ClusterParams{

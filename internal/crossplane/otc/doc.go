@@ -3,7 +3,7 @@
 // (credentials.go), and builds the Crossplane v2 objects of provider-opentelekomcloud
 // (github.com/opentelekomcloud/provider-opentelekomcloud) that the KubernetesCluster controller
 // writes into a workspace's backend namespace kcp-<fp>: the namespaced managed resources VpcV1,
-// SubnetV1 (vpc.opentelekomcloud.m.crossplane.io), ClusterV3, NodePoolV3
+// SubnetV1, EIPV1 (vpc.opentelekomcloud.m.crossplane.io), ClusterV3, NodePoolV3
 // (cce.opentelekomcloud.m.crossplane.io), all v1alpha1, and the namespaced ProviderConfig
 // (opentelekomcloud.m.crossplane.io/v1beta1) they use.
 //
@@ -33,6 +33,10 @@
 //     which OTC also reports as its id); subnetIdRef resolves to exactly that.
 //   - A resolved *Ref is written back by Crossplane into the literal field (e.g. vpcId); an
 //     Update of the whole object without it makes Crossplane resolve it again.
+//   - ClusterV3's eipRef resolves to the EIPV1's observed publicip[0].ipAddress
+//     (common.ExtractEipAddress); CCE binds that address to the API server and then reports
+//     external certificateClusters entries next to internalCluster (see Kubeconfig).
+//   - A node pool's failed create stays failed: see ObserveNodePool.
 //   - ClusterV3's client certificate and key are not connection details but
 //     status.atProvider.certificateUsers[] {clientCertificateData, clientKeyData} next to
 //     certificateClusters[] {certificateAuthorityData, server}: anyone who can read the

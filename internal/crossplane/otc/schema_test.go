@@ -49,9 +49,10 @@ func TestBuiltObjectsOnAPIServer(t *testing.T) {
 				otc.ProviderConfig(otc.ProviderConfigParams{Object: o("otc"), SecretName: "otc-credentials"}),
 				otc.VPC(otc.VPCParams{Object: o("web-vpc"), ProviderConfigName: "otc", CloudName: "kcp-d37f-web", CIDR: "192.168.0.0/16", Region: "eu-de"}),
 				otc.Subnet(otc.SubnetParams{Object: o("web-subnet"), ProviderConfigName: "otc", CIDR: "192.168.0.0/24", GatewayIP: "192.168.0.1", VPCName: "web-vpc", Region: "eu-de"}),
+				otc.EIP(otc.EIPParams{Object: o("web-eip"), ProviderConfigName: "otc", BandwidthMbit: 5, Region: "eu-de"}),
 				otc.Cluster(otc.ClusterParams{
 					Object: o("web"), ProviderConfigName: "otc", KubernetesVersion: "1.28.0", VPCName: "web-vpc", SubnetName: "web-subnet",
-					AvailabilityZone: "eu-de-01", AuthenticationMode: "rbac", ContainerNetworkCIDR: "172.16.0.0/16", ServiceCIDR: "10.247.0.0/16",
+					EIPName: "web-eip", AvailabilityZone: "eu-de-01", AuthenticationMode: "rbac", ContainerNetworkCIDR: "172.16.0.0/16", ServiceCIDR: "10.247.0.0/16",
 					DeleteAllNetwork: "true", DeleteAllStorage: "true", Region: "eu-de", Description: "web", ConnectionSecretName: "web-conn",
 				}),
 				otc.NodePool(otc.NodePoolParams{
