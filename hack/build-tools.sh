@@ -102,7 +102,12 @@ ldflags_of() {
     # Crossplane's release builds stamp its version (nix/build.nix: internal/version.version);
     # without it `crossplane version` is empty and package dependency constraints on
     # Crossplane's version cannot be checked.
-    kver="$(awk '$1 == "github.com/crossplane/crossplane/v2" { print $2; exit }' "${moddir}/go.mod")"
+    kver="$(awk '$1 == "require" && $2 == "github.com/crossplane/crossplane/v2" { print $3; exit }
+      $1 == "github.com/crossplane/crossplane/v2" { print $2; exit }' "${moddir}/go.mod")"
+    if [ -z "${kver}" ]; then
+      echo "cannot read Crossplane's version from ${moddir}/go.mod" >&2
+      exit 1
+    fi
     flags="${flags} -X github.com/crossplane/crossplane/v2/internal/version.version=${kver}"
     ;;
   esac
