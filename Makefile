@@ -14,7 +14,7 @@ GO_TEST_PARALLEL ?= 4
 all: build
 
 .PHONY: tools
-tools: ## Build kcp (with its front-proxy, cache server and apigen), kube-apiserver, etcd, kube-controller-manager, controller-gen, Flux's source- and kustomize-controller, Crossplane core, function-patch-and-transform and gotestsum into _tools/bin, the local Flux chart into _tools/charts and Crossplane's CRDs into _tools/crossplane/crds (skips what is built).
+tools: ## Build kcp (with its front-proxy, cache server and apigen), kube-apiserver, etcd, kube-controller-manager, controller-gen, Flux's source- and kustomize-controller, Crossplane core, function-patch-and-transform and gotestsum into _tools/bin, the local Flux chart into _tools/charts and Crossplane's CRDs and the function's package metadata into _tools/crossplane (skips what is built).
 	hack/build-tools.sh
 
 $(CONTROLLER_GEN):

@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"strconv"
 	"sync"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -222,4 +223,15 @@ func (is *Island) Close() {
 	close(is.calls)
 	is.mu.Unlock()
 	<-is.done
+}
+
+// Reachable tells whether a TCP connection to addr can be made from inside the island.
+func (is *Island) Reachable(addr string) bool {
+	return is.do(func() error {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err != nil {
+			return err
+		}
+		return c.Close()
+	}) == nil
 }

@@ -25,3 +25,6 @@ func (*Island) Start(*Processes, string, *exec.Cmd) (*Child, error) {
 
 // Close does nothing.
 func (*Island) Close() {}
+
+// Reachable is never reached (NewIsland fails).
+func (*Island) Reachable(string) bool { return false }
