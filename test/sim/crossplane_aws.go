@@ -18,6 +18,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"testing"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -619,4 +620,20 @@ func eksKubeconfig(cluster, endpoint, region string, caPEM []byte) ([]byte, erro
 		AuthInfos:      map[string]*clientcmdapi.AuthInfo{cluster: {Token: "k8s-aws-v1." + base64.RawURLEncoding.EncodeToString([]byte(presigned))}},
 		CurrentContext: cluster,
 	})
+}
+
+// AWSProviderForTest runs an AWSProvider on backend until test t ends.
+func AWSProviderForTest(t testing.TB, backend *rest.Config, readyAfter time.Duration) *AWSProvider {
+	t.Helper()
+	p := &AWSProvider{Backend: backend, ReadyAfter: readyAfter}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("the AWS provider actor stopped: %v", err)
+		}
+	})
+	return p
 }

@@ -24,6 +24,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"testing"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/crane"
@@ -41,7 +42,6 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kubeopera/kubeopera/internal/devenv"
 )
@@ -89,10 +89,10 @@ var (
 
 // CrossplaneOptions configures StartCrossplane.
 type CrossplaneOptions struct {
-	// KubeconfigPath is the backend's admin kubeconfig. Crossplane runs with it (its chart binds
-	// its ServiceAccount to a ClusterRole that the RBAC manager keeps growing; the admin stands
-	// in for both). Its server must be on 127.0.0.1.
-	KubeconfigPath string
+	// Backend is the backend's admin config. Crossplane runs with it (its chart binds its
+	// ServiceAccount to a ClusterRole that the RBAC manager keeps growing; the admin stands in
+	// for both), written as a kubeconfig into Dir. Its server must be on 127.0.0.1.
+	Backend *rest.Config
 	// ToolsDir is _tools: bin/crossplane, bin/function-patch-and-transform, crossplane/crds (the
 	// CRDs `crossplane core init` installs) and crossplane/function-patch-and-transform (the
 	// function's package metadata), all put there by `make tools`.
@@ -113,10 +113,11 @@ type CrossplaneOptions struct {
 // backend, as the Crossplane Helm chart and the package manager would run them in Pods
 // (StartCrossplane).
 type Crossplane struct {
-	opts     CrossplaneOptions
-	cfg      *rest.Config
-	island   *devenv.Island
-	registry *http.Server
+	opts       CrossplaneOptions
+	cfg        *rest.Config
+	kubeconfig string
+	island     *devenv.Island
+	registry   *http.Server
 	// registryAddr is the package registry's host:port, on 127.0.0.1 both outside and inside
 	// the island.
 	registryAddr string
@@ -190,8 +191,9 @@ func StartCrossplane(ctx context.Context, opts CrossplaneOptions) (*Crossplane, 
 	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
 		return nil, err
 	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", opts.KubeconfigPath)
-	if err != nil {
+	cfg := opts.Backend
+	kubeconfig := filepath.Join(opts.Dir, "crossplane.kubeconfig")
+	if err := devenv.WriteKubeconfig(cfg, kubeconfig, "backend"); err != nil {
 		return nil, err
 	}
 	apiserver, err := url.Parse(cfg.Host)
@@ -205,7 +207,7 @@ func StartCrossplane(ctx context.Context, opts CrossplaneOptions) (*Crossplane, 
 	if out == nil {
 		out = io.Discard
 	}
-	c := &Crossplane{opts: opts, cfg: cfg, logs: &lineWriter{out: out}, functions: map[string]*crossplaneFunction{}}
+	c := &Crossplane{opts: opts, cfg: cfg, kubeconfig: kubeconfig, logs: &lineWriter{out: out}, functions: map[string]*crossplaneFunction{}}
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, err
@@ -333,7 +335,7 @@ func StartCrossplane(ctx context.Context, opts CrossplaneOptions) (*Crossplane, 
 // (controller-runtime's GetConfig reads KUBECONFIG; in the Pod, the ServiceAccount token) and the
 // Pod's namespace and ServiceAccount (the chart's downward API fields).
 func (c *Crossplane) podEnv() []string {
-	return append(os.Environ(), "KUBECONFIG="+c.opts.KubeconfigPath, "POD_NAMESPACE="+CrossplaneNamespace, "POD_SERVICE_ACCOUNT=crossplane")
+	return append(os.Environ(), "KUBECONFIG="+c.kubeconfig, "POD_NAMESPACE="+CrossplaneNamespace, "POD_SERVICE_ACCOUNT=crossplane")
 }
 
 // run runs a command to its end, like an init container.
@@ -705,3 +707,42 @@ func parseCrossplaneCA(certPEM, keyPEM []byte) (*x509.Certificate, *rsa.PrivateK
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// CrossplaneForTest runs StartCrossplane on backend for test t, with the tools of toolsDir
+// (_tools), until t ends. Crossplane's and the functions' output goes to crossplane.log in a
+// directory of t; when t failed, its last lines are logged.
+func CrossplaneForTest(t testing.TB, backend *rest.Config, toolsDir string) *Crossplane {
+	t.Helper()
+	dir := t.TempDir()
+	logPath := filepath.Join(dir, "crossplane.log")
+	logf, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	xp, err := StartCrossplane(t.Context(), CrossplaneOptions{Backend: backend, ToolsDir: toolsDir, Dir: filepath.Join(dir, "crossplane"), Log: logf})
+	if err != nil {
+		_ = logf.Close()
+		t.Fatalf("%v\n%s", err, logTail(logPath, 60))
+	}
+	t.Cleanup(func() {
+		xp.Stop()
+		_ = logf.Close()
+		if t.Failed() {
+			t.Logf("the last lines of Crossplane's log (%s):\n%s", logPath, logTail(logPath, 60))
+		}
+	})
+	return xp
+}
+
+// logTail returns the last n lines of the file at path.
+func logTail(path string, n int) string {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.Split(strings.TrimRight(string(raw), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
