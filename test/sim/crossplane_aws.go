@@ -180,7 +180,7 @@ var awsKinds = []awsKind{
 //     and Ready True Available. The token is not refreshed every refreshPeriod.
 //   - Deletion (reconciler.go lines 1165-1240): nothing while other finalizers remain (e.g. the
 //     garbage collector's foregroundDeletion); then Ready False Deleting and, for async kinds,
-//     ReadyAfter for AWS to delete; then the finalizer goes and "Kind/namespace/name" is
+//     DeleteAfter for AWS to delete; then the finalizer goes and "Kind/namespace/name" is
 //     appended to Deleted. The connection Secret is left to the garbage collector
 //     (unpublishing a local Secret does nothing).
 //
@@ -193,9 +193,11 @@ var awsKinds = []awsKind{
 type AWSProvider struct {
 	// Backend is the cluster holding the managed resources.
 	Backend *rest.Config
-	// ReadyAfter is how long AWS takes to create or delete a resource; zero means
+	// ReadyAfter is how long AWS takes to create a resource; zero means
 	// DefaultCrossplaneReadyAfter, negative means at once.
 	ReadyAfter time.Duration
+	// DeleteAfter is how long AWS takes to delete one; zero means ReadyAfter.
+	DeleteAfter time.Duration
 	// Interval is how often everything is reconciled; zero means 300ms.
 	Interval time.Duration
 
@@ -230,6 +232,13 @@ func (p *AWSProvider) delay() time.Duration {
 		return 0
 	}
 	return p.ReadyAfter
+}
+
+func (p *AWSProvider) deleteDelay() time.Duration {
+	if p.DeleteAfter == 0 {
+		return p.delay()
+	}
+	return max(p.DeleteAfter, 0)
 }
 
 // Run reconciles every managed resource every Interval until ctx ends; it returns nil then.
@@ -470,7 +479,7 @@ func (p *AWSProvider) reconcileDelete(ctx context.Context, client dynamic.Resour
 		}
 		since := time.Since(ext.deletingAt)
 		p.mu.Unlock()
-		if since < p.delay() {
+		if since < p.deleteDelay() {
 			return p.writeStatus(ctx, client, mr, nil, condition(CrossplaneTypeReady, false, CrossplaneReasonDeleting, ""),
 				condition(CrossplaneTypeSynced, true, CrossplaneReasonReconcileSuccess, ""))
 		}
@@ -622,10 +631,11 @@ func eksKubeconfig(cluster, endpoint, region string, caPEM []byte) ([]byte, erro
 	})
 }
 
-// AWSProviderForTest runs an AWSProvider on backend until test t ends.
-func AWSProviderForTest(t testing.TB, backend *rest.Config, readyAfter time.Duration) *AWSProvider {
+// AWSProviderForTest runs an AWSProvider on backend, with the given create and delete times,
+// until test t ends.
+func AWSProviderForTest(t testing.TB, backend *rest.Config, readyAfter, deleteAfter time.Duration) *AWSProvider {
 	t.Helper()
-	p := &AWSProvider{Backend: backend, ReadyAfter: readyAfter}
+	p := &AWSProvider{Backend: backend, ReadyAfter: readyAfter, DeleteAfter: deleteAfter}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- p.Run(ctx) }()

@@ -312,7 +312,16 @@ func StartCrossplane(ctx context.Context, opts CrossplaneOptions) (*Crossplane, 
 	if err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		// The Function CRD is Crossplane's: init installed it, but it may still be establishing.
 		_, err := dyn.Resource(CrossplaneFunctionGVR).Create(ctx, fn, metav1.CreateOptions{})
-		return err == nil || apierrors.IsAlreadyExists(err), nil
+		if apierrors.IsAlreadyExists(err) {
+			// From an earlier start on the same backend: the registry has a new address.
+			cur, gerr := dyn.Resource(CrossplaneFunctionGVR).Get(ctx, FunctionPatchAndTransform, metav1.GetOptions{})
+			if gerr != nil {
+				return false, nil
+			}
+			_ = unstructured.SetNestedField(cur.Object, pkg, "spec", "package")
+			_, err = dyn.Resource(CrossplaneFunctionGVR).Update(ctx, cur, metav1.UpdateOptions{})
+		}
+		return err == nil, nil
 	}); err != nil {
 		c.Stop()
 		return nil, fmt.Errorf("failed to create the Function %s: %w", FunctionPatchAndTransform, err)

@@ -52,7 +52,7 @@ func startCrossplaneBackend(t *testing.T, readyAfter time.Duration) *crossplaneB
 		t.Fatal(err)
 	}
 	return &crossplaneBackend{cfg: cfg, dyn: dynamic.NewForConfigOrDie(cfg), cs: kubernetes.NewForConfigOrDie(cfg),
-		provider: sim.AWSProviderForTest(t, cfg, readyAfter)}
+		provider: sim.AWSProviderForTest(t, cfg, readyAfter, 0)}
 }
 
 // TestStartCrossplane: Crossplane installed the Function from its package, with the
