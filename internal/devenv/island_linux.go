@@ -24,7 +24,8 @@ import (
 // apiserver at the very URL of its kubeconfig.
 //
 // How: one goroutine locked to its own OS thread moves that thread into a new network namespace
-// (unshare(CLONE_NEWNET), which needs CAP_SYS_ADMIN: root), brings lo up, and then runs, on that
+// (unshare(CLONE_NEWNET), which needs CAP_SYS_ADMIN: root; never the main thread, whose namespace
+// /proc/self/net shows as the process's), brings lo up, and then runs, on that
 // thread, every call that must happen inside: creating Forward's listening sockets (a socket
 // belongs to the namespace of the thread that created it) and forking the island's processes (a
 // child inherits its parent thread's namespace). Go never runs another goroutine on a locked
@@ -47,26 +48,50 @@ func NewIsland() (*Island, error) {
 	is := &Island{calls: make(chan func()), done: make(chan struct{}), conns: map[net.Conn]bool{}}
 	ready := make(chan error, 1)
 	go func() {
-		defer close(is.done)
-		// Never unlocked: the thread is in the island's namespace and ends with this goroutine.
 		runtime.LockOSThread()
-		if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
-			ready <- fmt.Errorf("failed to make a network namespace (unshare(CLONE_NEWNET) needs CAP_SYS_ADMIN, i.e. root): %w", err)
+		if unix.Gettid() != unix.Getpid() {
+			is.run(ready, nil)
 			return
 		}
-		if err := loopbackUp(); err != nil {
-			ready <- fmt.Errorf("failed to bring up the loopback interface of a new network namespace: %w", err)
-			return
-		}
-		ready <- nil
-		for f := range is.calls {
-			f()
-		}
+		// The main thread: /proc/self/net and the like show its namespace as the process's, and
+		// Go never ends it (a goroutine that exits locked to it wedges it), so it must not move.
+		// Another goroutine takes over; it cannot land on this thread while it is locked here.
+		locked := make(chan struct{})
+		go is.run(ready, locked)
+		<-locked
+		runtime.UnlockOSThread()
 	}()
 	if err := <-ready; err != nil {
 		return nil, err
 	}
 	return is, nil
+}
+
+// run moves a thread of its own into a new network namespace and runs the island's calls on it
+// until Close; locked, when not nil, is closed once the thread is locked.
+func (is *Island) run(ready chan<- error, locked chan<- struct{}) {
+	defer close(is.done)
+	// Never unlocked: the thread is in the island's namespace and ends with this goroutine.
+	runtime.LockOSThread()
+	if locked != nil {
+		close(locked)
+	}
+	if unix.Gettid() == unix.Getpid() {
+		ready <- errors.New("the island's thread is the main thread")
+		return
+	}
+	if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
+		ready <- fmt.Errorf("failed to make a network namespace (unshare(CLONE_NEWNET) needs CAP_SYS_ADMIN, i.e. root): %w", err)
+		return
+	}
+	if err := loopbackUp(); err != nil {
+		ready <- fmt.Errorf("failed to bring up the loopback interface of a new network namespace: %w", err)
+		return
+	}
+	ready <- nil
+	for f := range is.calls {
+		f()
+	}
 }
 
 // loopbackUp sets the flag IFF_UP on lo (SIOCSIFFLAGS, netdevice(7)), as `ip link set lo up`

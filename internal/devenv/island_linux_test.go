@@ -3,19 +3,31 @@ package devenv
 import (
 	"bufio"
 	"net"
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
 )
 
 // TestIsland: what runs in an island sees only its loopback interface, reaches a host server
-// only through Forward, and its listeners cannot be reached from outside.
+// only through Forward, and its listeners cannot be reached from outside; the process itself
+// stays in its namespace.
 func TestIsland(t *testing.T) {
+	before, err := os.Readlink("/proc/self/ns/net")
+	if err != nil {
+		t.Fatal(err)
+	}
 	is, err := NewIsland()
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer is.Close()
+	// The process's own namespace (its main thread's, what /proc/self/net shows) stays.
+	defer func() {
+		if after, _ := os.Readlink("/proc/self/ns/net"); after != before {
+			t.Errorf("the process moved to network namespace %s from %s", after, before)
+		}
+	}()
 
 	// A host echo server, forwarded into the island at the same port.
 	host, err := net.Listen("tcp", "127.0.0.1:0")
