@@ -308,8 +308,13 @@ func (p *AWSProvider) reconcile(ctx context.Context, dyn dynamic.Interface, cs k
 
 	ext := p.state(mr)
 	if ext == nil && conditionIs(mr, CrossplaneTypeReady, true) {
-		// Created before this actor started: AWS has it.
+		// Created before this actor started: AWS has it, as status.atProvider says.
 		ext = &awsResource{}
+		ext.id, _, _ = unstructured.NestedString(mr.Object, "status", "atProvider", "id")
+		if cas, _, _ := unstructured.NestedSlice(mr.Object, "status", "atProvider", "certificateAuthority"); len(cas) > 0 {
+			data, _, _ := unstructured.NestedString(cas[0].(map[string]any), "data")
+			ext.caPEM, _ = base64.StdEncoding.DecodeString(data)
+		}
 		p.remember(mr, ext)
 	}
 	// Finalizer and external name (NameAsExternalName), in one update.
