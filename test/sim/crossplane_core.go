@@ -114,7 +114,6 @@ type CrossplaneOptions struct {
 // (StartCrossplane).
 type Crossplane struct {
 	opts       CrossplaneOptions
-	cfg        *rest.Config
 	kubeconfig string
 	island     *devenv.Island
 	registry   *http.Server
@@ -207,7 +206,7 @@ func StartCrossplane(ctx context.Context, opts CrossplaneOptions) (*Crossplane, 
 	if out == nil {
 		out = io.Discard
 	}
-	c := &Crossplane{opts: opts, cfg: cfg, kubeconfig: kubeconfig, logs: &lineWriter{out: out}, functions: map[string]*crossplaneFunction{}}
+	c := &Crossplane{opts: opts, kubeconfig: kubeconfig, logs: &lineWriter{out: out}, functions: map[string]*crossplaneFunction{}}
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, err
@@ -580,8 +579,10 @@ func (c *Crossplane) publishEndpoint(ctx context.Context, dyn dynamic.Interface,
 func (c *Crossplane) waitFunction(ctx context.Context, dyn dynamic.Interface, fn string) error {
 	var last string
 	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
-		if c.core.Cmd.ProcessState != nil {
-			return false, errors.New("crossplane exited")
+		select {
+		case <-c.core.Done():
+			return false, fmt.Errorf("crossplane exited: %v", c.core.Wait())
+		default:
 		}
 		revs, err := dyn.Resource(CrossplaneFunctionRevisionGVR).List(ctx, metav1.ListOptions{LabelSelector: crossplaneParentLabel + "=" + fn})
 		if err != nil {
