@@ -3,15 +3,18 @@
 # those already built for the pinned version. Usage: hack/build-tools.sh [tool...]
 # Tools: kcp kcp-front-proxy cache-server apigen kube-apiserver kube-controller-manager kubectl etcd
 # controller-gen source-controller kustomize-controller gotestsum flux-chart terraform
-# vcluster kine vcluster-chart crossplane function-patch-and-transform crossplane-crds (default: all).
+# vcluster kine vcluster-chart crossplane function-patch-and-transform crossplane-files (default: all).
 #   flux-chart assembles the local Flux chart into _tools/charts/flux2: the project's templates
 #   (charts/flux2) plus Flux's own CRDs, copied from the Go modules of the controllers.
 #   vcluster-chart copies vCluster's own chart from the vcluster tools module's chart/ directory
 #   into _tools/charts/vcluster: the real chart the tests install through the Helm SDK.
-#   crossplane is Crossplane core (`crossplane core start`), function-patch-and-transform the
-#   composition function config/crossplane's Compositions run; crossplane-crds copies Crossplane's
-#   CRDs (the module's cluster/crds) into _tools/crossplane/crds, which tests and `make run`
-#   install before starting Crossplane (its Helm chart would install them).
+#   crossplane is Crossplane core (`crossplane core init|start`), function-patch-and-transform
+#   the composition function config/crossplane's Compositions run; crossplane-files copies, from
+#   their modules, Crossplane's CRDs (cluster/crds) into _tools/crossplane/crds, which
+#   `crossplane core init` installs (--crds-path, as in its image), and the function's package
+#   metadata (package/: crossplane.yaml and its input's CRD) into
+#   _tools/crossplane/function-patch-and-transform (its version beside it, .version), from which
+#   tests and `make run` build the Function package Crossplane installs.
 #
 # The tools of one tools module (hack/tools/<module>) that need building are built by ONE
 # `go build -o <dir>/ pkg...`: the packages they share are compiled once and the binaries are
@@ -30,7 +33,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BIN="${ROOT}/_tools/bin"
 CHARTS="${ROOT}/_tools/charts"
-CROSSPLANE_CRDS="${ROOT}/_tools/crossplane/crds"
+CROSSPLANE_FILES="${ROOT}/_tools/crossplane"
 mkdir -p "${BIN}"
 
 # tool -> "tools-module package"
@@ -54,7 +57,7 @@ declare -A PKG=(
 )
 ALL_TOOLS=(kcp kcp-front-proxy cache-server apigen kube-apiserver kube-controller-manager kubectl etcd
   controller-gen source-controller kustomize-controller gotestsum flux-chart terraform
-  vcluster kine vcluster-chart crossplane function-patch-and-transform crossplane-crds)
+  vcluster kine vcluster-chart crossplane function-patch-and-transform crossplane-files)
 
 # Flux modules whose CRDs (config/crd/bases) go into the local chart's crds/.
 FLUX_CRD_MODULES=(github.com/fluxcd/source-controller github.com/fluxcd/kustomize-controller)
@@ -124,7 +127,12 @@ ldflags_of() {
     # Crossplane's release builds stamp its version (nix/build.nix: internal/version.version);
     # without it `crossplane version` is empty and package dependency constraints on
     # Crossplane's version cannot be checked.
-    kver="$(awk '$1 == "github.com/crossplane/crossplane/v2" { print $2; exit }' "${moddir}/go.mod")"
+    kver="$(awk '$1 == "require" && $2 == "github.com/crossplane/crossplane/v2" { print $3; exit }
+      $1 == "github.com/crossplane/crossplane/v2" { print $2; exit }' "${moddir}/go.mod")"
+    if [ -z "${kver}" ]; then
+      echo "cannot read Crossplane's version from ${moddir}/go.mod" >&2
+      exit 1
+    fi
     flags="${flags} -X github.com/crossplane/crossplane/v2/internal/version.version=${kver}"
     ;;
   esac
@@ -214,26 +222,40 @@ vcluster_chart() {
   echo "${want}" >"${stamp}"
 }
 
-# crossplane_crds copies Crossplane core's CRDs (cluster/crds of the module hack/tools/crossplane
-# pins) into _tools/crossplane/crds.
-crossplane_crds() {
-  local moddir="${ROOT}/hack/tools/crossplane" mod=github.com/crossplane/crossplane/v2
-  local stamp="${CROSSPLANE_CRDS}/.stamp" want dir
-  want="$(stamp_of "${moddir}/go.mod" "${moddir}/go.sum")"
+# crossplane_files copies Crossplane core's CRDs (cluster/crds of the module hack/tools/crossplane
+# pins) into _tools/crossplane/crds and function-patch-and-transform's package metadata (package/
+# of the module hack/tools/function-patch-and-transform pins) into
+# _tools/crossplane/function-patch-and-transform.
+crossplane_files() {
+  local stamp="${CROSSPLANE_FILES}/.stamp" want dir
+  want="$(stamp_of "${ROOT}"/hack/tools/crossplane/go.{mod,sum} "${ROOT}"/hack/tools/function-patch-and-transform/go.{mod,sum})"
   if [ -f "${stamp}" ] && [ "$(cat "${stamp}")" = "${want}" ]; then
     return
   fi
-  echo ">> copying Crossplane's CRDs into _tools/crossplane/crds"
-  dir="$(cd "${moddir}" && go mod download "${mod}" && go list -m -f '{{.Dir}}' "${mod}")"
-  if [ -z "${dir}" ] || ! ls "${dir}"/cluster/crds/*.yaml >/dev/null 2>&1; then
-    echo "no CRDs found for ${mod} (module dir '${dir}')" >&2
+  echo ">> copying Crossplane's CRDs and function-patch-and-transform's package into _tools/crossplane"
+  rm -rf "${CROSSPLANE_FILES}"
+  mkdir -p "${CROSSPLANE_FILES}"
+  dir="$(module_dir crossplane github.com/crossplane/crossplane/v2 cluster/crds)"
+  cp -R "${dir}/cluster/crds" "${CROSSPLANE_FILES}/crds"
+  dir="$(module_dir function-patch-and-transform github.com/crossplane-contrib/function-patch-and-transform package/crossplane.yaml)"
+  cp -R "${dir}/package" "${CROSSPLANE_FILES}/function-patch-and-transform"
+  # The tag of the package built from it.
+  (cd "${ROOT}/hack/tools/function-patch-and-transform" && go list -m -f '{{.Version}}' github.com/crossplane-contrib/function-patch-and-transform) \
+    >"${CROSSPLANE_FILES}/function-patch-and-transform.version"
+  chmod -R u+w "${CROSSPLANE_FILES}" # the module cache is read-only
+  echo "${want}" >"${stamp}"
+}
+
+# module_dir prints the directory of module mod as the tools module hack/tools/<tools> pins it,
+# downloading it, and fails unless it holds path.
+module_dir() {
+  local tools="$1" mod="$2" path="$3" dir
+  dir="$(cd "${ROOT}/hack/tools/${tools}" && go mod download "${mod}" && go list -m -f '{{.Dir}}' "${mod}")"
+  if [ -z "${dir}" ] || [ ! -e "${dir}/${path}" ]; then
+    echo "no ${path} in ${mod} (module dir '${dir}')" >&2
     exit 1
   fi
-  rm -rf "${CROSSPLANE_CRDS}"
-  mkdir -p "${CROSSPLANE_CRDS}"
-  cp "${dir}"/cluster/crds/*.yaml "${CROSSPLANE_CRDS}/"
-  chmod -R u+w "${CROSSPLANE_CRDS}" # the module cache is read-only
-  echo "${want}" >"${stamp}"
+  echo "${dir}"
 }
 
 # terraform_tool puts the pinned Terraform (internal/terraform/runner.TerraformVersion) into
@@ -270,7 +292,7 @@ declare -A STALE=() LDFLAGS=() GOENV=() WANT=()
 others=()
 for tool in "${tools[@]}"; do
   case "${tool}" in
-  flux-chart | terraform | vcluster-chart | crossplane-crds)
+  flux-chart | terraform | vcluster-chart | crossplane-files)
     others+=("${tool}")
     continue
     ;;
@@ -349,6 +371,6 @@ for tool in "${others[@]}"; do
   flux-chart) flux_chart ;;
   terraform) terraform_tool ;;
   vcluster-chart) vcluster_chart ;;
-  crossplane-crds) crossplane_crds ;;
+  crossplane-files) crossplane_files ;;
   esac
 done

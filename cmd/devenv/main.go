@@ -21,11 +21,13 @@
 // prints the two Secrets a tenant puts next to their HostCluster (the target's kubeconfig and the
 // git credentials), ready for `kubectl apply -f -`.
 //
-// For KubernetesClusters it loads the sample OTC flavor catalog (config/samples/otc-flavors.yaml)
-// into the platform workspace and, on the embedded backend, installs the OTC Crossplane
-// provider's CRDs (test/fixtures/crossplane/otc: no Crossplane runs here). `devenv
-// simulate-crossplane` plays Crossplane and the OTC API on the embedded backend until Ctrl-C, so
-// the seed's demo flow (config/samples/kubernetescluster-demo.yaml) reaches Ready.
+// For KubernetesClusters it loads the sample OTC and AWS flavor catalogs (config/samples) into the
+// platform workspace and, on the embedded backend, installs the OTC and AWS Crossplane providers'
+// CRDs (test/fixtures/crossplane/otc and aws), runs Crossplane core and function-patch-and-transform
+// as processes (test/sim.StartCrossplane; they need root, for the network namespace Crossplane
+// runs in) and applies config/crossplane. `devenv simulate-crossplane` plays the providers and
+// their clouds on the embedded backend until Ctrl-C, so the seed's demo flow
+// (config/samples/kubernetescluster-demo.yaml) and the AWS sample reach Ready.
 //
 // For provisioned HostClusters (provision_vanilla, provision_eks), on the embedded backend and
 // with terraform on PATH, it starts test/sim/provisioning: the real provisioner (API on
@@ -244,11 +246,22 @@ func run() error {
 		}
 	}
 	if os.Getenv("BACKEND_KUBECONFIG") == "" {
-		say("Installing Crossplane's and the OTC provider's CRDs on the embedded backend (test/fixtures/crossplane/core and otc; no Crossplane runs here: bin/devenv simulate-crossplane plays it), and the ManagedCluster XRD and Compositions (config/crossplane)")
+		say("Installing the OTC and AWS Crossplane providers' CRDs on the embedded backend (test/fixtures/crossplane/otc and aws; bin/devenv simulate-crossplane plays the providers and the clouds)")
 		if _, err := envtest.InstallCRDs(backendCfg, envtest.CRDInstallOptions{Paths: []string{filepath.Join(root, "test", "fixtures", "crossplane", "otc")}}); err != nil {
 			return err
 		}
-		if err := sim.InstallCrossplane(ctx, backendCfg, root); err != nil {
+		if err := sim.InstallAWSProviderCRDs(backendCfg, root); err != nil {
+			return err
+		}
+		xpLog, _ := os.Create(filepath.Join(logs, "crossplane.log"))
+		defer func() { _ = xpLog.Close() }()
+		say("Starting Crossplane core and function-patch-and-transform on the embedded backend (built by make tools; log in %s/logs/crossplane.log) and applying the ManagedCluster XRD and Compositions (config/crossplane)", state)
+		xp, err := sim.StartCrossplane(ctx, sim.CrossplaneOptions{Backend: backendCfg, ToolsDir: filepath.Join(root, "_tools"), Dir: filepath.Join(dev, "crossplane"), Log: xpLog, Processes: procs})
+		if err != nil {
+			return fmt.Errorf("failed to start Crossplane: %w", err)
+		}
+		defer xp.Stop()
+		if err := sim.ApplyCrossplaneConfig(ctx, backendCfg, root); err != nil {
 			return err
 		}
 	}
@@ -397,7 +410,7 @@ own) and a Tenant waits in Provisioning. To play the vCluster writing its kubeco
 KubernetesCluster demo (the seed's): the catalog is in %s; as a tenant:
   kubectl --context demo get providermachineflavors
   kubectl --context demo apply -f config/samples/kubernetescluster-demo.yaml
-  bin/devenv simulate-crossplane          # plays Crossplane and the OTC API until Ctrl-C
+  bin/devenv simulate-crossplane          # plays the OTC and AWS providers and their clouds until Ctrl-C
   kubectl --context demo -n demo wait --for=condition=Ready kubernetescluster/my-cluster --timeout=5m
   kubectl --context demo -n demo get secret my-cluster-kubeconfig -o jsonpath='{.data.kubeconfig}' | base64 -d
 `, bootstrap.PlatformWorkspace)
@@ -506,9 +519,11 @@ func applyFile(ctx context.Context, cfg *rest.Config, path string) error {
 	return nil
 }
 
-// simulateCrossplane plays Crossplane core, provider-opentelekomcloud (and the OTC API) and the
-// ManagedCluster Compositions on the embedded backend until Ctrl-C: test/sim'
-// CrossplaneOTC and CrossplaneXR say what they do and cite where each behaviour comes from.
+// simulateCrossplane plays, on the embedded backend until Ctrl-C, what make run's Crossplane
+// cannot do there: provider-opentelekomcloud with the OTC API (and Crossplane's managed
+// reconciler for its resources) and provider-upjet-aws with AWS under the resources Crossplane
+// composes for ManagedClusters. test/sim's CrossplaneOTC and AWSProvider say what they do and
+// cite where each behaviour comes from.
 func simulateCrossplane() error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -516,10 +531,10 @@ func simulateCrossplane() error {
 	if err != nil {
 		return err
 	}
-	say("Playing Crossplane and the OTC API on the embedded backend (VpcV1, SubnetV1, ClusterV3, NodePoolV3 and ManagedCluster composites in every kcp-* namespace); Ctrl-C stops")
+	say("Playing Crossplane's OTC provider and the OTC API (VpcV1, SubnetV1, ClusterV3, NodePoolV3) and provider-upjet-aws and AWS (the IAM and EKS resources Crossplane composes for ManagedClusters) on the embedded backend, in every kcp-* namespace; Ctrl-C stops")
 	errs := make(chan error, 2)
 	go func() { errs <- (&sim.CrossplaneOTC{Backend: backendCfg, ReadyAfter: 3 * time.Second}).Run(ctx) }()
-	go func() { errs <- (&sim.CrossplaneXR{Backend: backendCfg, ReadyAfter: 3 * time.Second}).Run(ctx) }()
+	go func() { errs <- (&sim.AWSProvider{Backend: backendCfg, ReadyAfter: 3 * time.Second}).Run(ctx) }()
 	err = <-errs
 	stop()
 	return errors.Join(err, <-errs)

@@ -16,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -41,7 +43,9 @@ import (
 // This suite runs the catalog, ProviderConfig and KubernetesCluster controllers in process as the
 // manager does (test/framework/fleettest), on real kcp with two tenant workspaces and a real
 // backend carrying the OTC provider's CRDs (test/fixtures/crossplane/otc, trimmed from the real
-// schemas). sim.CrossplaneOTC plays Crossplane and the OTC API.
+// schemas). sim.CrossplaneOTC plays Crossplane and the OTC API. For the other providers Crossplane
+// core and function-patch-and-transform run for real (sim.CrossplaneForTest) with the platform's
+// config/crossplane, and sim.AWSProvider plays provider-upjet-aws and AWS under them.
 
 const akskCredentials = `{"access_key":"AKEXAMPLE0123456789","secret_key":"sk-do-not-leak-0123456789abcdef","auth_url":"https://iam.eu-de.otc.t-systems.com/v3","region":"eu-de"}`
 
@@ -55,7 +59,7 @@ tenant_name=eu-de
 type suite struct {
 	h   *fleettest.Harness
 	xp  *sim.CrossplaneOTC
-	xr  *sim.CrossplaneXR
+	aws *sim.AWSProvider
 	ctx context.Context
 }
 
@@ -66,9 +70,13 @@ func setup(t *testing.T) *suite {
 	if _, err := envtest.InstallCRDs(h.BackendAdmin, envtest.CRDInstallOptions{Paths: []string{filepath.Join(framework.RepoRoot(), "test", "fixtures", "crossplane", "otc")}}); err != nil {
 		t.Fatal(err)
 	}
-	// Crossplane's API and the platform's ManagedCluster XRD and Compositions (config/crossplane),
-	// for providers other than OTC; sim.CrossplaneXR plays Crossplane composing them.
-	if err := sim.InstallCrossplane(ctx, h.BackendAdmin, framework.RepoRoot()); err != nil {
+	// For providers other than OTC: Crossplane itself, the AWS provider's CRDs and the platform's
+	// ManagedCluster XRD and Compositions (config/crossplane).
+	sim.CrossplaneForTest(t, h.BackendAdmin, filepath.Dir(framework.ToolsBin()))
+	if err := sim.InstallAWSProviderCRDs(h.BackendAdmin, framework.RepoRoot()); err != nil {
+		t.Fatal(err)
+	}
+	if err := sim.ApplyCrossplaneConfig(ctx, h.BackendAdmin, framework.RepoRoot()); err != nil {
 		t.Fatal(err)
 	}
 	// The platform admin's catalog: the sample OTC and AWS catalogs make run loads.
@@ -101,13 +109,14 @@ func setup(t *testing.T) *suite {
 		SoldOut: func(namespace, name, flavor, zone string) bool {
 			return strings.Contains(name, "-sold-") && flavor == "c4.xlarge.2" && zone == "eu-de-02"
 		}}
-	xr := &sim.CrossplaneXR{Backend: h.BackendAdmin, ReadyAfter: 500 * time.Millisecond}
 	actx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{}, 2)
-	go func() { defer func() { done <- struct{}{} }(); _ = xp.Run(actx) }()
-	go func() { defer func() { done <- struct{}{} }(); _ = xr.Run(actx) }()
-	t.Cleanup(func() { cancel(); <-done; <-done })
-	return &suite{h: h, xp: xp, xr: xr, ctx: ctx}
+	done := make(chan struct{})
+	go func() { defer close(done); _ = xp.Run(actx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	// AWS deletes slower than it creates here (EKS takes minutes either way): long enough that a
+	// composite cluster deleted without waiting for its composed resources is told apart.
+	aws := sim.AWSProviderForTest(t, h.BackendAdmin, 500*time.Millisecond, 3*time.Second)
+	return &suite{h: h, xp: xp, aws: aws, ctx: ctx}
 }
 
 // demo applies the seed's demo objects in namespace default of a workspace.
@@ -636,13 +645,31 @@ func TestKubernetesCluster(t *testing.T) {
 		}
 		spec, _, _ := unstructured.NestedMap(x.Object, "spec")
 		for k, want := range map[string]any{"provider": "AWS", "nodeFlavor": "c5.xlarge", "nodeCount": int64(2), "nodeDiskSizeGiB": int64(50),
-			"region": "eu-central-1", "kubernetesVersion": "1.31", "subnetID": "subnet-0aaa,subnet-0bbb", "kubeconfigSecretName": "kc-default-eks-conn"} {
+			"region": "eu-central-1", "kubernetesVersion": "1.31", "subnetIDs": []any{"subnet-0aaa", "subnet-0bbb"}, "kubeconfigSecretName": "kc-default-eks-conn"} {
 			if fmt.Sprint(spec[k]) != fmt.Sprint(want) {
 				t.Errorf("ManagedCluster spec.%s = %v, want %v", k, spec[k], want)
 			}
 		}
 		if x.GetLabels()[workspaces.FingerprintLabel] != workspaces.Fingerprint(s.h.LC["acme"]) {
 			t.Errorf("ManagedCluster labels %v", x.GetLabels())
+		}
+		// What Crossplane composed from it: the workers and the control plane of the tenant's spec.
+		dyn := dynamic.NewForConfigOrDie(s.h.BackendAdmin)
+		for gvr, fields := range map[schema.GroupVersionResource]map[string]any{
+			sim.AWSNodeGroupGVR: {"instanceTypes": "[c5.xlarge]", "scalingConfig": "map[desiredSize:2 maxSize:2 minSize:2]", "diskSize": "50",
+				"subnetIds": "[subnet-0aaa subnet-0bbb]", "region": "eu-central-1"},
+			sim.AWSClusterGVR: {"version": "1.31", "region": "eu-central-1"},
+		} {
+			l, err := dyn.Resource(gvr).Namespace(ns).List(s.ctx, metav1.ListOptions{LabelSelector: "crossplane.io/composite=kc-default-eks-cluster"})
+			if err != nil || len(l.Items) != 1 {
+				t.Fatalf("composed %s: %v (%v)", gvr.Resource, l, err)
+			}
+			fp, _, _ := unstructured.NestedMap(l.Items[0].Object, "spec", "forProvider")
+			for f, want := range fields {
+				if fmt.Sprint(fp[f]) != want {
+					t.Errorf("composed %s spec.forProvider.%s = %v, want %v", gvr.Resource, f, fp[f], want)
+				}
+			}
 		}
 		// The credentials the composition's ProviderConfig reads: the tenant's, as they are.
 		credName, _, _ := unstructured.NestedString(x.Object, "spec", "credentialsSecretRef", "name")
@@ -692,8 +719,22 @@ func TestKubernetesCluster(t *testing.T) {
 			errPC := c.Get(s.ctx, client.ObjectKeyFromObject(pc), &platformv1alpha1.ProviderConfig{})
 			return apierrors.IsNotFound(errKC) && apierrors.IsNotFound(errPC), fmt.Sprint(errKC, " / ", errPC)
 		})
-		if !slices.Contains(s.xr.Deleted(), ns+"/kc-default-eks-cluster") {
-			t.Errorf("Crossplane never finished deleting the ManagedCluster: %v", s.xr.Deleted())
+		// Foreground: the composite cluster went only after what Crossplane composed for it, so
+		// the KubernetesCluster is gone only once AWS deleted every resource.
+		for _, gvr := range []schema.GroupVersionResource{sim.AWSRoleGVR, sim.AWSRolePolicyAttachmentGVR, sim.AWSClusterGVR, sim.AWSNodeGroupGVR, sim.AWSClusterAuthGVR} {
+			u, err := dynamic.NewForConfigOrDie(s.h.BackendAdmin).Resource(gvr).Namespace(ns).List(s.ctx, metav1.ListOptions{LabelSelector: "crossplane.io/composite=kc-default-eks-cluster"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, mr := range u.Items {
+				t.Errorf("the KubernetesCluster went while %s %s was still being deleted", mr.GetKind(), mr.GetName())
+			}
+		}
+		deleted := s.aws.Deleted()
+		for _, kind := range []string{"Role", "RolePolicyAttachment", "Cluster", "NodeGroup", "ClusterAuth"} {
+			if !slices.ContainsFunc(deleted, func(d string) bool { return strings.HasPrefix(d, kind+"/"+ns+"/kc-default-eks-cluster-") }) {
+				t.Errorf("AWS never deleted the cluster's %s: %v", kind, deleted)
+			}
 		}
 		if s.managedCluster(t, "acme", "kc-default-eks-cluster") != nil {
 			t.Error("the ManagedCluster is still there")

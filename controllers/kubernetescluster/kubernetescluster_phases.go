@@ -314,7 +314,7 @@ func (r *Reconciler) composite(ctx context.Context, s *scope) error {
 	p := xr.Params{Name: o.Name, Namespace: o.Namespace, Labels: o.Labels,
 		Provider: kc.Spec.ProviderRef.Type, Region: kc.Spec.Region, KubernetesVersion: kc.Spec.Kubernetes.Version,
 		AvailableZone: kc.Spec.AvailableZone, NodeAvailableZone: kc.Spec.NodeAvailableZone,
-		NodeFlavor: s.flavor, NodeCount: kc.Spec.NodeCount, VPCID: kc.Spec.VpcID, SubnetID: kc.Spec.SubnetID, KeyPair: kc.Spec.KeyPair,
+		NodeFlavor: s.flavor, NodeCount: kc.Spec.NodeCount, VPCID: kc.Spec.VpcID, SubnetIDs: xr.SubnetIDs(kc.Spec.SubnetID), KeyPair: kc.Spec.KeyPair,
 		CredentialsSecretName: s.credentialsSecret, CredentialsKey: crossplane.CredentialsKey,
 		KubeconfigSecretName: s.name("conn")}
 	if kc.Spec.NodeDiskSize != nil {

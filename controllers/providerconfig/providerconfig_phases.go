@@ -95,10 +95,13 @@ func handOver(ctx context.Context, s *scope, src *corev1.Secret, key string, raw
 	if len(bytes.TrimSpace(raw)) == 0 {
 		return invalid(src, key, "is empty")
 	}
-	if err := removeOTCProviderConfig(ctx, s); err != nil {
+	// Stored first: store makes the backend namespace and the manager's access to it, which
+	// reading the OTC ProviderConfig needs (in a workspace whose first object this is, the
+	// manager may read nothing in kcp-<fp> before).
+	if err := store(ctx, s, raw); err != nil {
 		return err
 	}
-	if err := store(ctx, s, raw); err != nil {
+	if err := removeOTCProviderConfig(ctx, s); err != nil {
 		return err
 	}
 	reconcile.MarkTrue(s.pc, platformv1alpha1.CredentialsValidCondition, commonv1alpha1.SucceededReason,

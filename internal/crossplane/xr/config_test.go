@@ -50,7 +50,7 @@ var (
 	configSpecFields = map[string]string{
 		"provider": "string", "region": "string", "kubernetesVersion": "string", "availableZone": "string",
 		"nodeAvailableZone": "string", "nodeFlavor": "string", "nodeCount": "integer", "nodeDiskSizeGiB": "integer",
-		"vpcID": "string", "subnetID": "string", "keyPair": "string", "credentialsSecretRef": "object",
+		"vpcID": "string", "subnetIDs": "array", "keyPair": "string", "credentialsSecretRef": "object",
 		"kubeconfigSecretName": "string",
 	}
 	configSpecRequired   = []string{"provider", "kubernetesVersion", "nodeFlavor", "nodeCount", "credentialsSecretRef", "kubeconfigSecretName"}
@@ -296,23 +296,23 @@ func TestConfigXRDRules(t *testing.T) {
 		wantErr string
 	}{
 		"AWS with region and two subnets": {
-			obj: base("AWS", map[string]any{"region": "eu-central-1", "subnetID": "subnet-0a1b2c3d,subnet-4e5f6a7b"}),
+			obj: base("AWS", map[string]any{"region": "eu-central-1", "subnetIDs": []any{"subnet-0a1b2c3d", "subnet-4e5f6a7b"}}),
 		},
 		"AWS without region": {
-			obj:     base("AWS", map[string]any{"subnetID": "subnet-a,subnet-b"}),
+			obj:     base("AWS", map[string]any{"subnetIDs": []any{"subnet-a", "subnet-b"}}),
 			wantErr: "spec.region is required",
 		},
 		"AWS without subnets": {
 			obj:     base("AWS", map[string]any{"region": "eu-central-1"}),
-			wantErr: "spec.subnetID must list at least two existing subnets",
+			wantErr: "spec.subnetIDs must list at least two existing subnets",
 		},
 		"AWS with one subnet": {
-			obj:     base("AWS", map[string]any{"region": "eu-central-1", "subnetID": "subnet-a"}),
-			wantErr: "spec.subnetID must list at least two existing subnets",
+			obj:     base("AWS", map[string]any{"region": "eu-central-1", "subnetIDs": []any{"subnet-a"}}),
+			wantErr: "spec.subnetIDs must list at least two existing subnets",
 		},
 		"lower-case aws is AWS too": {
 			obj:     base("aws", map[string]any{"region": "eu-central-1"}),
-			wantErr: "spec.subnetID must list",
+			wantErr: "spec.subnetIDs must list",
 		},
 		"another provider needs neither": {
 			obj: base("EquinixMetal", nil),

@@ -57,13 +57,26 @@ type Params struct {
 	// NodeDiskSizeGiB is left out when zero (the composition's default applies).
 	NodeDiskSizeGiB int64
 	VPCID           string
-	SubnetID        string
-	KeyPair         string
+	// SubnetIDs are the tenant's subnets (spec.subnetIDs); left out when empty.
+	SubnetIDs []string
+	KeyPair   string
 	// CredentialsSecretName and CredentialsKey name the credentials Secret in Namespace.
 	CredentialsSecretName string
 	CredentialsKey        string
 	// KubeconfigSecretName is the Secret in Namespace the composition writes the kubeconfig into.
 	KubeconfigSecretName string
+}
+
+// SubnetIDs splits a KubernetesCluster's spec.subnetID (comma-separated subnets) into the XR's
+// spec.subnetIDs, in order, without spaces or empty entries.
+func SubnetIDs(subnetID string) []string {
+	var out []string
+	for _, id := range strings.Split(subnetID, ",") {
+		if id = strings.TrimSpace(id); id != "" {
+			out = append(out, id)
+		}
+	}
+	return out
 }
 
 // ProviderValue is the ProviderLabel value of a provider type.
@@ -84,10 +97,17 @@ func New(p Params) *composite.Unstructured {
 		"kubeconfigSecretName": p.KubeconfigSecretName,
 	}
 	for k, v := range map[string]string{"region": p.Region, "availableZone": p.AvailableZone, "nodeAvailableZone": p.NodeAvailableZone,
-		"vpcID": p.VPCID, "subnetID": p.SubnetID, "keyPair": p.KeyPair} {
+		"vpcID": p.VPCID, "keyPair": p.KeyPair} {
 		if v != "" {
 			spec[k] = v
 		}
+	}
+	if len(p.SubnetIDs) > 0 {
+		ids := make([]any, len(p.SubnetIDs))
+		for i, id := range p.SubnetIDs {
+			ids[i] = id
+		}
+		spec["subnetIDs"] = ids
 	}
 	if p.NodeDiskSizeGiB > 0 {
 		spec["nodeDiskSizeGiB"] = p.NodeDiskSizeGiB

@@ -1,0 +1,50 @@
+package sim
+
+import (
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// Crossplane core's own kinds, as v2.2.0 stores them (apiextensions.crossplane.io/v1: the XRD's
+// storage version; v2 is served as well).
+var (
+	CrossplaneXRDGVR         = schema.GroupVersionResource{Group: "apiextensions.crossplane.io", Version: "v1", Resource: "compositeresourcedefinitions"}
+	CrossplaneCompositionGVR = schema.GroupVersionResource{Group: "apiextensions.crossplane.io", Version: "v1", Resource: "compositions"}
+)
+
+// CrossplaneTypeEstablished is the XRD's condition once its XR's CRD is served and watched
+// (apis/apiextensions/v1/conditions.go line 32; internal/controller/apiextensions/definition/
+// reconciler.go line 649).
+const CrossplaneTypeEstablished = "Established"
+
+// setCrossplaneConditions sets conds on u as crossplane-runtime's ConditionedStatus.SetConditions
+// does: an equal condition (type, status, reason, message, observedGeneration) keeps its
+// lastTransitionTime; observedGeneration is u's generation.
+func setCrossplaneConditions(u *unstructured.Unstructured, conds ...map[string]any) {
+	existing, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	now := time.Now().UTC().Format(time.RFC3339)
+	for _, c := range conds {
+		c["observedGeneration"] = u.GetGeneration()
+		replaced := false
+		for i, e := range existing {
+			m, _ := e.(map[string]any)
+			if m["type"] != c["type"] {
+				continue
+			}
+			replaced = true
+			if m["status"] == c["status"] && m["reason"] == c["reason"] && m["message"] == c["message"] && m["observedGeneration"] == c["observedGeneration"] {
+				break
+			}
+			c["lastTransitionTime"] = now
+			existing[i] = c
+			break
+		}
+		if !replaced {
+			c["lastTransitionTime"] = now
+			existing = append(existing, c)
+		}
+	}
+	_ = unstructured.SetNestedSlice(u.Object, existing, "status", "conditions")
+}
