@@ -317,39 +317,7 @@ func (a *CrossplaneOTC) Deleted() []string {
 // Run reconciles every managed resource every Interval until ctx ends; it returns nil then.
 // Errors of one pass (conflicts, mostly) are retried in the next.
 func (a *CrossplaneOTC) Run(ctx context.Context) error {
-	cfg := rest.CopyConfig(a.Backend)
-	// The apiserver warns that Crossplane's finalizer name has no path; Crossplane uses it anyway.
-	cfg.WarningHandler = rest.NoWarnings{}
-	dyn, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		return err
-	}
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return err
-	}
-	interval := a.Interval
-	if interval <= 0 {
-		interval = defaultCrossplaneInterval
-	}
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		for _, k := range crossplaneKinds {
-			list, err := dyn.Resource(k.gvr).List(ctx, metav1.ListOptions{})
-			if err != nil {
-				continue
-			}
-			for i := range list.Items {
-				_ = a.reconcile(ctx, dyn, cs, k, &list.Items[i])
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-		}
-	}
+	return runProviderLoop(ctx, a.Backend, a.Interval, crossplaneKinds, func(k crossplaneKind) schema.GroupVersionResource { return k.gvr }, a.reconcile)
 }
 
 func (a *CrossplaneOTC) delay() time.Duration {

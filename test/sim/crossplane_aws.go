@@ -244,39 +244,7 @@ func (p *AWSProvider) deleteDelay() time.Duration {
 // Run reconciles every managed resource every Interval until ctx ends; it returns nil then.
 // Errors of one pass (conflicts, mostly) are retried in the next.
 func (p *AWSProvider) Run(ctx context.Context) error {
-	cfg := rest.CopyConfig(p.Backend)
-	// The apiserver warns that Crossplane's finalizer name has no path.
-	cfg.WarningHandler = rest.NoWarnings{}
-	dyn, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		return err
-	}
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return err
-	}
-	interval := p.Interval
-	if interval <= 0 {
-		interval = defaultCrossplaneInterval
-	}
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		for _, k := range awsKinds {
-			list, err := dyn.Resource(k.gvr).List(ctx, metav1.ListOptions{})
-			if err != nil {
-				continue
-			}
-			for i := range list.Items {
-				_ = p.reconcile(ctx, dyn, cs, k, &list.Items[i])
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-		}
-	}
+	return runProviderLoop(ctx, p.Backend, p.Interval, awsKinds, func(k awsKind) schema.GroupVersionResource { return k.gvr }, p.reconcile)
 }
 
 // state returns the played AWS resource of mr, nil when none was created.

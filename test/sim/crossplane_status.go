@@ -1,10 +1,15 @@
 package sim
 
 import (
+	"context"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 )
 
 // Crossplane core's own kinds, as v2.2.0 stores them (apiextensions.crossplane.io/v1: the XRD's
@@ -47,4 +52,44 @@ func setCrossplaneConditions(u *unstructured.Unstructured, conds ...map[string]a
 		}
 	}
 	_ = unstructured.SetNestedSlice(u.Object, existing, "status", "conditions")
+}
+
+// runProviderLoop is a provider's controllers as the actors play them: every interval (zero:
+// defaultCrossplaneInterval) it lists each kind's managed resources (gvr of each) and reconciles
+// each one, until ctx ends; it returns nil then. Errors of one pass (conflicts, mostly) are
+// retried in the next. The apiserver warns that Crossplane's finalizer name has no path;
+// Crossplane uses it anyway, so the warnings are dropped.
+func runProviderLoop[K any](ctx context.Context, backend *rest.Config, interval time.Duration, kinds []K, gvr func(K) schema.GroupVersionResource,
+	reconcile func(context.Context, dynamic.Interface, kubernetes.Interface, K, *unstructured.Unstructured) error) error {
+	cfg := rest.CopyConfig(backend)
+	cfg.WarningHandler = rest.NoWarnings{}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	if interval <= 0 {
+		interval = defaultCrossplaneInterval
+	}
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		for _, k := range kinds {
+			list, err := dyn.Resource(gvr(k)).List(ctx, metav1.ListOptions{})
+			if err != nil {
+				continue
+			}
+			for i := range list.Items {
+				_ = reconcile(ctx, dyn, cs, k, &list.Items[i])
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
 }
