@@ -253,16 +253,20 @@ func run() error {
 		if err := sim.InstallAWSProviderCRDs(backendCfg, root); err != nil {
 			return err
 		}
-		xpLog, _ := os.Create(filepath.Join(logs, "crossplane.log"))
-		defer func() { _ = xpLog.Close() }()
-		say("Starting Crossplane core and function-patch-and-transform on the embedded backend (built by make tools; log in %s/logs/crossplane.log) and applying the ManagedCluster XRD and Compositions (config/crossplane)", state)
-		xp, err := sim.StartCrossplane(ctx, sim.CrossplaneOptions{Backend: backendCfg, ToolsDir: filepath.Join(root, "_tools"), Dir: filepath.Join(dev, "crossplane"), Log: xpLog, Processes: procs})
-		if err != nil {
-			return fmt.Errorf("failed to start Crossplane: %w", err)
-		}
-		defer xp.Stop()
-		if err := sim.ApplyCrossplaneConfig(ctx, backendCfg, root); err != nil {
-			return err
+		if os.Geteuid() == 0 {
+			xpLog, _ := os.Create(filepath.Join(logs, "crossplane.log"))
+			defer func() { _ = xpLog.Close() }()
+			say("Starting Crossplane core and function-patch-and-transform on the embedded backend (built by make tools; log in %s/logs/crossplane.log) and applying the ManagedCluster XRD and Compositions (config/crossplane)", state)
+			xp, err := sim.StartCrossplane(ctx, sim.CrossplaneOptions{Backend: backendCfg, ToolsDir: filepath.Join(root, "_tools"), Dir: filepath.Join(dev, "crossplane"), Log: xpLog, Processes: procs})
+			if err != nil {
+				return fmt.Errorf("failed to start Crossplane: %w", err)
+			}
+			defer xp.Stop()
+			if err := sim.ApplyCrossplaneConfig(ctx, backendCfg, root); err != nil {
+				return err
+			}
+		} else {
+			say("Not run as root, so Crossplane cannot run here (it binds its metrics and health ports to every interface, so it runs in a network namespace of its own, which needs root): KubernetesClusters of providers other than OTC say UnsupportedProvider")
 		}
 	}
 	demoLC, err := workspaces.EnsureWorkspace(ctx, kcp.Config, "root:orgs", "demo", workspaces.TenantWorkspaceTypeIn(bootstrap.PlatformWorkspace))
