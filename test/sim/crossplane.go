@@ -751,19 +751,7 @@ func conditionIs(u *unstructured.Unstructured, typ string, status bool) bool {
 // ConditionedStatus.SetConditions does (an unchanged condition keeps its lastTransitionTime;
 // observedGeneration is the object's generation), and writes the status if anything changed.
 func (a *CrossplaneOTC) writeStatus(ctx context.Context, client dynamic.ResourceInterface, mr *unstructured.Unstructured, obs map[string]any, conds ...map[string]any) error {
-	before, _, _ := unstructured.NestedFieldCopy(mr.Object, "status")
-	if obs != nil {
-		if err := unstructured.SetNestedField(mr.Object, obs, "status", "atProvider"); err != nil {
-			return err
-		}
-	}
-	setCrossplaneConditions(mr, conds...)
-	after, _, _ := unstructured.NestedFieldCopy(mr.Object, "status")
-	if equalJSON(before, after) {
-		return nil
-	}
-	_, err := client.UpdateStatus(ctx, mr, metav1.UpdateOptions{})
-	return err
+	return writeManagedStatus(ctx, client, mr, obs, conds...)
 }
 
 func equalJSON(a, b any) bool {

@@ -553,19 +553,7 @@ func applyForProvider(ctx context.Context, client dynamic.ResourceInterface, mr 
 // writeStatus sets status.atProvider to obs (unless nil) and conds, and writes the status if
 // anything changed.
 func (p *AWSProvider) writeStatus(ctx context.Context, client dynamic.ResourceInterface, mr *unstructured.Unstructured, obs map[string]any, conds ...map[string]any) error {
-	before, _, _ := unstructured.NestedFieldCopy(mr.Object, "status")
-	if obs != nil {
-		if err := unstructured.SetNestedField(mr.Object, obs, "status", "atProvider"); err != nil {
-			return err
-		}
-	}
-	setCrossplaneConditions(mr, conds...)
-	after, _, _ := unstructured.NestedFieldCopy(mr.Object, "status")
-	if equalJSON(before, after) {
-		return nil
-	}
-	_, err := client.UpdateStatus(ctx, mr, metav1.UpdateOptions{})
-	return err
+	return writeManagedStatus(ctx, client, mr, obs, conds...)
 }
 
 // eksClusterCA makes an EKS cluster's certificate authority: a self-signed RSA CA named

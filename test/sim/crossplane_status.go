@@ -93,3 +93,22 @@ func runProviderLoop[K any](ctx context.Context, backend *rest.Config, interval 
 		}
 	}
 }
+
+// writeManagedStatus sets a managed resource's status.atProvider to obs (unless nil) and conds
+// as ConditionedStatus.SetConditions does (an unchanged condition keeps its lastTransitionTime;
+// observedGeneration is the object's generation), and writes the status if anything changed.
+func writeManagedStatus(ctx context.Context, client dynamic.ResourceInterface, mr *unstructured.Unstructured, obs map[string]any, conds ...map[string]any) error {
+	before, _, _ := unstructured.NestedFieldCopy(mr.Object, "status")
+	if obs != nil {
+		if err := unstructured.SetNestedField(mr.Object, obs, "status", "atProvider"); err != nil {
+			return err
+		}
+	}
+	setCrossplaneConditions(mr, conds...)
+	after, _, _ := unstructured.NestedFieldCopy(mr.Object, "status")
+	if equalJSON(before, after) {
+		return nil
+	}
+	_, err := client.UpdateStatus(ctx, mr, metav1.UpdateOptions{})
+	return err
+}
