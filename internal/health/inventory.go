@@ -3,6 +3,7 @@ package health
 import (
 	"context"
 	"fmt"
+	"time"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -47,7 +48,10 @@ const (
 // a node without a Ready condition is not Ready.
 //
 // Pods: phase Failed; crash-looping when any container (init containers included) waits with
-// reason CrashLoopBackOff; restarting when any container's restartCount is above 0.
+// reason CrashLoopBackOff; restarting when any container restarted within RestartWindow: its
+// previous run (lastState.terminated, which the kubelet keeps for the run before the current one)
+// ended less than RestartWindow ago. A pod whose containers restarted once, days ago, is not
+// restarting now; restartCount alone, which never goes down, cannot tell.
 //
 // Control plane: kubeadm's static pods in kube-system labelled tier=control-plane, named by their
 // component label. A component is unhealthy when any of its pods is not Ready (one of three etcd
@@ -63,6 +67,7 @@ const (
 // *readlimit.Error; the bytes and elements of each response are capped by the transport cs was
 // built with (readlimit.Apply), when the cluster is not trusted.
 func Read(ctx context.Context, cs kubernetes.Interface, lim readlimit.Limits) (Inventory, error) {
+	now := time.Now()
 	inv, cpuAllocatable, memAllocatable, err := readNodes(ctx, cs, lim)
 	if err != nil {
 		return Inventory{}, err
@@ -80,7 +85,7 @@ func Read(ctx context.Context, cs kubernetes.Interface, lim readlimit.Limits) (I
 		if p.Status.Phase == corev1.PodFailed {
 			inv.Facts.FailedPods++
 		}
-		crashLooping, restarting := containerFacts(p)
+		crashLooping, restarting := containerFacts(p, now)
 		if crashLooping {
 			inv.Facts.CrashLoopingPods++
 		}
@@ -194,20 +199,39 @@ func nodeFacts(n *corev1.Node) NodeFacts {
 	return f
 }
 
-// containerFacts says whether any container of p is in CrashLoopBackOff, and whether any has
-// restarted.
-func containerFacts(p *corev1.Pod) (crashLooping, restarting bool) {
+// RestartWindow is how recent a container's last restart must be for its pod to count as
+// restarting.
+const RestartWindow = time.Hour
+
+// containerFacts says whether any container of p is in CrashLoopBackOff, and whether any
+// restarted within RestartWindow before now.
+func containerFacts(p *corev1.Pod, now time.Time) (crashLooping, restarting bool) {
 	for _, statuses := range [][]corev1.ContainerStatus{p.Status.InitContainerStatuses, p.Status.ContainerStatuses} {
 		for _, s := range statuses {
 			if s.State.Waiting != nil && s.State.Waiting.Reason == "CrashLoopBackOff" {
 				crashLooping = true
 			}
-			if s.RestartCount > 0 {
+			if s.RestartCount > 0 && restartedSince(s, now.Add(-RestartWindow)) {
 				restarting = true
 			}
 		}
 	}
 	return crashLooping, restarting
+}
+
+// restartedSince says whether container status s shows a restart after since: its previous run
+// ended then or later (lastState.terminated.finishedAt; a run that ended without a finish time
+// counts by its start).
+func restartedSince(s corev1.ContainerStatus, since time.Time) bool {
+	t := s.LastTerminationState.Terminated
+	if t == nil {
+		return false
+	}
+	end := t.FinishedAt.Time
+	if end.IsZero() {
+		end = t.StartedAt.Time
+	}
+	return !end.Before(since)
 }
 
 // countedResources are the resources whose use Read computes.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -62,7 +63,10 @@ func TestRead(t *testing.T) {
 	createPod(t, cs, pod{ns: "apps", name: "web-1", phase: corev1.PodRunning, ready: true,
 		cpu: "6", memory: "4Gi"})
 	createPod(t, cs, pod{ns: "apps", name: "web-2", phase: corev1.PodRunning, crashLooping: true,
-		restarts: 5, cpu: "1500m", memory: "2Gi", sidecarCPU: "500m"})
+		restarts: 5, lastRestart: time.Now().Add(-2 * time.Minute), cpu: "1500m", memory: "2Gi", sidecarCPU: "500m"})
+	// Restarted three times, the last one two hours ago: not restarting now.
+	createPod(t, cs, pod{ns: "apps", name: "settled", phase: corev1.PodRunning, ready: true,
+		restarts: 3, lastRestart: time.Now().Add(-2 * time.Hour)})
 	createPod(t, cs, pod{ns: "apps", name: "job-1", phase: corev1.PodFailed, cpu: "2", memory: "1Gi"})
 	createPod(t, cs, pod{ns: "apps", name: "unscheduled", phase: corev1.PodPending, cpu: "64", memory: "64Gi"})
 	// kubeadm's static control-plane pods: etcd is not Ready.
@@ -148,7 +152,7 @@ func TestRead(t *testing.T) {
 		}{
 			{readlimit.Limits{MaxListItems: 2}, "failed to list nodes: the cluster's node list exceeded 2 items"},
 			{readlimit.Limits{MaxListPages: 1}, "failed to list nodes: the cluster's node list exceeded 1 pages"},
-			{readlimit.Limits{MaxListPages: 5, MaxListItems: 8}, "failed to list pods: the cluster's pod list exceeded 8 items"},
+			{readlimit.Limits{MaxListPages: 5, MaxListItems: 9}, "failed to list pods: the cluster's pod list exceeded 9 items"},
 			{readlimit.Limits{MaxListPages: 3, MaxListItems: 100}, "failed to list pods: the cluster's pod list exceeded 3 pages"},
 		} {
 			_, err := Read(ctx, cs, tc.limits)
@@ -156,7 +160,7 @@ func TestRead(t *testing.T) {
 				t.Errorf("Read() with %+v: got %v, want %q", tc.limits, err, tc.want)
 			}
 		}
-		if _, err := Read(ctx, cs, readlimit.Limits{MaxListPages: 5, MaxListItems: 9}); err != nil {
+		if _, err := Read(ctx, cs, readlimit.Limits{MaxListPages: 5, MaxListItems: 10}); err != nil {
 			t.Errorf("Read() with caps the cluster fits exactly: %v", err)
 		}
 	})
@@ -280,8 +284,11 @@ type pod struct {
 	ready        bool
 	crashLooping bool
 	restarts     int32
-	cpu, memory  string // requests of the container; "" none
-	sidecarCPU   string // a sidecar init container with this CPU request; "" none
+	// lastRestart is when the container's previous run ended (lastState.terminated.finishedAt),
+	// with restarts > 0.
+	lastRestart time.Time
+	cpu, memory string // requests of the container; "" none
+	sidecarCPU  string // a sidecar init container with this CPU request; "" none
 }
 
 // createPod creates a pod on node-a and writes its status as the kubelet would.
@@ -336,6 +343,12 @@ func createPod(t *testing.T, cs kubernetes.Interface, p pod) {
 		created.Status.ContainerStatuses = []corev1.ContainerStatus{{
 			Name: "main", Image: "example.com/main:1", Ready: p.ready, RestartCount: p.restarts, State: state,
 		}}
+		if p.restarts > 0 {
+			// The kubelet keeps the previous run's end in lastState (kubelet
+			// kuberuntime_container.go, the container status's LastTerminationState).
+			created.Status.ContainerStatuses[0].LastTerminationState = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
+				ExitCode: 1, Reason: "Error", StartedAt: metav1.NewTime(p.lastRestart.Add(-time.Minute)), FinishedAt: metav1.NewTime(p.lastRestart)}}
+		}
 		if p.sidecarCPU != "" {
 			created.Status.InitContainerStatuses = []corev1.ContainerStatus{{
 				Name: "proxy", Image: "example.com/proxy:1", Ready: true, Started: ptr.To(true),
@@ -363,5 +376,44 @@ func TestReadStopsAtAnEndlessList(t *testing.T) {
 	}
 	if n := srv.NodeLists(); n != 50 {
 		t.Errorf("the server was asked for %d pages, want 50", n)
+	}
+}
+
+// TestRestartingMeansWithinTheWindow: a pod counts as restarting only when a container's previous
+// run ended within RestartWindow.
+func TestRestartingMeansWithinTheWindow(t *testing.T) {
+	now := time.Date(2026, 12, 5, 12, 0, 0, 0, time.UTC)
+	status := func(restarts int32, lastEnd time.Time, start time.Time) corev1.ContainerStatus {
+		s := corev1.ContainerStatus{Name: "c", RestartCount: restarts}
+		if !lastEnd.IsZero() || !start.IsZero() {
+			s.LastTerminationState.Terminated = &corev1.ContainerStateTerminated{StartedAt: metav1.NewTime(start), FinishedAt: metav1.NewTime(lastEnd)}
+		}
+		return s
+	}
+	for name, tc := range map[string]struct {
+		s    corev1.ContainerStatus
+		init bool
+		want bool
+	}{
+		"never restarted":                  {status(0, time.Time{}, time.Time{}), false, false},
+		"restarted a minute ago":           {status(4, now.Add(-time.Minute), time.Time{}), false, true},
+		"restarted at the window's edge":   {status(1, now.Add(-RestartWindow), time.Time{}), false, true},
+		"restarted just before the window": {status(1, now.Add(-RestartWindow-time.Second), time.Time{}), false, false},
+		"restarted days ago":               {status(9, now.Add(-72*time.Hour), time.Time{}), false, false},
+		"no finish time: its start counts": {status(2, time.Time{}, now.Add(-10*time.Minute)), false, true},
+		"restart count without last state": {status(2, time.Time{}, time.Time{}), false, false},
+		"an init container restarted":      {status(1, now.Add(-5*time.Minute), time.Time{}), true, true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			p := &corev1.Pod{}
+			if tc.init {
+				p.Status.InitContainerStatuses = []corev1.ContainerStatus{tc.s}
+			} else {
+				p.Status.ContainerStatuses = []corev1.ContainerStatus{tc.s}
+			}
+			if _, got := containerFacts(p, now); got != tc.want {
+				t.Errorf("restarting = %v, want %v", got, tc.want)
+			}
+		})
 	}
 }

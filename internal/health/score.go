@@ -105,7 +105,7 @@ type Facts struct {
 	FailedPods int
 	// CrashLoopingPods is the number of pods with a container waiting in CrashLoopBackOff.
 	CrashLoopingPods int
-	// RestartingPods is the number of pods with any container restartCount > 0.
+	// RestartingPods is the number of pods with a container that restarted within RestartWindow.
 	RestartingPods int
 	ControlPlane   ControlPlaneFacts
 	// CPUPercent and MemoryPercent are the cluster's use in percent; nil is unknown and costs
