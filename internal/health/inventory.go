@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -53,10 +54,12 @@ const (
 // ended less than RestartWindow ago. A pod whose containers restarted once, days ago, is not
 // restarting now; restartCount alone, which never goes down, cannot tell.
 //
-// Control plane: kubeadm's static pods in kube-system labelled tier=control-plane, named by their
-// component label. A component is unhealthy when any of its pods is not Ready (one of three etcd
-// members down is a control plane not fully healthy). Without such pods (a managed control plane,
-// an API server not run by kubeadm) the control plane is not Known and costs no points.
+// Control plane: the API server's own readiness checks (/readyz), for any control plane, managed
+// ones included: a failed etcd check makes etcd unhealthy, any other failed check the API server;
+// and kubeadm's static pods in kube-system labelled tier=control-plane, named by their component
+// label, where they are visible: a component is unhealthy when any of its pods is not Ready (one
+// of three etcd members down is a control plane not fully healthy). Only when neither answers is
+// the control plane not Known (no points).
 //
 // CPU and memory use are requests-based, as no metrics-server is guaranteed: the requests of the
 // Running pods' containers (and sidecar init containers, plus pod overhead; pod-level requests
@@ -106,6 +109,14 @@ func Read(ctx context.Context, cs kubernetes.Interface, lim readlimit.Limits) (I
 		return Inventory{}, fmt.Errorf("failed to list pods: %w", err)
 	}
 
+	// Any control plane, managed ones included: what the API server's own readiness checks say.
+	if failed, answered := readyz(ctx, cs); answered {
+		apiServer, seen := components[APIServerComponent]
+		components[APIServerComponent] = (apiServer || !seen) && !slices.ContainsFunc(failed, isAPIServerCheck)
+		if slices.ContainsFunc(failed, isEtcdCheck) {
+			components[etcdComponent] = false
+		}
+	}
 	inv.Facts.ControlPlane = controlPlaneFacts(components)
 	if len(inv.Facts.Nodes) > 0 {
 		inv.Facts.CPUPercent = percent(cpuRequested, cpuAllocatable)
@@ -288,6 +299,49 @@ func podReady(p *corev1.Pod) bool {
 	}
 	return false
 }
+
+// etcdComponent is etcd's name among the control-plane components (kubeadm's component label).
+const etcdComponent = "etcd"
+
+// readyz asks the API server for its readiness checks (GET /readyz?verbose, which every caller
+// may read: the system:public-info-viewer ClusterRole) and returns the names of those that
+// failed. answered is false when it gave no such answer (a proxy in front, a refusal): then
+// nothing is known from it.
+func readyz(ctx context.Context, cs kubernetes.Interface) (failed []string, answered bool) {
+	rc := cs.Discovery().RESTClient()
+	if rc == nil {
+		return nil, false
+	}
+	body, _ := rc.Get().AbsPath("/readyz").Param("verbose", "").Do(ctx).Raw()
+	return parseReadyz(body)
+}
+
+// parseReadyz reads the verbose answer of /readyz (k8s.io/apiserver pkg/server/healthz,
+// handleRootHealth): a line "[+]<check> ok" or "[-]<check> failed: ..." per check, then
+// "readyz check passed" or "readyz check failed".
+func parseReadyz(body []byte) (failed []string, answered bool) {
+	for _, line := range strings.Split(string(body), "\n") {
+		line = strings.TrimSpace(line)
+		switch {
+		case strings.HasPrefix(line, "[-]"):
+			name, _, _ := strings.Cut(strings.TrimPrefix(line, "[-]"), " ")
+			failed = append(failed, name)
+		case line == "readyz check passed" || line == "readyz check failed":
+			answered = true
+		}
+	}
+	if !answered {
+		return nil, false
+	}
+	return failed, true
+}
+
+// isEtcdCheck says whether a readiness check is about etcd ("etcd", "etcd-readiness").
+func isEtcdCheck(name string) bool { return strings.HasPrefix(name, "etcd") }
+
+// isAPIServerCheck says whether a failed readiness check is the API server's own (every check but
+// etcd's: informers synced, post-start hooks, shutdown).
+func isAPIServerCheck(name string) bool { return !isEtcdCheck(name) }
 
 // controlPlaneFacts turns the components seen (name -> healthy) into ControlPlaneFacts. The API
 // server is healthy unless a kube-apiserver pod is not Ready: it answered Read's calls.

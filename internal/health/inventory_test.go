@@ -2,6 +2,7 @@ package health
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -42,7 +43,9 @@ func TestRead(t *testing.T) {
 		got.KubernetesVersion = ""
 		want := Inventory{
 			Provider: "unknown",
-			// No nodes: use unknown; no control-plane pods: not Known.
+			// No nodes: use unknown. No control-plane pods, but the API server's /readyz
+			// answered that every check passed: a control plane known to be healthy.
+			Facts: Facts{ControlPlane: ControlPlaneFacts{Known: true, APIServerHealthy: true}},
 			Score: Score{Value: 100, Band: BandGreen},
 		}
 		if diff := cmp.Diff(want, got); diff != "" {
@@ -415,5 +418,32 @@ func TestRestartingMeansWithinTheWindow(t *testing.T) {
 				t.Errorf("restarting = %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestParseReadyz reads the API server's verbose readiness answers (k8s.io/apiserver
+// pkg/server/healthz: "[+]name ok" / "[-]name failed: reason withheld" lines, then the verdict).
+func TestParseReadyz(t *testing.T) {
+	for name, tc := range map[string]struct {
+		body       string
+		wantFailed []string
+		answered   bool
+	}{
+		"all ok":          {"[+]ping ok\n[+]log ok\n[+]etcd ok\n[+]informer-sync ok\nreadyz check passed\n", nil, true},
+		"etcd down":       {"[+]ping ok\n[-]etcd failed: reason withheld\n[+]informer-sync ok\nreadyz check failed\n", []string{"etcd"}, true},
+		"a hook not done": {"[+]ping ok\n[+]etcd ok\n[-]poststarthook/rbac/bootstrap-roles failed: not finished\nreadyz check failed\n", []string{"poststarthook/rbac/bootstrap-roles"}, true},
+		"shutting down":   {"[-]shutdown failed: reason withheld\n[-]etcd-readiness failed: reason withheld\nreadyz check failed", []string{"shutdown", "etcd-readiness"}, true},
+		"not an answer":   {"<html>403 Forbidden</html>", nil, false},
+		"nothing":         {"", nil, false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			failed, answered := parseReadyz([]byte(tc.body))
+			if answered != tc.answered || !slices.Equal(failed, tc.wantFailed) {
+				t.Errorf("parseReadyz = %v, %v; want %v, %v", failed, answered, tc.wantFailed, tc.answered)
+			}
+		})
+	}
+	if !isEtcdCheck("etcd-readiness") || isAPIServerCheck("etcd") || !isAPIServerCheck("informer-sync") {
+		t.Error("etcd's checks and the API server's are told apart wrongly")
 	}
 }
