@@ -3,9 +3,9 @@ package health
 import (
 	"context"
 	"fmt"
-	"time"
 	"slices"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
