@@ -12,8 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kubeopera/kubeopera/workspaces/bootstrap"
-
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -21,7 +19,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/clientcmd"
@@ -64,26 +61,7 @@ func installOTC(ctx context.Context, e *env) error {
 	if _, err := envtest.InstallCRDs(e.backend.Config, envtest.CRDInstallOptions{Paths: []string{filepath.Join(framework.RepoRoot(), otcCRDs)}}); err != nil {
 		return fmt.Errorf("failed to install the OTC provider's CRDs on the backend: %w", err)
 	}
-	objs, err := catalogFlavors()
-	if err != nil {
-		return err
-	}
-	c, err := client.New(e.kcpConfig(bootstrap.PlatformWorkspace), client.Options{})
-	if err != nil {
-		return err
-	}
-	for _, o := range objs {
-		// The catalog's kind may be served a moment after the platform workspace's bootstrap.
-		var last error
-		err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-			last = c.Create(ctx, o.DeepCopy())
-			return last == nil || apierrors.IsAlreadyExists(last), nil
-		})
-		if err != nil {
-			return fmt.Errorf("failed to create ProviderMachineFlavor %s from %s in %s: %v (%w)", o.GetName(), catalogFile, bootstrap.PlatformWorkspace, last, err)
-		}
-	}
-	return nil
+	return e.loadCatalog(ctx, catalogFile)
 }
 
 func catalogFlavors() ([]*unstructured.Unstructured, error) {

@@ -83,7 +83,9 @@ func (e *env) crossplaneAWS(t *testing.T) *sim.AWSProvider {
 	})
 }
 
-// loadCatalog creates the flavors of a sample catalog in the platform workspace.
+// loadCatalog creates the flavors of a sample catalog in the platform workspace (the catalog's
+// kind may be served a moment after the platform workspace's bootstrap: each create is retried
+// for a minute).
 func (e *env) loadCatalog(ctx context.Context, file string) error {
 	raw, err := os.ReadFile(filepath.Join(framework.RepoRoot(), file))
 	if err != nil {
@@ -98,11 +100,12 @@ func (e *env) loadCatalog(ctx context.Context, file string) error {
 		return err
 	}
 	for _, o := range objs {
+		var last error
 		if err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-			err := c.Create(ctx, o.DeepCopy())
-			return err == nil || apierrors.IsAlreadyExists(err), nil
+			last = c.Create(ctx, o.DeepCopy())
+			return last == nil || apierrors.IsAlreadyExists(last), nil
 		}); err != nil {
-			return fmt.Errorf("failed to create %s %s from %s: %w", o.GetKind(), o.GetName(), file, err)
+			return fmt.Errorf("failed to create %s %s from %s in %s: %v (%w)", o.GetKind(), o.GetName(), file, bootstrap.PlatformWorkspace, last, err)
 		}
 	}
 	return nil
