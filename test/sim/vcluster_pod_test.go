@@ -84,7 +84,7 @@ func startVCluster(t *testing.T, exposure vcluster.Exposure) *vclusterRun {
 			t.Fatalf("%s is missing from %s: run `make tools` (hack/build-tools.sh)", name, bin)
 		}
 	}
-	chart := filepath.Join(framework.RepoRoot(), "_tools", "charts", "vcluster")
+	chart := framework.VClusterChart()
 	if _, err := os.Stat(filepath.Join(chart, "Chart.yaml")); err != nil {
 		t.Fatalf("vCluster's chart is missing from %s: run `make tools` (hack/build-tools.sh vcluster-chart)", chart)
 	}
