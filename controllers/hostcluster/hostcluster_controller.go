@@ -25,7 +25,7 @@ import (
 	"github.com/kubeopera/kubeopera/internal/provisioning"
 	"github.com/kubeopera/kubeopera/internal/readlimit"
 	"github.com/kubeopera/kubeopera/internal/reconcile"
-	"github.com/kubeopera/kubeopera/internal/scaffolder"
+	scaffolderclient "github.com/kubeopera/kubeopera/internal/scaffolder/client"
 	"github.com/kubeopera/kubeopera/internal/target"
 	"github.com/kubeopera/kubeopera/workspaces/apiexport"
 )
@@ -49,6 +49,8 @@ const (
 	DefaultInstallConcurrency = 4
 	// DefaultProvisionerIdentity is the provisioner's ServiceAccount (config/provisioner).
 	DefaultProvisionerIdentity = "kubeopera-provisioning/kubeopera-provisioner"
+	// DefaultScaffolderIdentity is the gitops-scaffolder's ServiceAccount (config/scaffolder).
+	DefaultScaffolderIdentity = "kubeopera-provisioning/gitops-scaffolder"
 	// DefaultTargetTimeout bounds each request to a target cluster.
 	DefaultTargetTimeout = 15 * time.Second
 	// DefaultMaxRunsPerHour is the manager's default cap on the provisioning runs one workspace
@@ -66,7 +68,11 @@ type Reconciler struct {
 	Flux *flux.Installer
 	// Scaffolder is the gitops-scaffolder client; nil when GITOPS_SCAFFOLDER_BASE_URL is unset,
 	// which fails GeneratingGitOpsTree at once, saying so.
-	Scaffolder *scaffolder.Client
+	Scaffolder *scaffolderclient.Client
+	// ScaffolderIdentity is the gitops-scaffolder's ServiceAccount on the backend,
+	// <namespace>/<name>: it is let read each cluster's stored Secrets by name
+	// (DefaultScaffolderIdentity).
+	ScaffolderIdentity string
 	// AuthAPI says where authapi and its Secret live on a target.
 	AuthAPI authapi.Options
 	// GitBranch is the branch Flux follows (default main).
@@ -167,6 +173,9 @@ func (r *Reconciler) SetupWithManager(mgr mcmanager.Manager) error {
 	if r.now == nil {
 		r.now = time.Now
 	}
+	if r.ScaffolderIdentity == "" {
+		r.ScaffolderIdentity = DefaultScaffolderIdentity
+	}
 	if r.ProvisionerIdentity == "" {
 		r.ProvisionerIdentity = DefaultProvisionerIdentity
 	}
@@ -252,6 +261,12 @@ func gitCredentialsSecretName(clusterID string) string {
 }
 func registryPullSecretName(clusterID string) string {
 	return "hostcluster-" + clusterID + "-registry-pull"
+}
+
+// scaffolderGrantName is the Role (and RoleBinding) letting the gitops-scaffolder read the
+// cluster's stored Secrets.
+func scaffolderGrantName(clusterID string) string {
+	return "hostcluster-" + clusterID + "-scaffolder-reader"
 }
 
 // opKey names this HostCluster's operations (reconcile.Operations).

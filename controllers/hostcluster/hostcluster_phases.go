@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"math"
 	"net"
+	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/kubeopera/kubeopera/syncer"
@@ -31,7 +33,8 @@ import (
 	"github.com/kubeopera/kubeopera/internal/provisioning"
 	"github.com/kubeopera/kubeopera/internal/readlimit"
 	"github.com/kubeopera/kubeopera/internal/reconcile"
-	"github.com/kubeopera/kubeopera/internal/scaffolder"
+	scaffoldapi "github.com/kubeopera/kubeopera/internal/scaffolder/api"
+	scaffolderclient "github.com/kubeopera/kubeopera/internal/scaffolder/client"
 	"github.com/kubeopera/kubeopera/internal/target"
 	"github.com/kubeopera/kubeopera/workspaces"
 )
@@ -408,34 +411,20 @@ func (r *Reconciler) generateTree(ctx context.Context, s *scope) error {
 		return err
 	}
 	if id == "" {
-		slug, err := scaffolder.SlugFromPath(hc.Spec.GitOpsPath)
+		req, err := r.scaffoldRequest(ctx, s)
 		if err != nil {
-			return reconcile.Stalledf(kov1alpha1.InvalidSpecReason, "spec.gitOpsPath: %v", err)
-		}
-		req := scaffolder.Request{
-			Slug:                      slug,
-			Domain:                    hc.Spec.Domain,
-			Region:                    hc.Spec.Region,
-			KubeconfigSecretName:      kubeconfigSecretName(hc.Spec.ClusterID),
-			KubeconfigSecretNamespace: s.Namespace,
-			Workspace:                 s.LogicalCluster,
-			OwnerUID:                  string(hc.UID),
-		}
-		if hc.Spec.GitCredentialsSecretRef != "" {
-			req.GitCredentialsSecretRef = gitCredentialsSecretName(hc.Spec.ClusterID)
-		}
-		if hc.Spec.RegistryPullSecretRef != "" {
-			src, err := s.ReferencedSecret(ctx, hc.Spec.RegistryPullSecretRef)
-			if err != nil {
-				return err
-			}
-			if err := s.Store(ctx, registryPullSecretName(hc.Spec.ClusterID), src.Type, src.Data); err != nil {
-				return err
-			}
-			req.RegistryPullSecretRef = registryPullSecretName(hc.Spec.ClusterID)
+			return err
 		}
 		job, err := r.Scaffolder.Create(ctx, req)
 		if err != nil {
+			var se *scaffolderclient.Error
+			if errors.As(err, &se) && se.StatusCode == http.StatusBadRequest && strings.Contains(se.Message, "SecretRef") {
+				// The Secrets are the platform's copies: a scaffolder that cannot read them is the
+				// platform's problem (its RBAC still settling, or --scaffolder-identity naming
+				// another account), not the tenant's; say so and try again.
+				return reconcile.Waiting(kov1alpha1.WaitingReason,
+					fmt.Sprintf("The gitops-scaffolder cannot read this cluster's stored Secrets yet (as %s): %v", r.ScaffolderIdentity, se.Message), r.PollInterval)
+			}
 			return fmt.Errorf("the gitops-scaffolder refused the request: %w", err)
 		}
 		if err := s.RecordJob(ctx, kov1alpha1.ScaffoldJobIDAnnotation, job.ID); err != nil {
@@ -473,6 +462,60 @@ func (r *Reconciler) generateTree(ctx context.Context, s *scope) error {
 		}
 		return reconcile.Waiting(kov1alpha1.WaitingReason, msg, r.PollInterval)
 	}
+}
+
+// scaffoldRequest is the scaffold of hc's tree: the stored kubeconfig and the copies of the git
+// credentials and the registry pull secret, all in kcp-<fp>, which the scaffolder's identity is
+// let read, each by name and nothing else (its RBAC is otherwise confined to its own namespace).
+func (r *Reconciler) scaffoldRequest(ctx context.Context, s *scope) (scaffoldapi.Request, error) {
+	hc := s.hc
+	slug, err := scaffoldapi.SlugFromPath(hc.Spec.GitOpsPath)
+	if err != nil {
+		return scaffoldapi.Request{}, reconcile.Stalledf(kov1alpha1.InvalidSpecReason, "spec.gitOpsPath: %v", err)
+	}
+	ref := func(name string) *scaffoldapi.SecretRef {
+		return &scaffoldapi.SecretRef{Namespace: s.Namespace, Name: name}
+	}
+	req := scaffoldapi.Request{
+		ClusterID:           hc.Spec.ClusterID,
+		Slug:                slug,
+		Domain:              hc.Spec.Domain,
+		Region:              hc.Spec.Region,
+		RepoURL:             hc.Spec.GitOpsRepoURL,
+		Path:                strings.Trim(hc.Spec.GitOpsPath, "/"),
+		Branch:              r.GitBranch,
+		KubeconfigSecretRef: *ref(kubeconfigSecretName(hc.Spec.ClusterID)),
+		Workspace:           s.LogicalCluster,
+		OwnerUID:            string(hc.UID),
+	}
+	names := []string{req.KubeconfigSecretRef.Name}
+	if hc.Spec.GitCredentialsSecretRef != "" {
+		// Stored when Flux was bootstrapped.
+		req.GitCredentialsSecretRef = ref(gitCredentialsSecretName(hc.Spec.ClusterID))
+		names = append(names, req.GitCredentialsSecretRef.Name)
+	}
+	if hc.Spec.RegistryPullSecretRef != "" {
+		src, err := s.ReferencedSecret(ctx, hc.Spec.RegistryPullSecretRef)
+		if err != nil {
+			return scaffoldapi.Request{}, err
+		}
+		if src.Type != corev1.SecretTypeDockerConfigJson || len(src.Data[scaffoldapi.RegistryPullKey]) == 0 {
+			return scaffoldapi.Request{}, reconcile.Stalledf(kov1alpha1.InvalidSpecReason,
+				"spec.registryPullSecretRef: Secret %s/%s must be of type %s with key %s", hc.Namespace, src.Name, corev1.SecretTypeDockerConfigJson, scaffoldapi.RegistryPullKey)
+		}
+		if err := s.Store(ctx, registryPullSecretName(hc.Spec.ClusterID), src.Type, src.Data); err != nil {
+			return scaffoldapi.Request{}, err
+		}
+		req.RegistryPullSecretRef = ref(registryPullSecretName(hc.Spec.ClusterID))
+		names = append(names, req.RegistryPullSecretRef.Name)
+	}
+	if err := req.Validate(); err != nil {
+		return scaffoldapi.Request{}, reconcile.Stalledf(kov1alpha1.InvalidSpecReason, "the cluster's tree cannot be scaffolded: %v", err)
+	}
+	if _, err := s.GrantRead(ctx, r.ScaffolderIdentity, scaffolderGrantName(hc.Spec.ClusterID), names...); err != nil {
+		return scaffoldapi.Request{}, fmt.Errorf("failed to let the gitops-scaffolder read the cluster's Secrets: %w", err)
+	}
+	return req, nil
 }
 
 // installKubeOpera points Flux on the target at the generated tree (GitRepository and

@@ -54,7 +54,7 @@ import (
 	"github.com/kubeopera/kubeopera/internal/netguard"
 	"github.com/kubeopera/kubeopera/internal/overview"
 	pclient "github.com/kubeopera/kubeopera/internal/provisioner/client"
-	"github.com/kubeopera/kubeopera/internal/scaffolder"
+	scaffolderclient "github.com/kubeopera/kubeopera/internal/scaffolder/client"
 	"github.com/kubeopera/kubeopera/internal/vcluster"
 	"github.com/kubeopera/kubeopera/workspaces"
 	"github.com/kubeopera/kubeopera/workspaces/apiexport"
@@ -516,9 +516,9 @@ func setupHostClusters(ctx context.Context, m *Manager) error {
 	if err != nil {
 		return fmt.Errorf("failed to create the Flux installer: %w", err)
 	}
-	var sc *scaffolder.Client
+	var sc *scaffolderclient.Client
 	if o.GitOpsScaffolderBaseURL != "" {
-		if sc, err = scaffolder.New(o.GitOpsScaffolderBaseURL, o.GitOpsScaffolderAPIKey, nil); err != nil {
+		if sc, err = scaffolderclient.New(o.GitOpsScaffolderBaseURL, o.GitOpsScaffolderAPIKey, nil); err != nil {
 			return fmt.Errorf("failed to create the gitops-scaffolder client: %w", err)
 		}
 	} else {
@@ -547,6 +547,7 @@ func setupHostClusters(ctx context.Context, m *Manager) error {
 		Workspaces:          ws,
 		Provisioner:         pc,
 		ProvisionerIdentity: o.ProvisionerIdentity,
+		ScaffolderIdentity:  o.ScaffolderIdentity,
 		Backend:             backend,
 		Flux:                installer,
 		Scaffolder:          sc,

@@ -67,7 +67,10 @@ type Options struct {
 	ClusterProvisionerAPIKey  string
 	// ProvisionerIdentity is the provisioner's ServiceAccount on the backend
 	// (<namespace>/<name>), let read the cloud credential copies of provisioned HostClusters.
-	ProvisionerIdentity     string
+	ProvisionerIdentity string
+	// ScaffolderIdentity is the gitops-scaffolder's ServiceAccount on the backend
+	// (<namespace>/<name>): it may read each HostCluster's stored Secrets, by name.
+	ScaffolderIdentity      string
 	GitOpsScaffolderBaseURL string
 	GitOpsScaffolderAPIKey  string
 	// AWSEndpointURL is the AWS endpoint the EKS tokens the manager mints in process are signed
@@ -265,6 +268,7 @@ func DefaultOptions() Options {
 		ClusterProvisionerBaseURL:        os.Getenv("CLUSTER_PROVISIONER_BASE_URL"),
 		ClusterProvisionerAPIKey:         os.Getenv("CLUSTER_PROVISIONER_API_KEY"),
 		ProvisionerIdentity:              hostcluster.DefaultProvisionerIdentity,
+		ScaffolderIdentity:               hostcluster.DefaultScaffolderIdentity,
 		GitOpsScaffolderBaseURL:          os.Getenv("GITOPS_SCAFFOLDER_BASE_URL"),
 		GitOpsScaffolderAPIKey:           os.Getenv("GITOPS_SCAFFOLDER_API_KEY"),
 		AWSExternalIDKeySecret:           externalid.DefaultNamespace + "/" + externalid.DefaultName,
@@ -339,6 +343,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.KubeoperaAPIBaseURL, "kubeopera-api-base-url", o.KubeoperaAPIBaseURL, "kubeopera-api base URL for the CloudSpace callback; empty disables it (env KUBEOPERA_API_BASE_URL)")
 	fs.StringVar(&o.ClusterProvisionerBaseURL, "cluster-provisioner-base-url", o.ClusterProvisionerBaseURL, "cluster-provisioner URL (env CLUSTER_PROVISIONER_BASE_URL)")
 	fs.StringVar(&o.ProvisionerIdentity, "provisioner-identity", o.ProvisionerIdentity, "the provisioner's ServiceAccount on the backend (<namespace>/<name>): it may read the cloud credential copies of provisioned HostClusters, each by name")
+	fs.StringVar(&o.ScaffolderIdentity, "scaffolder-identity", o.ScaffolderIdentity, "the gitops-scaffolder's ServiceAccount on the backend (<namespace>/<name>): it may read the stored kubeconfig, git credentials and registry pull secret of each HostCluster, each by name")
 	fs.StringVar(&o.GitOpsScaffolderBaseURL, "gitops-scaffolder-base-url", o.GitOpsScaffolderBaseURL, "gitops-scaffolder URL (env GITOPS_SCAFFOLDER_BASE_URL)")
 	fs.StringVar(&o.AWSPlatformIdentity, "aws-platform-identity", o.AWSPlatformIdentity, "the manager's own AWS identity, used only to assume tenants' role_arn credentials (with the workspace's external ID) for provisioned EKS clusters' tokens: default (the AWS SDK's default chain: environment, IRSA web identity, container or instance role) or empty (none: an EKS credential needs an access key)")
 	fs.StringVar(&o.AWSEndpointURL, "aws-endpoint-url", o.AWSEndpointURL, "AWS endpoint of the STS calls in the EKS tokens the manager mints for provisioned EKS clusters; empty: AWS's regional endpoints (set only for a local AWS in tests and development)")

@@ -2,15 +2,10 @@ package provisioning
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kov1alpha1 "github.com/kubeopera/kubeopera/apis/kubeopera/v1alpha1"
 	"github.com/kubeopera/kubeopera/internal/provisioner/api"
@@ -114,32 +109,9 @@ func checkCredential(d map[string][]byte, needAccessKey bool) error {
 // grant lets the provisioner's identity get the credential copy, and nothing else; it reports
 // whether it created the grant now.
 func (r *Runs) grant(ctx context.Context, c Cluster, secretName string) (bool, error) {
-	sec := &corev1.Secret{}
-	if err := c.Backend.Reader.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: secretName}, sec); err != nil {
-		return false, err
-	}
-	owner := metav1.OwnerReference{APIVersion: "v1", Kind: "Secret", Name: sec.Name, UID: sec.UID}
-	meta := metav1.ObjectMeta{Namespace: c.Namespace, Name: secretName + "-reader", Labels: c.Labels, OwnerReferences: []metav1.OwnerReference{owner}}
-	role := &rbacv1.Role{ObjectMeta: meta, Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{secretName}, Verbs: []string{"get"}}}}
-	created := false
-	switch err := c.Backend.Client.Create(ctx, role); {
-	case err == nil:
-		created = true
-	case !apierrors.IsAlreadyExists(err):
+	granted, err := c.GrantRead(ctx, r.Identity, secretName+"-reader", secretName)
+	if err != nil {
 		return false, fmt.Errorf("failed to let the provisioner read the credential: %w", err)
 	}
-	ns, name, ok := strings.Cut(r.Identity, "/")
-	if !ok {
-		return false, errors.New("the provisioner's identity must be <namespace>/<serviceaccount>")
-	}
-	binding := &rbacv1.RoleBinding{ObjectMeta: *meta.DeepCopy(),
-		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
-		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: name}}}
-	switch err := c.Backend.Client.Create(ctx, binding); {
-	case err == nil:
-		created = true
-	case !apierrors.IsAlreadyExists(err):
-		return false, fmt.Errorf("failed to let the provisioner read the credential: %w", err)
-	}
-	return created, nil
+	return granted, nil
 }

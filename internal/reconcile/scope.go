@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -238,4 +241,53 @@ func (s *Scope) TrackedJob(ctx context.Context, current func(Object) string) (st
 // so later passes and a restarted manager follow that job instead of starting another.
 func (s *Scope) RecordJob(ctx context.Context, key, id string) error {
 	return RecordAnnotations(ctx, s.Workspace, s.Object, map[string]*string{key: ptr.To(id)})
+}
+
+// GrantRead lets identity, a ServiceAccount on the backend given as <namespace>/<name> (the
+// provisioner's, the scaffolder's), get the stored Secrets names in kcp-<fp>, each by name, and
+// nothing else: Role and RoleBinding role, owned by the first of names, so they go with it. A
+// grant of that name naming other Secrets is updated to name exactly these. It reports whether it
+// created or changed the grant now (RBAC takes a moment to reach every API server).
+func (s *Scope) GrantRead(ctx context.Context, identity, role string, names ...string) (bool, error) {
+	if len(names) == 0 {
+		return false, errors.New("a read grant names at least one Secret")
+	}
+	saNamespace, saName, ok := strings.Cut(identity, "/")
+	if !ok || saNamespace == "" || saName == "" {
+		return false, fmt.Errorf("identity %q must be <namespace>/<serviceaccount>", identity)
+	}
+	first := &corev1.Secret{}
+	if err := s.Backend.Reader.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: names[0]}, first); err != nil {
+		return false, err
+	}
+	owner := metav1.OwnerReference{APIVersion: "v1", Kind: "Secret", Name: first.Name, UID: first.UID}
+	meta := metav1.ObjectMeta{Namespace: s.Namespace, Name: role, Labels: s.Labels, OwnerReferences: []metav1.OwnerReference{owner}}
+	rules := []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: names, Verbs: []string{"get"}}}
+	changed := false
+	cur := &rbacv1.Role{}
+	switch err := s.Backend.Reader.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: role}, cur); {
+	case apierrors.IsNotFound(err):
+		if err := s.Backend.Client.Create(ctx, &rbacv1.Role{ObjectMeta: meta, Rules: rules}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return false, fmt.Errorf("failed to create Role %s/%s: %w", s.Namespace, role, err)
+		}
+		changed = true
+	case err != nil:
+		return false, err
+	case !equality.Semantic.DeepEqual(cur.Rules, rules):
+		cur.Rules = rules
+		if err := s.Backend.Client.Update(ctx, cur); err != nil {
+			return false, fmt.Errorf("failed to update Role %s/%s: %w", s.Namespace, role, err)
+		}
+		changed = true
+	}
+	binding := &rbacv1.RoleBinding{ObjectMeta: *meta.DeepCopy(),
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: saNamespace, Name: saName}}}
+	switch err := s.Backend.Client.Create(ctx, binding); {
+	case err == nil:
+		changed = true
+	case !apierrors.IsAlreadyExists(err):
+		return false, fmt.Errorf("failed to create RoleBinding %s/%s: %w", s.Namespace, role, err)
+	}
+	return changed, nil
 }

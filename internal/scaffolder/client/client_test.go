@@ -1,4 +1,4 @@
-package scaffolder
+package client
 
 import (
 	"context"
@@ -7,19 +7,23 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/kubeopera/kubeopera/internal/reconcile"
+	"github.com/kubeopera/kubeopera/internal/scaffolder/api"
 )
 
 const testKey = "s3cr3t-api-key"
 
-func validRequest() Request {
-	return Request{
-		Slug: "my-cluster", Domain: "my-cluster.acme.com", Region: "eu-north-1",
-		KubeconfigSecretName: "hostcluster-7e9d-kubeconfig", KubeconfigSecretNamespace: "kcp-d37f1981a6be",
-		GitCredentialsSecretRef: "gitops-iac-credentials",
+func validRequest() api.Request {
+	ref := api.SecretRef{Namespace: "kcp-d37f1981a6be", Name: "hostcluster-7e9d-kubeconfig"}
+	return api.Request{
+		ClusterID: "7e9d", Slug: "my-cluster", Domain: "my-cluster.acme.com", Region: "eu-north-1",
+		RepoURL: "https://git.example.com/acme/gitops.git", Path: "fluxcd/clusters/my-cluster",
+		KubeconfigSecretRef:     ref,
+		GitCredentialsSecretRef: &api.SecretRef{Namespace: ref.Namespace, Name: "hostcluster-7e9d-git-credentials"},
 		Workspace:               "1bg4baqdjkcw9lz4", OwnerUID: "6f1c2b8e-3d4a-4c5b-9e7f-0a1b2c3d4e5f",
 	}
 }
@@ -65,25 +69,21 @@ func TestCreateAndGet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if job.ID != "job-1" || job.Status != StatusQueued || job.Done() {
+	if job.ID != "job-1" || job.Status != api.StatusQueued || job.Done() {
 		t.Errorf("job = %+v", job)
 	}
 	if got.method != http.MethodPost || got.path != "/api/v1/scaffolds" || got.key != testKey || got.ctype != "application/json" {
 		t.Errorf("request = %+v", got)
 	}
 	want := map[string]any{
-		"slug": "my-cluster", "domain": "my-cluster.acme.com", "region": "eu-north-1",
-		"kubeconfigSecretName": "hostcluster-7e9d-kubeconfig", "kubeconfigSecretNamespace": "kcp-d37f1981a6be",
-		"gitCredentialsSecretRef": "gitops-iac-credentials",
+		"clusterID": "7e9d", "slug": "my-cluster", "domain": "my-cluster.acme.com", "region": "eu-north-1",
+		"repoURL": "https://git.example.com/acme/gitops.git", "path": "fluxcd/clusters/my-cluster",
+		"kubeconfigSecretRef":     map[string]any{"namespace": "kcp-d37f1981a6be", "name": "hostcluster-7e9d-kubeconfig"},
+		"gitCredentialsSecretRef": map[string]any{"namespace": "kcp-d37f1981a6be", "name": "hostcluster-7e9d-git-credentials"},
 		"workspace":               "1bg4baqdjkcw9lz4", "ownerUID": "6f1c2b8e-3d4a-4c5b-9e7f-0a1b2c3d4e5f",
 	}
-	if len(got.body) != len(want) {
-		t.Errorf("body = %v, want %v (registryPullSecretRef omitted when empty)", got.body, want)
-	}
-	for k, v := range want {
-		if got.body[k] != v {
-			t.Errorf("body[%s] = %v, want %v", k, got.body[k], v)
-		}
+	if !reflect.DeepEqual(got.body, want) {
+		t.Errorf("body = %v, want %v (branch and registryPullSecretRef omitted when empty)", got.body, want)
 	}
 
 	job, err = c.Get(context.Background(), "job/1")
@@ -101,40 +101,17 @@ func TestCreateAndGet(t *testing.T) {
 	}
 }
 
-func TestJobBelongsTo(t *testing.T) {
-	const ws, uid = "1bg4baqdjkcw9lz4", "6f1c2b8e-3d4a-4c5b-9e7f-0a1b2c3d4e5f"
-	for name, tc := range map[string]struct {
-		job  Job
-		want bool
-	}{
-		"its own":                       {Job{ID: "j", Workspace: ws, OwnerUID: uid}, true},
-		"another workspace's":           {Job{ID: "j", Workspace: "2cd5ebrekldx0ma5", OwnerUID: uid}, false},
-		"another object's":              {Job{ID: "j", Workspace: ws, OwnerUID: "0a1b2c3d-0000-4000-8000-000000000000"}, false},
-		"a job that says nobody's":      {Job{ID: "j"}, false},
-		"a job with the workspace only": {Job{ID: "j", Workspace: ws}, false},
-	} {
-		if got := tc.job.BelongsTo(ws, uid); got != tc.want {
-			t.Errorf("%s: BelongsTo = %t, want %t", name, got, tc.want)
-		}
-	}
-	if (Job{}).BelongsTo("", "") {
-		t.Error("a job without owner belongs to an empty owner")
-	}
-}
-
 func TestCreateRefusesAnInvalidRequest(t *testing.T) {
 	c, err := New("http://127.0.0.1:1", testKey, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for field, mutate := range map[string]func(*Request){
-		"slug":                      func(r *Request) { r.Slug = "" },
-		"domain":                    func(r *Request) { r.Domain = "" },
-		"kubeconfigSecretName":      func(r *Request) { r.KubeconfigSecretName = "" },
-		"kubeconfigSecretNamespace": func(r *Request) { r.KubeconfigSecretNamespace = "" },
-		"workspace":                 func(r *Request) { r.Workspace = "" },
-		"ownerUID":                  func(r *Request) { r.OwnerUID = "" },
-		"slug: ":                    func(r *Request) { r.Slug = "My_Cluster" },
+	for field, mutate := range map[string]func(*api.Request){
+		"slug":                          func(r *api.Request) { r.Slug = "" },
+		"domain":                        func(r *api.Request) { r.Domain = "" },
+		"kubeconfigSecretRef.namespace": func(r *api.Request) { r.KubeconfigSecretRef.Namespace = "" },
+		"workspace":                     func(r *api.Request) { r.Workspace = "" },
+		"ownerUID":                      func(r *api.Request) { r.OwnerUID = "" },
 	} {
 		r := validRequest()
 		mutate(&r)
@@ -241,32 +218,5 @@ func TestResponseBodyIsBounded(t *testing.T) {
 	c, _ = New(long.URL, testKey, nil)
 	if _, err := c.Create(context.Background(), validRequest()); err == nil || len(err.Error()) > 1000 {
 		t.Errorf("a long message must be truncated, got %d bytes", len(err.Error()))
-	}
-}
-
-func TestSlugFromPath(t *testing.T) {
-	tests := []struct {
-		path, slug string
-		ok         bool
-	}{
-		{"fluxcd/clusters/my-cluster", "my-cluster", true},
-		{"fluxcd/clusters/my-cluster/", "my-cluster", true},
-		{"/clusters//prod-1", "prod-1", true},
-		{"edge", "edge", true},
-		{"", "", false},
-		{"///", "", false},
-		{"fluxcd/clusters/My_Cluster", "", false},
-		{"fluxcd/clusters/-x", "", false},
-		{"fluxcd/clusters/..", "", false},
-		{"fluxcd/clusters/" + strings.Repeat("a", 64), "", false},
-	}
-	for _, tt := range tests {
-		slug, err := SlugFromPath(tt.path)
-		if (err == nil) != tt.ok || slug != tt.slug {
-			t.Errorf("SlugFromPath(%q) = %q, %v; want %q ok=%v", tt.path, slug, err, tt.slug, tt.ok)
-		}
-		if err != nil && !strings.Contains(err.Error(), "gitOpsPath") {
-			t.Errorf("SlugFromPath(%q): error %q should name gitOpsPath", tt.path, err)
-		}
 	}
 }
