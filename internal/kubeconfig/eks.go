@@ -76,6 +76,9 @@ type EKS struct {
 	RoleARN, ExternalID, SessionName string
 	// HasAccessKey reports whether the exec env carries an access key.
 	HasAccessKey bool
+	// AccessKeyID, SecretAccessKey and SessionToken are the exec env's access key, when it
+	// carries one: who mints the tokens in process signs with it (never logged or shown).
+	AccessKeyID, SecretAccessKey, SessionToken string
 }
 
 // ParseEKS parses raw, an EKS kubeconfig the terraform-runner built (runner.EKSKubeconfig), and
@@ -120,6 +123,16 @@ func ParseEKS(raw []byte) (*EKS, error) {
 	}
 	if out.HasAccessKey, err = eksEnv(exec.Env); err != nil {
 		return nil, err
+	}
+	for _, v := range exec.Env {
+		switch v.Name {
+		case EnvAccessKeyID:
+			out.AccessKeyID = v.Value
+		case EnvSecretAccessKey:
+			out.SecretAccessKey = v.Value
+		case EnvSessionToken:
+			out.SessionToken = v.Value
+		}
 	}
 	out.Config = &rest.Config{
 		Host:            server,

@@ -342,6 +342,9 @@ const (
 	// EnvAllowNetworks lists CIDRs the runner may dial although the dial guard refuses their
 	// class (loopback, private: the admin's own git server or a local target), comma-separated.
 	EnvAllowNetworks = "SCAFFOLD_ALLOW_NETWORKS"
+	// EnvAWSEndpointURL, when set, is the STS endpoint EKS tokens are signed for (an admin's
+	// private endpoint, or a test's).
+	EnvAWSEndpointURL = "SCAFFOLD_AWS_ENDPOINT_URL"
 	// EnvSealedSecretsTimeout bounds the wait for the target's sealed-secrets controller.
 	EnvSealedSecretsTimeout = "SCAFFOLD_SEALED_SECRETS_TIMEOUT"
 )

@@ -13,10 +13,13 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
 
+	"github.com/kubeopera/kubeopera/internal/aws/ekstoken"
 	"github.com/kubeopera/kubeopera/internal/kubeconfig"
 	"github.com/kubeopera/kubeopera/internal/netguard"
 	"github.com/kubeopera/kubeopera/internal/readlimit"
@@ -101,9 +104,9 @@ func FromEnv(getenv func(string) string, status Reporter, log *slog.Logger) (*Ru
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := kubeconfig.ParseUntrusted(rawKubeconfig)
+	cfg, err := targetConfig(rawKubeconfig, strings.TrimSpace(getenv(api.EnvAWSEndpointURL)))
 	if err != nil {
-		return nil, fmt.Errorf("the target's kubeconfig: %w", err)
+		return nil, err
 	}
 	t, err := target.New(cfg, targetTimeout, guard, readlimit.Limits{})
 	if err != nil {
@@ -141,6 +144,39 @@ func FromEnv(getenv func(string) string, status Reporter, log *slog.Logger) (*Ru
 		Status:               status,
 		Log:                  log,
 	}, nil
+}
+
+// eksSessionName is the role session name of the runner's sts:AssumeRole for EKS tokens.
+const eksSessionName = "kubeopera-scaffolder"
+
+// targetConfig reads the stored kubeconfig of the target: a static one (kubeconfig.ParseUntrusted:
+// no exec, no files), or the platform's copy of a provisioned EKS cluster's, which must be exactly
+// the terraform-runner's shape (kubeconfig.ParseEKS) with the access key in its exec env. Its
+// helper is never run: the tokens are minted in process with that key (assuming the role with
+// the workspace's external ID when it names one), as the manager mints them.
+func targetConfig(raw []byte, awsEndpoint string) (*rest.Config, error) {
+	cfg, err := kubeconfig.ParseUntrusted(raw)
+	if err == nil {
+		return cfg, nil
+	}
+	eks, eksErr := kubeconfig.ParseEKS(raw)
+	if eksErr != nil {
+		return nil, fmt.Errorf("the target's kubeconfig: %w", err)
+	}
+	if !eks.HasAccessKey {
+		return nil, errors.New("the target's EKS kubeconfig carries no access key: the scaffold runner mints the cluster's tokens with the credential's access key (a credential that is a role alone, assumed by the platform's own AWS identity, is not supported for scaffolding)")
+	}
+	wrap, err := (&ekstoken.Cache{}).Wrap("target", ekstoken.Inputs{
+		Cluster: eks.ClusterName, Region: eks.Region, Endpoint: awsEndpoint,
+		Credentials: aws.Credentials{AccessKeyID: eks.AccessKeyID, SecretAccessKey: eks.SecretAccessKey, SessionToken: eks.SessionToken},
+		RoleARN:     eks.RoleARN, ExternalID: eks.ExternalID, SessionName: eksSessionName,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("the target's EKS kubeconfig: %w", err)
+	}
+	cfg = rest.CopyConfig(eks.Config)
+	cfg.WrapTransport = wrap
+	return cfg, nil
 }
 
 // readInput reads a mounted input file, bounded.
