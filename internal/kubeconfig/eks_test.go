@@ -49,7 +49,8 @@ func TestParseEKS(t *testing.T) {
 		want   EKS
 	}{
 		"a role with an external id, a temporary key": {
-			want: EKS{ClusterName: "c-1", Region: "eu-north-1", RoleARN: "arn:aws:iam::123456789012:role/eks-admin", ExternalID: "kubeopera-0123abcd", HasAccessKey: true},
+			want: EKS{ClusterName: "c-1", Region: "eu-north-1", RoleARN: "arn:aws:iam::123456789012:role/eks-admin", ExternalID: "kubeopera-0123abcd", HasAccessKey: true,
+				AccessKeyID: "ASIAS3CR3TEXAMPLE000", SecretAccessKey: "s3cr3t/secret/key", SessionToken: "s3cr3t-session-token"},
 		},
 		"an access key only": {
 			mutate: func(c *clientcmdapi.Config) {
@@ -57,7 +58,7 @@ func TestParseEKS(t *testing.T) {
 				e.Args = e.Args[:4]
 				e.Env = e.Env[:2]
 			},
-			want: EKS{ClusterName: "c-1", Region: "eu-north-1", HasAccessKey: true},
+			want: EKS{ClusterName: "c-1", Region: "eu-north-1", HasAccessKey: true, AccessKeyID: "ASIAS3CR3TEXAMPLE000", SecretAccessKey: "s3cr3t/secret/key"},
 		},
 		"a role only, with a session name": {
 			mutate: func(c *clientcmdapi.Config) {
