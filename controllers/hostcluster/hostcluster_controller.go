@@ -51,6 +51,9 @@ const (
 	DefaultProvisionerIdentity = "kubeopera-provisioning/kubeopera-provisioner"
 	// DefaultScaffolderIdentity is the gitops-scaffolder's ServiceAccount (config/scaffolder).
 	DefaultScaffolderIdentity = "kubeopera-provisioning/gitops-scaffolder"
+	// DefaultSyncInterval is how often Flux on a target looks at the tree's repository: the
+	// second pass of a scaffold reaches the target within it.
+	DefaultSyncInterval = time.Minute
 	// DefaultTargetTimeout bounds each request to a target cluster.
 	DefaultTargetTimeout = 15 * time.Second
 	// DefaultMaxRunsPerHour is the manager's default cap on the provisioning runs one workspace
@@ -77,6 +80,9 @@ type Reconciler struct {
 	AuthAPI authapi.Options
 	// GitBranch is the branch Flux follows (default main).
 	GitBranch string
+	// SyncInterval is how often Flux on a target looks at the tree's repository
+	// (DefaultSyncInterval).
+	SyncInterval time.Duration
 	// AccessGiveUp is how long an unreachable target is retried; DefaultAccessGiveUp when zero.
 	AccessGiveUp time.Duration
 	// PollInterval; DefaultPollInterval when zero.
@@ -148,6 +154,9 @@ func (r *Reconciler) SetupWithManager(mgr mcmanager.Manager) error {
 	}
 	if r.Flux == nil {
 		return errors.New("hostcluster controller needs a Flux installer")
+	}
+	if r.SyncInterval <= 0 {
+		r.SyncInterval = DefaultSyncInterval
 	}
 	if r.GitBranch == "" {
 		r.GitBranch = "main"

@@ -530,7 +530,7 @@ func (r *Reconciler) installKubeOpera(ctx context.Context, s *scope) error {
 		URL:      hc.Spec.GitOpsRepoURL,
 		Branch:   r.GitBranch,
 		Path:     hc.Spec.GitOpsPath,
-		Interval: time.Minute,
+		Interval: r.SyncInterval,
 		Owner: map[string]string{
 			kov1alpha1.HostClusterIDLabel: hc.Spec.ClusterID,
 			workspaces.FingerprintLabel:   workspaces.Fingerprint(s.LogicalCluster),

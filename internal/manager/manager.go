@@ -553,6 +553,7 @@ func setupHostClusters(ctx context.Context, m *Manager) error {
 		Scaffolder:          sc,
 		AuthAPI:             authapi.Options{Namespace: o.AuthAPINamespace, Service: o.AuthAPIService, Port: o.AuthAPIPort, Secret: o.AuthAPISecret, SecretKey: authapi.DefaultOptions().SecretKey},
 		GitBranch:           o.GitOpsBranch,
+		SyncInterval:        o.GitOpsSyncInterval,
 		AccessGiveUp:        o.HostClusterAccessGiveUp,
 		PollInterval:        o.HostClusterPollInterval,
 		InventoryInterval:   o.HostClusterInventoryInterval,

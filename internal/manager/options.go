@@ -99,6 +99,8 @@ type Options struct {
 	FluxChartVersion string
 	// GitOpsBranch is the branch of spec.gitOpsRepoURL Flux follows.
 	GitOpsBranch string
+	// GitOpsSyncInterval is how often Flux on a target looks at the tree's repository.
+	GitOpsSyncInterval time.Duration
 	// KubernetesClusterPollInterval is how often a KubernetesCluster being built or torn down is
 	// looked at again.
 	KubernetesClusterPollInterval time.Duration
@@ -276,6 +278,7 @@ func DefaultOptions() Options {
 		FluxChart:                        envOr("FLUX_CHART", flux.DefaultChartRef),
 		FluxChartVersion:                 envOr("FLUX_CHART_VERSION", DefaultFluxChartVersion),
 		GitOpsBranch:                     "main",
+		GitOpsSyncInterval:               hostcluster.DefaultSyncInterval,
 		HostClusterAccessGiveUp:          5 * time.Minute,
 		OTCAuthHosts:                     otc.DefaultAuthHosts,
 		KubernetesClusterPollInterval:    10 * time.Second,
@@ -350,6 +353,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.AWSExternalIDKeySecret, "aws-external-id-key-secret", o.AWSExternalIDKeySecret, "backend Secret <namespace>/<name> holding the installation key of the workspaces' AWS external IDs (created when absent; deleting it changes every workspace's external ID)")
 	fs.StringVar(&o.FluxChart, "flux-chart", o.FluxChart, "Flux Helm chart installed on HostClusters' targets: OCI reference, URL or local path (env FLUX_CHART)")
 	fs.StringVar(&o.FluxChartVersion, "flux-chart-version", o.FluxChartVersion, "Flux chart version (env FLUX_CHART_VERSION)")
+	fs.DurationVar(&o.GitOpsSyncInterval, "gitops-sync-interval", o.GitOpsSyncInterval, "how often Flux on a HostCluster's target looks at the tree's repository (its GitRepository's interval)")
 	fs.StringVar(&o.GitOpsBranch, "gitops-branch", o.GitOpsBranch, "branch of spec.gitOpsRepoURL that Flux follows on HostClusters' targets")
 	fs.DurationVar(&o.KubernetesClusterPollInterval, "kubernetescluster-poll-interval", o.KubernetesClusterPollInterval, "how often a KubernetesCluster being built or torn down is looked at again when no watch of the resource it waits on is free (at most 256 run)")
 	fs.StringSliceVar(&o.OTCAuthHosts, "otc-auth-hosts", o.OTCAuthHosts, "hosts the auth_url of tenants' OTC credentials may name: exact names, *.domain for any name under it, or * for any; Crossplane's OTC provider connects there from the backend")
