@@ -460,6 +460,14 @@ func (r *Reconciler) generateTree(ctx context.Context, s *scope) error {
 		if job.Message != "" {
 			msg += ": " + job.Message
 		}
+		if job.InfrastructurePushed() {
+			// The first pass is in the repository, and the job waits for the sealed-secrets
+			// controller that the infrastructure layer installs: Flux must apply it now, or
+			// the job would wait forever. The apps layer follows with the second pass.
+			if err := r.pointFlux(ctx, s); err != nil {
+				return err
+			}
+		}
 		return reconcile.Waiting(kov1alpha1.WaitingReason, msg, r.PollInterval)
 	}
 }
@@ -518,14 +526,11 @@ func (r *Reconciler) scaffoldRequest(ctx context.Context, s *scope) (scaffoldapi
 	return req, nil
 }
 
-// installKubeOpera points Flux on the target at the generated tree (GitRepository and
-// Kustomization flux-system, as flux bootstrap names them) and waits for the tree's apps
-// Kustomization to report Ready.
-func (r *Reconciler) installKubeOpera(ctx context.Context, s *scope) error {
+// pointFlux points Flux on the target at the cluster's tree: GitRepository and Kustomization
+// flux-system (as flux bootstrap names them). A target already synced for another owner is
+// never taken over: SyncConflict.
+func (r *Reconciler) pointFlux(ctx context.Context, s *scope) error {
 	hc := s.hc
-	if done(hc, kov1alpha1.KubeOperaInstalledCondition) {
-		return nil
-	}
 	sync := flux.Sync{
 		URL:      hc.Spec.GitOpsRepoURL,
 		Branch:   r.GitBranch,
@@ -549,6 +554,20 @@ func (r *Reconciler) installKubeOpera(ctx context.Context, s *scope) error {
 			return reconcile.Stalled(kov1alpha1.SyncConflictReason, conflict.PublicMessage())
 		}
 		return fmt.Errorf("failed to point Flux at the tree: %w", err)
+	}
+	return nil
+}
+
+// installKubeOpera points Flux on the target at the generated tree (GitRepository and
+// Kustomization flux-system, as flux bootstrap names them) and waits for the tree's apps
+// Kustomization to report Ready.
+func (r *Reconciler) installKubeOpera(ctx context.Context, s *scope) error {
+	hc := s.hc
+	if done(hc, kov1alpha1.KubeOperaInstalledCondition) {
+		return nil
+	}
+	if err := r.pointFlux(ctx, s); err != nil {
+		return err
 	}
 	ready, reason, message, err := flux.KustomizationReady(ctx, s.target.Client, flux.Namespace, AppsKustomization)
 	switch {

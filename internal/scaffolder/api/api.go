@@ -95,6 +95,8 @@ type Scaffold struct {
 	Workspace string `json:"workspace,omitempty"`
 	OwnerUID  string `json:"ownerUID,omitempty"`
 	Status    Status `json:"status"`
+	// Step is the runner's step while it runs (Step*), empty before it reports one.
+	Step string `json:"step,omitempty"`
 	// Message says what the runner is doing, or what it did.
 	Message string `json:"message,omitempty"`
 	// Error is the real underlying error of a failed scaffold.
@@ -120,6 +122,13 @@ func (s Scaffold) Failed() bool { return s.Status == StatusFailed }
 
 // Done reports whether it ended, either way.
 func (s Scaffold) Done() bool { return s.Status.Done() }
+
+// InfrastructurePushed reports whether a running scaffold has pushed its first pass: it waits
+// for the target's sealed-secrets controller, or seals. Flux must apply the infrastructure layer
+// from then on (it installs that controller).
+func (s Scaffold) InfrastructurePushed() bool {
+	return s.Status == StatusRunning && (s.Step == StepSealedSecrets || s.Step == StepSealing)
+}
 
 // ErrorResponse is every error's body.
 type ErrorResponse struct {
