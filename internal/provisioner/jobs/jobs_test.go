@@ -30,6 +30,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
+	"github.com/kubeopera/kubeopera/internal/jobrun"
 	"github.com/kubeopera/kubeopera/internal/provisioner/api"
 	"github.com/kubeopera/kubeopera/internal/provisioner/jobs"
 	"github.com/kubeopera/kubeopera/internal/provisioner/jobs/jobstest"
@@ -202,7 +203,7 @@ func TestCreateMakesTheRunsObjects(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !jobs.ValidID(p.ID) || p.Status != api.StatusQueued || p.ClusterID != "prod-1-" || p.Operation != api.OperationApply ||
+	if !jobrun.ValidID(p.ID) || p.Status != api.StatusQueued || p.ClusterID != "prod-1-" || p.Operation != api.OperationApply ||
 		!p.BelongsTo(testWorkspace, testOwnerUID) || p.WorkspaceFingerprint != testFingerprint {
 		t.Fatalf("Create returned %+v", p)
 	}

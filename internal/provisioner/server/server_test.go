@@ -21,6 +21,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/kubeopera/kubeopera/internal/jobrun"
+	"github.com/kubeopera/kubeopera/internal/jobservice"
 	"github.com/kubeopera/kubeopera/internal/provisioner/api"
 	"github.com/kubeopera/kubeopera/internal/provisioner/jobs"
 	"github.com/kubeopera/kubeopera/internal/provisioner/jobs/jobstest"
@@ -223,7 +225,7 @@ func TestAPI(t *testing.T) {
 	})
 
 	t.Run("413 for an oversized body", func(t *testing.T) {
-		big := validBody(func(m map[string]any) { m["clusterID"] = strings.Repeat("a", server.MaxBodyBytes) })
+		big := validBody(func(m map[string]any) { m["clusterID"] = strings.Repeat("a", jobservice.MaxBodyBytes) })
 		a := post(big)
 		if a.status != http.StatusRequestEntityTooLarge {
 			t.Fatalf("%d %s, want 413", a.status, a.body)
@@ -252,7 +254,7 @@ func TestAPI(t *testing.T) {
 		}
 		var p api.Provision
 		a.decode(t, &p)
-		if p.Status != api.StatusQueued || !jobs.ValidID(p.ID) || a.header.Get("Location") != "/api/v1/provisions/"+p.ID {
+		if p.Status != api.StatusQueued || !jobrun.ValidID(p.ID) || a.header.Get("Location") != "/api/v1/provisions/"+p.ID {
 			t.Fatalf("POST answered %+v, Location %q", p, a.header.Get("Location"))
 		}
 		path := "/api/v1/provisions/" + p.ID
