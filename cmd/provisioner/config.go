@@ -1,14 +1,10 @@
 package main
 
 import (
-	"errors"
-	"fmt"
 	"log/slog"
-	"strings"
 	"time"
 
-	"k8s.io/apimachinery/pkg/util/validation"
-
+	"github.com/kubeopera/kubeopera/internal/jobservice"
 	"github.com/kubeopera/kubeopera/internal/provisioner/api"
 	"github.com/kubeopera/kubeopera/internal/provisioner/jobs"
 )
@@ -36,38 +32,16 @@ type config struct {
 
 // configFromEnv reads the configuration through getenv (os.Getenv).
 func configFromEnv(getenv func(string) string) (config, error) {
-	or := func(key, def string) string {
-		if v := strings.TrimSpace(getenv(key)); v != "" {
-			return v
-		}
-		return def
-	}
+	e := jobservice.NewEnv(getenv)
 	c := config{
-		APIKey:        getenv("API_KEY"),
-		Kubeconfig:    getenv("KUBECONFIG"),
-		ListenAddr:    or("LISTEN_ADDR", ":8080"),
-		JobsNamespace: or("JOBS_NAMESPACE", api.DefaultJobsNamespace),
-		RunnerImage:   or("RUNNER_IMAGE", jobs.RunnerImage),
+		APIKey:        e.Required("API_KEY"),
+		Kubeconfig:    e.Get("KUBECONFIG"),
+		ListenAddr:    e.Or("LISTEN_ADDR", ":8080"),
+		JobsNamespace: e.Namespace("JOBS_NAMESPACE", api.DefaultJobsNamespace),
+		Retention:     e.Duration("RUN_RETENTION", "168h", time.Minute),
+		Deadline:      e.Duration("RUN_DEADLINE", jobs.DefaultActiveDeadline.String(), time.Minute),
+		RunnerImage:   e.Or("RUNNER_IMAGE", jobs.RunnerImage),
+		LogLevel:      e.LogLevel("LOG_LEVEL"),
 	}
-	var errs []error
-	if c.APIKey == "" {
-		errs = append(errs, errors.New("API_KEY is required"))
-	}
-	if msgs := validation.IsDNS1123Label(c.JobsNamespace); len(msgs) != 0 {
-		errs = append(errs, fmt.Errorf("JOBS_NAMESPACE %q is not a namespace name: %s", c.JobsNamespace, strings.Join(msgs, "; ")))
-	}
-	duration := func(key, def string, min time.Duration) time.Duration {
-		v := or(key, def)
-		d, err := time.ParseDuration(v)
-		if err != nil || d < min {
-			errs = append(errs, fmt.Errorf("%s %q must be a duration of at least %s, e.g. %s", key, v, min, def))
-		}
-		return d
-	}
-	c.Retention = duration("RUN_RETENTION", "168h", time.Minute)
-	c.Deadline = duration("RUN_DEADLINE", jobs.DefaultActiveDeadline.String(), time.Minute)
-	if err := c.LogLevel.UnmarshalText([]byte(or("LOG_LEVEL", "info"))); err != nil {
-		errs = append(errs, fmt.Errorf("LOG_LEVEL: %w", err))
-	}
-	return c, errors.Join(errs...)
+	return c, e.Err()
 }

@@ -17,9 +17,8 @@ import (
 	"syscall"
 
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/kubeopera/kubeopera/internal/jobservice"
 	"github.com/kubeopera/kubeopera/internal/provisioner/jobs"
 	"github.com/kubeopera/kubeopera/internal/provisioner/server"
 )
@@ -41,7 +40,7 @@ func main() {
 }
 
 func run(ctx context.Context, cfg config, log *slog.Logger) error {
-	restCfg, err := restConfig(cfg.Kubeconfig)
+	restCfg, err := jobservice.RESTConfig(cfg.Kubeconfig)
 	if err != nil {
 		return err
 	}
@@ -66,20 +65,4 @@ func run(ctx context.Context, cfg config, log *slog.Logger) error {
 	log.Info("Starting the provisioner", "jobsNamespace", cfg.JobsNamespace, "runnerImage", cfg.RunnerImage,
 		"retention", cfg.Retention.String(), "deadline", cfg.Deadline.String())
 	return srv.Run(ctx, cfg.ListenAddr)
-}
-
-// restConfig is KUBECONFIG's cluster when set, the in-cluster config otherwise.
-func restConfig(kubeconfig string) (*rest.Config, error) {
-	if kubeconfig != "" {
-		c, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-		if err != nil {
-			return nil, fmt.Errorf("failed to load KUBECONFIG %s: %w", kubeconfig, err)
-		}
-		return c, nil
-	}
-	c, err := rest.InClusterConfig()
-	if err != nil {
-		return nil, fmt.Errorf("failed to load the in-cluster config (set KUBECONFIG outside a cluster): %w", err)
-	}
-	return c, nil
 }

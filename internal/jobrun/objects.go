@@ -2,10 +2,12 @@ package jobrun
 
 import (
 	"strings"
+	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/ptr"
@@ -93,4 +95,77 @@ func RunnerIdentity(meta metav1.ObjectMeta, secret string) (*corev1.ServiceAccou
 		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: meta.Name, Namespace: meta.Namespace}},
 	}
 	return sa, role, binding
+}
+
+// RunnerJob describes a run's Job for NewRunnerJob.
+type RunnerJob struct {
+	// Meta is the Job's metadata; PodLabels the pod template's labels.
+	Meta      metav1.ObjectMeta
+	PodLabels map[string]string
+	// ServiceAccount is the run's own identity (RunnerIdentity).
+	ServiceAccount string
+	// Deadline is activeDeadlineSeconds; GracePeriod the pod's termination grace period, the
+	// time the runner has to stop cleanly when the deadline or a deletion stops it.
+	Deadline    time.Duration
+	GracePeriod time.Duration
+	// Container is the runner; NewRunnerJob sets its security context and pull policy.
+	Container corev1.Container
+	// Volumes are what the container mounts.
+	Volumes []corev1.Volume
+}
+
+// NewRunnerJob is a run's Job, suspended (Launch starts it): one attempt (backoffLimit 0: a
+// failed run is not retried blindly, the caller starts a new one), restartPolicy Never, no TTL
+// (finished runs are kept for the retention and deleted by Sweep, so the service keeps answering
+// for them meanwhile), Pod Security "restricted" contexts, no service links, and the run's
+// ServiceAccount token mounted, because the runner writes the Secret it reports on (its Role
+// allows that one Secret and nothing else).
+func NewRunnerJob(j RunnerJob) *batchv1.Job {
+	c := j.Container
+	c.ImagePullPolicy = corev1.PullIfNotPresent
+	c.SecurityContext = ContainerSecurityContext()
+	return &batchv1.Job{
+		ObjectMeta: j.Meta,
+		Spec: batchv1.JobSpec{
+			BackoffLimit:          ptr.To[int32](0),
+			ActiveDeadlineSeconds: ptr.To(int64(j.Deadline / time.Second)),
+			Suspend:               ptr.To(true),
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: j.PodLabels},
+				Spec: corev1.PodSpec{
+					RestartPolicy:                 corev1.RestartPolicyNever,
+					ServiceAccountName:            j.ServiceAccount,
+					AutomountServiceAccountToken:  ptr.To(true),
+					EnableServiceLinks:            ptr.To(false),
+					TerminationGracePeriodSeconds: ptr.To(int64(j.GracePeriod / time.Second)),
+					SecurityContext:               PodSecurityContext(),
+					Containers:                    []corev1.Container{c},
+					Volumes:                       j.Volumes,
+				},
+			},
+		},
+	}
+}
+
+// EmptyDir is an emptyDir volume of at most limit (a quantity, e.g. "1Gi").
+func EmptyDir(name, limit string) corev1.Volume {
+	q := resource.MustParse(limit)
+	return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: &q}}}
+}
+
+// SecretVolume mounts Secret secret, its files owned by root and group RunnerUID (fsGroup),
+// readable by that group only (0440).
+func SecretVolume(name, secret string) corev1.Volume {
+	return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+		SecretName:  secret,
+		DefaultMode: ptr.To[int32](0o440),
+	}}}
+}
+
+// ConfigMapVolume mounts ConfigMap configMap, its files readable by all (0444).
+func ConfigMapVolume(name, configMap string) corev1.Volume {
+	return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+		LocalObjectReference: corev1.LocalObjectReference{Name: configMap},
+		DefaultMode:          ptr.To[int32](0o444),
+	}}}
 }

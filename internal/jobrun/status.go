@@ -135,3 +135,46 @@ func Truncate(s string) string {
 	}
 	return s[:cut] + "…"
 }
+
+// Report is what a run's runner said on the Secret it reports on, and what else is known of a
+// failed run, for FailureMessage.
+type Report struct {
+	// Service names the service in messages, e.g. "provisioner".
+	Service string
+	// Stage is what the service calls the runner's progress ("phase", "step"); Last is the last
+	// one the runner reported and Message the sentence with it.
+	Stage, Last, Message string
+	// RunnerFailed is true when the runner reported its own failure (Message is its error).
+	RunnerFailed bool
+	// PodProblem is what the pod's status says (PodProblem), if anything.
+	PodProblem string
+}
+
+// FailureMessage is the real error of a failed run: the runner's own account, then that the
+// service stopped before the run started (abandoned), that the deadline stopped it (with the last
+// stage), what the pod's status says (e.g. OOMKilled), and last the Job's condition.
+func FailureMessage(job *batchv1.Job, o Outcome, r Report) string {
+	switch {
+	case r.RunnerFailed && r.Message != "":
+		return r.Message
+	case o.Reason == ReasonAbandoned:
+		return "the " + r.Service + " stopped before the run started; start a new run"
+	case o.Reason == batchv1.JobReasonDeadlineExceeded:
+		m := fmt.Sprintf("the run did not finish within %s and was stopped", Deadline(job))
+		if r.Last != "" {
+			m += fmt.Sprintf(" (last %s: %s", r.Stage, r.Last)
+			if r.Message != "" {
+				m += ": " + r.Message
+			}
+			m += ")"
+		}
+		return m
+	case r.PodProblem != "":
+		return r.PodProblem
+	case o.Detail != "":
+		return o.Detail
+	case o.Reason != "":
+		return "the run's Job failed: " + o.Reason
+	}
+	return "the run's Job failed"
+}

@@ -127,7 +127,7 @@ func (c *Client) readCredential(ctx context.Context, ref api.SecretRef) (map[str
 	return credentialData(ref, s)
 }
 
-// Get returns the run as its Job and outputs Secret say now (sync-on-read); ErrNotFound when
+// Get returns the run as its Job and outputs Secret say now (sync-on-read); jobrun.ErrNotFound when
 // there is no such run.
 func (c *Client) Get(ctx context.Context, id string) (api.Provision, error) {
 	job, outputs, err := c.read(ctx, id)
@@ -137,14 +137,12 @@ func (c *Client) Get(ctx context.Context, id string) (api.Provision, error) {
 	now := c.cfg.Now()
 	p := provisionFrom(job, outputs, "", now)
 	if c.podMatters(job, outputs, p) {
-		pod, err := jobrun.LatestPod(ctx, c.cs, job)
+		problem, err := jobrun.LatestPodProblem(ctx, c.cs, job, ContainerName)
 		if err != nil {
 			return api.Provision{}, err
 		}
-		if pod != nil {
-			if problem := jobrun.PodProblem(pod, ContainerName); problem != "" {
-				p = provisionFrom(job, outputs, problem, now)
-			}
+		if problem != "" {
+			p = provisionFrom(job, outputs, problem, now)
 		}
 	}
 	return p, nil
@@ -163,32 +161,11 @@ func (c *Client) podMatters(job *batchv1.Job, outputs *corev1.Secret, p api.Prov
 	return false
 }
 
-// read gets a run's Job and its outputs Secret (nil while it does not exist).
+// read gets a run's Job and its outputs Secret (nil while it does not exist); jobrun.ErrNotFound
+// when there is no such run.
 func (c *Client) read(ctx context.Context, id string) (*batchv1.Job, *corev1.Secret, error) {
-	if !jobrun.ValidID(id) {
-		return nil, nil, ErrNotFound
-	}
-	job, err := c.cs.BatchV1().Jobs(c.cfg.Namespace).Get(ctx, api.JobName(id), metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return nil, nil, ErrNotFound
-	}
-	if err != nil {
-		return nil, nil, fmt.Errorf("failed to read Job %s: %w", api.JobName(id), err)
-	}
-	if job.Labels[api.LabelRun] != id || job.DeletionTimestamp != nil {
-		return nil, nil, ErrNotFound
-	}
-	outputs, err := c.cs.CoreV1().Secrets(c.cfg.Namespace).Get(ctx, api.OutputsSecretName(id), metav1.GetOptions{})
-	switch {
-	case apierrors.IsNotFound(err):
-		return job, nil, nil
-	case err != nil:
-		return nil, nil, fmt.Errorf("failed to read Secret %s: %w", api.OutputsSecretName(id), err)
-	case !metav1.IsControlledBy(outputs, job):
-		// Left from an earlier Job of the same name; not this run's.
-		return job, nil, nil
-	}
-	return job, outputs, nil
+	return jobrun.ReadRun(ctx, c.cs, jobrun.Run{Namespace: c.cfg.Namespace, ID: id, RunLabel: api.LabelRun,
+		Job: api.JobName(id), Report: api.OutputsSecretName(id)})
 }
 
 // Logs streams the log of the runner's container in the run's (newest) pod, as the kubelet has

@@ -645,13 +645,13 @@ func TestGetFollowsTheJobAndTheRunner(t *testing.T) {
 
 	t.Run("unknown IDs", func(t *testing.T) {
 		for _, id := range []string{"zzzzzzzzzz", "not-an-id", "", "../../x"} {
-			if _, err := e.runs.Get(e.ctx, id); !errors.Is(err, jobs.ErrNotFound) {
+			if _, err := e.runs.Get(e.ctx, id); !errors.Is(err, jobrun.ErrNotFound) {
 				t.Errorf("Get(%q): %v, want ErrNotFound", id, err)
 			}
-			if _, err := e.runs.Kubeconfig(e.ctx, id); !errors.Is(err, jobs.ErrNotFound) {
+			if _, err := e.runs.Kubeconfig(e.ctx, id); !errors.Is(err, jobrun.ErrNotFound) {
 				t.Errorf("Kubeconfig(%q): %v, want ErrNotFound", id, err)
 			}
-			if _, err := e.runs.Logs(e.ctx, id); !errors.Is(err, jobs.ErrNotFound) {
+			if _, err := e.runs.Logs(e.ctx, id); !errors.Is(err, jobrun.ErrNotFound) {
 				t.Errorf("Logs(%q): %v, want ErrNotFound", id, err)
 			}
 		}
@@ -722,7 +722,7 @@ func TestSweepDeletesOldFinishedRunsOnly(t *testing.T) {
 		t.Fatalf("Sweep after the retention: deleted %d, %v; want 3 (succeeded, failed, abandoned)", n, err)
 	}
 	for _, id := range []string{succeeded, failed, abandoned} {
-		if _, err := e.runs.Get(e.ctx, id); !errors.Is(err, jobs.ErrNotFound) {
+		if _, err := e.runs.Get(e.ctx, id); !errors.Is(err, jobrun.ErrNotFound) {
 			t.Errorf("Get(%s) after Sweep: %v, want ErrNotFound", id, err)
 		}
 	}

@@ -103,75 +103,44 @@ func (r run) job(image string, deadline time.Duration) *batchv1.Job {
 		{Name: "TF_IN_AUTOMATION", Value: "1"},
 		{Name: "TF_INPUT", Value: "0"},
 	}
-	emptyDir := func(limit string) corev1.VolumeSource {
-		q := resource.MustParse(limit)
-		return corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: &q}}
-	}
-	return &batchv1.Job{
-		ObjectMeta: meta,
-		Spec: batchv1.JobSpec{
-			// One attempt: Terraform is not retried blindly; the caller starts a new run.
-			BackoffLimit:          ptr.To[int32](0),
-			ActiveDeadlineSeconds: ptr.To(int64(deadline / time.Second)),
-			// TTLSecondsAfterFinished stays unset: finished runs are kept for RUN_RETENTION and
-			// deleted by Sweep, so GET keeps answering for the caller meanwhile.
-			Suspend: ptr.To(true),
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: r.labels()},
-				Spec: corev1.PodSpec{
-					RestartPolicy:      corev1.RestartPolicyNever,
-					ServiceAccountName: api.ServiceAccountName(r.id),
-					// The token is mounted only because the runner must write its outputs Secret
-					// (progress annotations, the kubeconfig); the run's ServiceAccount may get and
-					// update that one Secret and nothing else.
-					AutomountServiceAccountToken: ptr.To(true),
-					EnableServiceLinks:           ptr.To(false),
-					// Time for Terraform to stop cleanly and write its state when the deadline
-					// or a deletion stops the pod.
-					TerminationGracePeriodSeconds: ptr.To[int64](120),
-					SecurityContext:               jobrun.PodSecurityContext(),
-					Containers: []corev1.Container{{
-						Name:            ContainerName,
-						Image:           image,
-						ImagePullPolicy: corev1.PullIfNotPresent,
-						WorkingDir:      WorkDir,
-						Env:             env,
-						SecurityContext: jobrun.ContainerSecurityContext(),
-						Resources: corev1.ResourceRequirements{
-							Requests: corev1.ResourceList{
-								corev1.ResourceCPU:    resource.MustParse("250m"),
-								corev1.ResourceMemory: resource.MustParse("512Mi"),
-							},
-							Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("2Gi")},
-						},
-						VolumeMounts: []corev1.VolumeMount{
-							{Name: "module", MountPath: ModuleMountPath, ReadOnly: true},
-							{Name: "credentials", MountPath: CredentialsMountPath, ReadOnly: true},
-							{Name: "work", MountPath: WorkDir},
-							{Name: "home", MountPath: HomeDir},
-							{Name: "tmp", MountPath: TmpDir},
-						},
-					}},
-					Volumes: []corev1.Volume{
-						{Name: "module", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
-							LocalObjectReference: corev1.LocalObjectReference{Name: api.ModuleConfigMapName(r.id)},
-							DefaultMode:          ptr.To[int32](0o444),
-						}}},
-						// Owned by root, group jobrun.RunnerUID (fsGroup), readable by that group only.
-						{Name: "credentials", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
-							SecretName:  api.CredentialsSecretName(r.id),
-							DefaultMode: ptr.To[int32](0o440),
-						}}},
-						// The runner makes Terraform's working directory under $TMPDIR, and
-						// providers are unpacked there (the AWS provider alone is ~0.7 GB).
-						{Name: "work", VolumeSource: emptyDir("1Gi")},
-						{Name: "home", VolumeSource: emptyDir("1Gi")},
-						{Name: "tmp", VolumeSource: emptyDir("4Gi")},
-					},
+	return jobrun.NewRunnerJob(jobrun.RunnerJob{
+		Meta:           meta,
+		PodLabels:      r.labels(),
+		ServiceAccount: api.ServiceAccountName(r.id),
+		Deadline:       deadline,
+		// Time for Terraform to stop cleanly and write its state when the deadline or a deletion
+		// stops the pod.
+		GracePeriod: 2 * time.Minute,
+		Container: corev1.Container{
+			Name:       ContainerName,
+			Image:      image,
+			WorkingDir: WorkDir,
+			Env:        env,
+			Resources: corev1.ResourceRequirements{
+				Requests: corev1.ResourceList{
+					corev1.ResourceCPU:    resource.MustParse("250m"),
+					corev1.ResourceMemory: resource.MustParse("512Mi"),
 				},
+				Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("2Gi")},
+			},
+			VolumeMounts: []corev1.VolumeMount{
+				{Name: "module", MountPath: ModuleMountPath, ReadOnly: true},
+				{Name: "credentials", MountPath: CredentialsMountPath, ReadOnly: true},
+				{Name: "work", MountPath: WorkDir},
+				{Name: "home", MountPath: HomeDir},
+				{Name: "tmp", MountPath: TmpDir},
 			},
 		},
-	}
+		Volumes: []corev1.Volume{
+			jobrun.ConfigMapVolume("module", api.ModuleConfigMapName(r.id)),
+			jobrun.SecretVolume("credentials", api.CredentialsSecretName(r.id)),
+			// The runner makes Terraform's working directory under $TMPDIR, and providers are
+			// unpacked there (the AWS provider alone is ~0.7 GB).
+			jobrun.EmptyDir("work", "1Gi"),
+			jobrun.EmptyDir("home", "1Gi"),
+			jobrun.EmptyDir("tmp", "4Gi"),
+		},
+	})
 }
 
 func (r run) credentials(data map[string][]byte) *corev1.Secret {

@@ -1,7 +1,6 @@
 package jobs
 
 import (
-	"fmt"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -46,40 +45,15 @@ func provisionFrom(job *batchv1.Job, outputs *corev1.Secret, podProblem string, 
 		}
 		p.FinishedAt = &o.At
 	case jobrun.Failed:
-		p.Status, p.Message = api.StatusFailed, failureMessage(job, o, phase, message, podProblem)
+		p.Status, p.Message = api.StatusFailed, jobrun.FailureMessage(job, o, jobrun.Report{
+			Service: "provisioner", Stage: "phase", Last: phase, Message: message,
+			RunnerFailed: phase == runnerFailed, PodProblem: podProblem,
+		})
 		p.FinishedAt = &o.At
 	default:
 		p.Status, p.Message = runningStatus(job, phase, message, podProblem)
 	}
 	return p
-}
-
-// failureMessage prefers the runner's own account (Terraform's error text), then what the pod's
-// status says (e.g. OOMKilled), then the Job's condition.
-func failureMessage(job *batchv1.Job, o jobrun.Outcome, phase, message, podProblem string) string {
-	switch {
-	case phase == runnerFailed && message != "":
-		return message
-	case o.Reason == jobrun.ReasonAbandoned:
-		return "the provisioner stopped before the run started; start a new run"
-	case o.Reason == batchv1.JobReasonDeadlineExceeded:
-		m := fmt.Sprintf("the run did not finish within %s and was stopped", jobrun.Deadline(job))
-		if phase != "" {
-			m += fmt.Sprintf(" (last phase: %s", phase)
-			if message != "" {
-				m += ": " + message
-			}
-			m += ")"
-		}
-		return m
-	case podProblem != "":
-		return podProblem
-	case o.Detail != "":
-		return o.Detail
-	case o.Reason != "":
-		return "the run's Job failed: " + o.Reason
-	}
-	return "the run's Job failed"
 }
 
 // runningStatus maps a run that has not ended: the runner's phase once it reports one, queued

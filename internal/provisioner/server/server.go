@@ -18,6 +18,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/kubeopera/kubeopera/internal/jobrun"
 	"github.com/kubeopera/kubeopera/internal/jobservice"
 	"github.com/kubeopera/kubeopera/internal/provisioner/api"
 	"github.com/kubeopera/kubeopera/internal/provisioner/jobs"
@@ -166,7 +167,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	switch {
 	case errors.As(err, &fe):
 		jobservice.WriteError(w, http.StatusBadRequest, fe.Error(), fe.Field)
-	case errors.Is(err, jobs.ErrNotFound):
+	case errors.Is(err, jobrun.ErrNotFound):
 		jobservice.WriteError(w, http.StatusNotFound, "provision not found", "")
 	case errors.As(err, &nd):
 		jobservice.WriteError(w, http.StatusConflict, nd.Error(), "")
