@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
 
+	"github.com/kubeopera/kubeopera/internal/jobrun/jobruntest"
 	"github.com/kubeopera/kubeopera/internal/provisioner/api"
 	"github.com/kubeopera/kubeopera/internal/provisioner/jobs"
 	"github.com/kubeopera/kubeopera/internal/provisioner/jobs/jobstest"
@@ -79,9 +80,9 @@ func TestProvisionerIdentityFromConfig(t *testing.T) {
 	apply(t, e, manifests(t, "namespace.yaml"))
 	apply(t, e, manifests(t, "rbac.yaml"))
 	ns := api.DefaultJobsNamespace
-	provisioner := must[kubernetes.Interface](t)(jobstest.ServiceAccountClient(backend, ns, "kubeopera-provisioner"))
+	provisioner := must[kubernetes.Interface](t)(jobruntest.ServiceAccountClient(backend, ns, "kubeopera-provisioner"))
 	runs := must[*jobs.Client](t)(jobs.New(provisioner, jobs.Config{Render: render, Now: e.clock.Now}))
-	jobCtl := jobstest.JobController{Client: e.admin, Namespace: ns}
+	jobCtl := jobruntest.JobController{Client: e.admin, Namespace: ns, JobName: api.JobName}
 	runner := jobstest.Runner{Config: backend, Namespace: ns}
 
 	// The manager's copy of a tenant's credential, in the workspace's backend namespace.

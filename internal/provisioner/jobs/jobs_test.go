@@ -2,7 +2,7 @@ package jobs_test
 
 // These tests run the run store on a real kube-apiserver with etcd and a kube-controller-manager
 // running only the namespace and garbage-collector controllers (framework.StartBackendIn). There
-// is no kubelet and no Job controller: Jobs never start by themselves. jobstest.JobController
+// is no kubelet and no Job controller: Jobs never start by themselves. jobruntest.JobController
 // writes Job status and pods as the Job controller would, and jobstest.Runner writes the outputs
 // Secret as cmd/terraform-runner would, through the run's own ServiceAccount.
 
@@ -31,6 +31,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kubeopera/kubeopera/internal/jobrun"
+	"github.com/kubeopera/kubeopera/internal/jobrun/jobruntest"
 	"github.com/kubeopera/kubeopera/internal/provisioner/api"
 	"github.com/kubeopera/kubeopera/internal/provisioner/jobs"
 	"github.com/kubeopera/kubeopera/internal/provisioner/jobs/jobstest"
@@ -89,7 +90,7 @@ type env struct {
 	ns     string
 	clock  *clock
 	runs   *jobs.Client
-	jobCtl jobstest.JobController
+	jobCtl jobruntest.JobController
 	runner jobstest.Runner
 }
 
@@ -116,7 +117,7 @@ func newEnv(t *testing.T, opts ...envOption) *env {
 	if e.runs, err = jobs.New(e.admin, cfg); err != nil {
 		t.Fatal(err)
 	}
-	e.jobCtl = jobstest.JobController{Client: e.admin, Namespace: e.ns}
+	e.jobCtl = jobruntest.JobController{Client: e.admin, Namespace: e.ns, JobName: api.JobName}
 	e.runner = jobstest.Runner{Config: backend, Namespace: e.ns}
 	return e
 }
@@ -466,7 +467,7 @@ func TestCreateRefusesBadRequests(t *testing.T) {
 func TestRunnerIdentityReachesItsOutputsOnly(t *testing.T) {
 	e := newEnv(t)
 	a, b := e.start(), e.start()
-	runnerA := must[kubernetes.Interface](t)(jobstest.ServiceAccountClient(backend, e.ns, api.ServiceAccountName(a.ID)))
+	runnerA := must[kubernetes.Interface](t)(jobruntest.ServiceAccountClient(backend, e.ns, api.ServiceAccountName(a.ID)))
 	secrets := runnerA.CoreV1().Secrets(e.ns)
 
 	out, err := secrets.Get(e.ctx, api.OutputsSecretName(a.ID), metav1.GetOptions{})

@@ -1,7 +1,8 @@
 package server_test
 
 // The server on a real run store on a real kube-apiserver (framework.StartCluster: no kubelet, no
-// controllers). jobstest plays the Job controller and the runner where a run must move on.
+// controllers). jobruntest plays the Job controller and jobstest the runner where a run must move
+// on.
 
 import (
 	"bytes"
@@ -22,6 +23,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubeopera/kubeopera/internal/jobrun"
+	"github.com/kubeopera/kubeopera/internal/jobrun/jobruntest"
 	"github.com/kubeopera/kubeopera/internal/jobservice"
 	"github.com/kubeopera/kubeopera/internal/provisioner/api"
 	"github.com/kubeopera/kubeopera/internal/provisioner/jobs"
@@ -43,7 +45,7 @@ type testServer struct {
 	url    string
 	ns     string
 	logs   *bytes.Buffer
-	jobCtl jobstest.JobController
+	jobCtl jobruntest.JobController
 	runner jobstest.Runner
 }
 
@@ -77,7 +79,7 @@ func start(t *testing.T) *testServer {
 	hs := httptest.NewServer(srv.Handler())
 	t.Cleanup(hs.Close)
 	return &testServer{t: t, cs: cs, url: hs.URL, ns: ns, logs: logs,
-		jobCtl: jobstest.JobController{Client: cs, Namespace: ns}, runner: jobstest.Runner{Config: c.Config, Namespace: ns}}
+		jobCtl: jobruntest.JobController{Client: cs, Namespace: ns, JobName: api.JobName}, runner: jobstest.Runner{Config: c.Config, Namespace: ns}}
 }
 
 type answer struct {

@@ -33,10 +33,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubeopera/kubeopera/controllers/hostcluster"
+	"github.com/kubeopera/kubeopera/internal/jobrun/jobruntest"
 	"github.com/kubeopera/kubeopera/internal/manifests"
 	"github.com/kubeopera/kubeopera/internal/provisioner/api"
 	"github.com/kubeopera/kubeopera/internal/provisioner/jobs"
-	"github.com/kubeopera/kubeopera/internal/provisioner/jobs/jobstest"
 	"github.com/kubeopera/kubeopera/internal/provisioner/server"
 	"github.com/kubeopera/kubeopera/internal/terraform/render"
 	"github.com/kubeopera/kubeopera/internal/terraform/runner"
@@ -147,7 +147,7 @@ func Start(ctx context.Context, o Options) (*Env, error) {
 		return nil, errors.New("no terraform-runner binary: set Options.RunnerBinary")
 	}
 	ns, sa, _ := strings.Cut(hostcluster.DefaultProvisionerIdentity, "/")
-	cs, err := jobstest.ServiceAccountClient(o.Backend, ns, sa)
+	cs, err := jobruntest.ServiceAccountClient(o.Backend, ns, sa)
 	if err != nil {
 		return nil, err
 	}
