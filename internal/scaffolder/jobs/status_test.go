@@ -120,7 +120,7 @@ func TestScaffoldFrom(t *testing.T) {
 			job: failedJob(), want: api.StatusFailed, err: "Job has reached the specified backoff limit", finished: true,
 		},
 		"deadline exceeded while waiting for sealed-secrets": {
-			job: statusJob(false, cond(batchv1.JobFailed, batchv1.JobReasonDeadlineExceeded, "Job was active longer than specified deadline")),
+			job:    statusJob(false, cond(batchv1.JobFailed, batchv1.JobReasonDeadlineExceeded, "Job was active longer than specified deadline")),
 			status: reported(api.StepSealedSecrets, "deployment sealed-secrets-controller has 0/1 available", ""), want: api.StatusFailed,
 			err: "did not finish within 30m0s and was stopped (last step: waiting-for-sealed-secrets: deployment sealed-secrets-controller has 0/1 available)", finished: true,
 		},
