@@ -1,9 +1,7 @@
 package jobs_test
 
 import (
-	"bytes"
 	"errors"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -17,7 +15,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
 
 	"github.com/kubeopera/kubeopera/internal/jobrun/jobruntest"
@@ -30,44 +27,12 @@ import (
 // manifests decodes the YAML documents of config/provisioner/<file>.
 func manifests(t *testing.T, file string) []runtime.Object {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join(framework.RepoRoot(), "config", "provisioner", file))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var objs []runtime.Object
-	for _, doc := range bytes.Split(raw, []byte("\n---\n")) {
-		if len(bytes.TrimSpace(doc)) == 0 {
-			continue
-		}
-		obj, _, err := scheme.Codecs.UniversalDeserializer().Decode(doc, nil, nil)
-		if err != nil {
-			t.Fatalf("%s: %v", file, err)
-		}
-		objs = append(objs, obj)
-	}
-	return objs
+	return framework.Manifests(t, filepath.Join("config", "provisioner", file))
 }
 
 func apply(t *testing.T, e *env, objs []runtime.Object) {
 	t.Helper()
-	for _, o := range objs {
-		var err error
-		switch o := o.(type) {
-		case *corev1.Namespace:
-			_, err = e.admin.CoreV1().Namespaces().Create(e.ctx, o, metav1.CreateOptions{})
-		case *corev1.ServiceAccount:
-			_, err = e.admin.CoreV1().ServiceAccounts(o.Namespace).Create(e.ctx, o, metav1.CreateOptions{})
-		case *rbacv1.Role:
-			_, err = e.admin.RbacV1().Roles(o.Namespace).Create(e.ctx, o, metav1.CreateOptions{})
-		case *rbacv1.RoleBinding:
-			_, err = e.admin.RbacV1().RoleBindings(o.Namespace).Create(e.ctx, o, metav1.CreateOptions{})
-		default:
-			t.Fatalf("apply: unexpected %T", o)
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	framework.CreateIdentity(e.ctx, t, e.admin, objs)
 }
 
 // The provisioner runs as config/provisioner's ServiceAccount with exactly its Role: every call of
@@ -94,14 +59,7 @@ func TestProvisionerIdentityFromConfig(t *testing.T) {
 		t.Fatalf("Create before the manager's grant: %v, want a FieldError saying the Secret is not readable", err)
 	}
 	// The manager's grant (controllers/hostcluster grantCredential): get on that one Secret.
-	grant := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: kcp, Name: ref.Name + "-reader"},
-		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{ref.Name}, Verbs: []string{"get"}}}}
-	must[*rbacv1.Role](t)(e.admin.RbacV1().Roles(kcp).Create(e.ctx, grant, metav1.CreateOptions{}))
-	must[*rbacv1.RoleBinding](t)(e.admin.RbacV1().RoleBindings(kcp).Create(e.ctx, &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Namespace: kcp, Name: ref.Name + "-reader"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: grant.Name},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: "kubeopera-provisioner"}},
-	}, metav1.CreateOptions{}))
+	framework.GrantSecretRead(e.ctx, t, e.admin, kcp, ref.Name, ns, "kubeopera-provisioner")
 	other := e.credential(kcp, "someone-elses-secret", map[string]string{"role_arn": "arn:aws:iam::123456789012:role/x"})
 	if _, err := runs.Create(e.ctx, request(other)); !errors.As(err, &fe) || !strings.Contains(fe.Message, "not readable") {
 		t.Fatalf("Create with a Secret the manager did not grant: %v", err)

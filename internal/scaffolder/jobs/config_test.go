@@ -1,0 +1,150 @@
+package jobs_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+
+	"github.com/kubeopera/kubeopera/internal/jobrun/jobruntest"
+	"github.com/kubeopera/kubeopera/internal/scaffolder/api"
+	"github.com/kubeopera/kubeopera/internal/scaffolder/jobs"
+	"github.com/kubeopera/kubeopera/internal/scaffolder/jobs/jobstest"
+	"github.com/kubeopera/kubeopera/test/framework"
+)
+
+// scaffolderSA is config/scaffolder's ServiceAccount, the manager's --scaffolder-identity.
+const scaffolderSA = "gitops-scaffolder"
+
+// The scaffolder runs as config/scaffolder's ServiceAccount with exactly its Role, in the
+// namespace config/provisioner makes: every call of the store must pass RBAC (creating the
+// runner's Role and RoleBinding included, which RBAC allows only without escalation), the
+// Secrets a request names are readable only once the manager grants them by name as
+// Scope.GrantRead does, and the runner's pod and the scaffolder's own pod pass the namespace's Pod
+// Security "restricted" admission.
+func TestScaffolderIdentityFromConfig(t *testing.T) {
+	e := newEnv(t)
+	framework.CreateIdentity(e.ctx, t, e.admin, framework.Manifests(t, "config/provisioner/namespace.yaml"))
+	framework.CreateIdentity(e.ctx, t, e.admin, framework.Manifests(t, "config/scaffolder/rbac.yaml"))
+	ns := api.DefaultJobsNamespace
+	scaffolder := must[kubernetes.Interface](t)(jobruntest.ServiceAccountClient(backend, ns, scaffolderSA))
+	runs := must[*jobs.Client](t)(jobs.New(scaffolder, jobs.Config{Now: e.clock.Now}))
+	jobCtl := jobruntest.JobController{Client: e.admin, Namespace: ns, JobName: api.JobName}
+	runner := jobstest.Runner{Config: backend, Namespace: ns}
+
+	// The manager's stored Secrets, in the workspace's backend namespace.
+	kcp := e.namespace("kcp")
+	kc := e.kubeconfig(kcp)
+	git := e.secret(kcp, "hostcluster-prod-1-git-credentials", corev1.SecretTypeOpaque, map[string]string{"bearerToken": gitToken}, nil)
+	req := request(kc)
+	req.GitCredentialsSecretRef = &git
+	var fe *api.FieldError
+	if _, err := runs.Create(e.ctx, req); !errors.As(err, &fe) || fe.Field != "kubeconfigSecretRef" || !strings.Contains(fe.Message, "not readable by the gitops-scaffolder") {
+		t.Fatalf("Create before the manager's grant: %v, want a FieldError on kubeconfigSecretRef saying it is not readable", err)
+	}
+	// The manager grants the kubeconfig only: the git credentials are still refused, by name.
+	framework.GrantSecretRead(e.ctx, t, e.admin, kcp, kc.Name, ns, scaffolderSA)
+	framework.Eventually(t, 10*time.Second, "the manager's grant to take effect", func() (bool, string) {
+		_, err := runs.Create(e.ctx, req)
+		return errors.As(err, &fe) && fe.Field == "gitCredentialsSecretRef", ""
+	})
+	if !strings.Contains(fe.Message, "not readable") {
+		t.Errorf("the git credentials not granted: %v", fe)
+	}
+	framework.GrantSecretRead(e.ctx, t, e.admin, kcp, git.Name, ns, scaffolderSA)
+	var s api.Scaffold
+	framework.Eventually(t, 10*time.Second, "the second grant to take effect", func() (bool, string) {
+		var err error
+		s, err = runs.Create(e.ctx, req)
+		return err == nil, ""
+	})
+	id := s.ID
+
+	// The runner's pod, made from the Job's template as the Job controller would, is admitted by
+	// Pod Security "restricted"; a privileged one is not (the check is on).
+	must[*batchv1.Job](t)(jobCtl.Start(e.ctx, id))
+	if _, err := jobCtl.CreatePod(e.ctx, id, nil); err != nil {
+		t.Fatalf("the runner's pod is refused in %s: %v", ns, err)
+	}
+	bad := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "privileged", Namespace: ns}, Spec: corev1.PodSpec{Containers: []corev1.Container{{
+		Name: "c", Image: "x", SecurityContext: &corev1.SecurityContext{Privileged: ptr.To(true)},
+	}}}}
+	if _, err := e.admin.CoreV1().Pods(ns).Create(e.ctx, bad, metav1.CreateOptions{}); !apierrors.IsForbidden(err) {
+		t.Fatalf("a privileged pod in %s: %v, want Forbidden by Pod Security", ns, err)
+	}
+	for _, o := range framework.Manifests(t, "config/scaffolder/deployment.yaml") {
+		d := o.(*appsv1.Deployment)
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "scaffolder", Namespace: ns}, Spec: d.Spec.Template.Spec}
+		if _, err := e.admin.CoreV1().Pods(ns).Create(e.ctx, pod, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
+			t.Fatalf("the scaffolder's own pod is refused in %s: %v", ns, err)
+		}
+	}
+
+	// Get (the Job, the status Secret, the pod) and the sweep, as the scaffolder.
+	if err := runner.Report(e.ctx, id, api.StepSucceeded, "tree pushed", "abcdef1"); err != nil {
+		t.Fatal(err)
+	}
+	must[*batchv1.Job](t)(jobCtl.Complete(e.ctx, id))
+	if got := must[api.Scaffold](t)(runs.Get(e.ctx, id)); !got.Succeeded() || len(got.Commits) != 1 {
+		t.Fatalf("Get: %+v", got)
+	}
+	e.clock.SetTime(time.Now().Add(200 * time.Hour))
+	if n, err := runs.Sweep(e.ctx, 168*time.Hour); err != nil || n != 1 {
+		t.Fatalf("Sweep as the scaffolder: %d, %v", n, err)
+	}
+
+	// What the scaffolder may not do.
+	denied := map[string]func() error{
+		"read Secrets outside its namespace that it was not granted": func() error {
+			_, err := scaffolder.CoreV1().Secrets(kcp).Get(e.ctx, "hostcluster-other-kubeconfig", metav1.GetOptions{})
+			return err
+		},
+		"list Secrets": func() error {
+			_, err := scaffolder.CoreV1().Secrets(ns).List(e.ctx, metav1.ListOptions{})
+			return err
+		},
+		"delete Secrets": func() error {
+			return scaffolder.CoreV1().Secrets(ns).Delete(e.ctx, "anything", metav1.DeleteOptions{})
+		},
+		"read pod logs": func() error {
+			_, err := scaffolder.CoreV1().Pods(ns).GetLogs("anything", &corev1.PodLogOptions{}).DoRaw(e.ctx)
+			return err
+		},
+		"create pods": func() error {
+			_, err := scaffolder.CoreV1().Pods(ns).Create(e.ctx, bad, metav1.CreateOptions{})
+			return err
+		},
+		"read ConfigMaps": func() error {
+			_, err := scaffolder.CoreV1().ConfigMaps(ns).Get(e.ctx, "anything", metav1.GetOptions{})
+			return err
+		},
+		// cluster-admin, not admin: admin's rules are aggregated by a kube-controller-manager
+		// controller this test backend does not run, so admin is empty here.
+		"bind a broader role in its namespace": func() error {
+			_, err := scaffolder.RbacV1().RoleBindings(ns).Create(e.ctx, &rbacv1.RoleBinding{
+				ObjectMeta: metav1.ObjectMeta{Name: "x"}, RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
+				Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: scaffolderSA}},
+			}, metav1.CreateOptions{})
+			return err
+		},
+		"create a Role granting more than it holds": func() error {
+			_, err := scaffolder.RbacV1().Roles(ns).Create(e.ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "x"},
+				Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"list"}}}}, metav1.CreateOptions{})
+			return err
+		},
+	}
+	for name, call := range denied {
+		if err := call(); !apierrors.IsForbidden(err) {
+			t.Errorf("the scaffolder may %s: %v", name, err)
+		}
+	}
+}
