@@ -119,8 +119,10 @@ func DecodeJSON(w http.ResponseWriter, r *http.Request, v any) *DecodeError {
 	dec.DisallowUnknownFields()
 	err := dec.Decode(v)
 	if err == nil {
-		// Exactly one value: anything after it is an error too.
-		if err = dec.Decode(&struct{}{}); err == io.EOF {
+		// Exactly one value: anything after it is an error too (read as a raw value, so that it
+		// is not mistaken for an unknown field).
+		var extra json.RawMessage
+		if err = dec.Decode(&extra); err == io.EOF {
 			return nil
 		} else if err == nil {
 			err = errors.New("the request body must hold exactly one JSON object")
