@@ -1,7 +1,7 @@
 // Package provisioning runs the provisioning side of the platform on a backend, for the
 // HostCluster suite, the e2e suite and make run: the real provisioner (its store and HTTP API,
 // internal/provisioner/jobs and server, as its ServiceAccount with config/provisioner's RBAC), the
-// Job's Pod played by sim.TerraformJob running the real cmd/terraform-runner with the real
+// Job's Pod played by sim.RunnerJobs running the real cmd/terraform-runner with the real
 // terraform, and AWS's S3, SSM and STS played by sim.AWS.
 //
 // What no process here can do is AWS building machines: the root module the provisioner renders
@@ -86,7 +86,7 @@ type Env struct {
 	// credentials, with which it assumes a role_arn credential that has no access key.
 	Platform sim.AWSCredentials
 	// Runner plays the runs' Pods.
-	Runner *sim.TerraformJob
+	Runner *sim.RunnerJobs
 
 	eks    *eksClusters
 	cancel context.CancelFunc
@@ -173,7 +173,7 @@ func Start(ctx context.Context, o Options) (*Env, error) {
 	if o.SSMPollInterval > 0 {
 		env[runner.EnvSSMPollInterval] = o.SSMPollInterval.String()
 	}
-	ra := &sim.TerraformJob{Backend: o.Backend, Namespace: api.DefaultJobsNamespace, RunnerBinary: o.RunnerBinary,
+	ra := &sim.RunnerJobs{Backend: o.Backend, Namespace: api.DefaultJobsNamespace, RunnerBinary: o.RunnerBinary,
 		ModulesDir: filepath.Join(o.Root, "terraform", "modules"), Env: env}
 	rctx, cancel := context.WithCancel(context.Background())
 	e := &Env{URL: "http://" + ln.Addr().String(), APIKey: o.APIKey, AWS: aws, Platform: platform, Runner: ra, eks: eks, cancel: cancel, done: make(chan struct{})}
