@@ -12,44 +12,19 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
-	"os"
-	"os/signal"
-	"syscall"
-
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubeopera/kubeopera/internal/jobservice"
 	"github.com/kubeopera/kubeopera/internal/scaffolder/jobs"
 	"github.com/kubeopera/kubeopera/internal/scaffolder/server"
 )
 
-func main() {
-	cfg, err := configFromEnv(os.Getenv)
-	if err != nil {
-		slog.Error("Invalid configuration", "error", err)
-		os.Exit(2)
-	}
-	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
-	slog.SetDefault(log)
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, cfg, log); err != nil {
-		log.Error("gitops-scaffolder stopped with an error", "error", err)
-		os.Exit(1)
-	}
-}
+func main() { jobservice.Main("gitops-scaffolder", configFromEnv, run) }
 
 func run(ctx context.Context, cfg config, log *slog.Logger) error {
-	restCfg, err := jobservice.RESTConfig(cfg.Kubeconfig)
+	cs, err := cfg.Clientset("kubeopera-gitops-scaffolder")
 	if err != nil {
 		return err
-	}
-	restCfg.UserAgent = "kubeopera-gitops-scaffolder"
-	cs, err := kubernetes.NewForConfig(restCfg)
-	if err != nil {
-		return fmt.Errorf("failed to build the Kubernetes client: %w", err)
 	}
 	runs, err := jobs.New(cs, jobs.Config{
 		Namespace:            cfg.JobsNamespace,

@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubeopera/kubeopera/internal/devenv"
+	"github.com/kubeopera/kubeopera/internal/jobservice"
 	"github.com/kubeopera/kubeopera/internal/scaffolder/api"
 	"github.com/kubeopera/kubeopera/internal/scaffolder/client"
 	"github.com/kubeopera/kubeopera/internal/scaffolder/jobs"
@@ -30,8 +31,8 @@ func TestConfigFromEnv(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := config{APIKey: "k", ListenAddr: ":8080", JobsNamespace: api.DefaultJobsNamespace, Retention: 168 * time.Hour,
-		Deadline: jobs.DefaultActiveDeadline, RunnerImage: jobs.RunnerImage, LogLevel: slog.LevelInfo}
+	want := config{Settings: jobservice.Settings{APIKey: "k", ListenAddr: ":8080", JobsNamespace: api.DefaultJobsNamespace,
+		Retention: 168 * time.Hour, Deadline: jobs.DefaultActiveDeadline, RunnerImage: jobs.RunnerImage, LogLevel: slog.LevelInfo}}
 	if c != want {
 		t.Errorf("defaults: got %+v, want %+v", c, want)
 	}
@@ -43,8 +44,8 @@ func TestConfigFromEnv(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want = config{APIKey: "k", Kubeconfig: "/kc", ListenAddr: ":9090", JobsNamespace: "runs", Retention: 24 * time.Hour,
-		Deadline: 45 * time.Minute, RunnerImage: "mirror.example/scaffold-runner:v1", LogLevel: slog.LevelDebug,
+	want = config{Settings: jobservice.Settings{APIKey: "k", Kubeconfig: "/kc", ListenAddr: ":9090", JobsNamespace: "runs",
+		Retention: 24 * time.Hour, Deadline: 45 * time.Minute, RunnerImage: "mirror.example/scaffold-runner:v1", LogLevel: slog.LevelDebug},
 		TemplatesConfigMap: "admin-templates", ChartMirror: "https://charts.mirror.example", AllowNetworks: "10.0.0.0/8, 192.168.1.0/24",
 		SealedSecretsTimeout: 5 * time.Minute}
 	if c != want {

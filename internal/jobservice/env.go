@@ -1,13 +1,18 @@
 package jobservice
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 )
@@ -76,9 +81,9 @@ func (e *Env) Fail(err error) { e.errs = append(e.errs, err) }
 // Err is every error met so far, joined; nil when none.
 func (e *Env) Err() error { return errors.Join(e.errs...) }
 
-// RESTConfig is the cluster the service keeps its runs on: KUBECONFIG's when kubeconfig is set,
+// restConfig is the cluster the service keeps its runs on: KUBECONFIG's when kubeconfig is set,
 // the in-cluster config otherwise.
-func RESTConfig(kubeconfig string) (*rest.Config, error) {
+func restConfig(kubeconfig string) (*rest.Config, error) {
 	if kubeconfig != "" {
 		c, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 		if err != nil {
@@ -91,4 +96,78 @@ func RESTConfig(kubeconfig string) (*rest.Config, error) {
 		return nil, fmt.Errorf("failed to load the in-cluster config (set KUBECONFIG outside a cluster): %w", err)
 	}
 	return c, nil
+}
+
+// Settings are what every job service reads from its environment.
+type Settings struct {
+	// APIKey (API_KEY, required) is the shared key of every /api/v1 request.
+	APIKey string
+	// Kubeconfig (KUBECONFIG) reaches the jobs' cluster; empty: the in-cluster config.
+	Kubeconfig string
+	// ListenAddr (LISTEN_ADDR, default :8080) serves the API and /health.
+	ListenAddr string
+	// JobsNamespace (JOBS_NAMESPACE) holds the runs.
+	JobsNamespace string
+	// Retention (RUN_RETENTION, default 168h, at least 1m) is how long a finished run stays
+	// readable.
+	Retention time.Duration
+	// Deadline (RUN_DEADLINE, at least 1m) bounds a run (activeDeadlineSeconds).
+	Deadline time.Duration
+	// RunnerImage (RUNNER_IMAGE) is the runner's image.
+	RunnerImage string
+	// LogLevel (LOG_LEVEL: debug, info, warn, error; default info).
+	LogLevel slog.Level
+}
+
+// Settings reads the Settings, with the service's defaults for JOBS_NAMESPACE, RUN_DEADLINE and
+// RUNNER_IMAGE.
+func (e *Env) Settings(namespace string, deadline time.Duration, image string) Settings {
+	return Settings{
+		APIKey:        e.Required("API_KEY"),
+		Kubeconfig:    e.Get("KUBECONFIG"),
+		ListenAddr:    e.Or("LISTEN_ADDR", ":8080"),
+		JobsNamespace: e.Namespace("JOBS_NAMESPACE", namespace),
+		Retention:     e.Duration("RUN_RETENTION", "168h", time.Minute),
+		Deadline:      e.Duration("RUN_DEADLINE", deadline.String(), time.Minute),
+		RunnerImage:   e.Or("RUNNER_IMAGE", image),
+		LogLevel:      e.LogLevel("LOG_LEVEL"),
+	}
+}
+
+// Level is the log level (for Main).
+func (s Settings) Level() slog.Level { return s.LogLevel }
+
+// Clientset is a client of the jobs' cluster (KUBECONFIG's or the in-cluster one) that names
+// itself userAgent.
+func (s Settings) Clientset(userAgent string) (kubernetes.Interface, error) {
+	c, err := restConfig(s.Kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	c.UserAgent = userAgent
+	cs, err := kubernetes.NewForConfig(c)
+	if err != nil {
+		return nil, fmt.Errorf("failed to build the Kubernetes client: %w", err)
+	}
+	return cs, nil
+}
+
+// Main is a job service's main: it reads its configuration through load (exit status 2 when it
+// is wrong), logs JSON to stderr at the configured level, and runs run until SIGINT or SIGTERM
+// (exit status 1 when run fails).
+func Main[C interface{ Level() slog.Level }](name string, load func(getenv func(string) string) (C, error), run func(context.Context, C, *slog.Logger) error) {
+	cfg, err := load(os.Getenv)
+	if err != nil {
+		slog.Error("Invalid configuration", "error", err)
+		os.Exit(2)
+	}
+	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: cfg.Level()}))
+	slog.SetDefault(log)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, cfg, log); err != nil {
+		log.Error("The "+name+" stopped with an error", "error", err)
+		stop()
+		os.Exit(1)
+	}
 }

@@ -23,6 +23,7 @@ import (
 	"mime"
 	"net"
 	"net/http"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -228,35 +229,89 @@ func AccessLog(log *slog.Logger, next http.Handler) http.Handler {
 	})
 }
 
+// Sweeper is a job service's run store as far as Service needs it.
+type Sweeper interface {
+	// Sweep deletes the runs that ended more than retention ago and says how many.
+	Sweep(ctx context.Context, retention time.Duration) (int, error)
+}
+
+// Config configures a job service's server (each service's server.Config is a Config of its run
+// store).
+type Config[R Sweeper] struct {
+	// APIKey is the shared key callers send in the contract's key header. Required.
+	APIKey string
+	// Runs keeps the runs. Required.
+	Runs R
+	// Retention is how long a finished run stays readable before the sweep deletes it.
+	// Required by Run and Serve.
+	Retention time.Duration
+	// SweepInterval is how often the sweep runs; DefaultSweepInterval when zero.
+	SweepInterval time.Duration
+	// Log receives the server's logs; slog.Default() when nil.
+	Log *slog.Logger
+}
+
 // Service serves a job service's API and sweeps its finished runs.
 type Service struct {
-	// Name names the service in its logs, e.g. "provisioner".
-	Name string
-	// Handler is the API. Required.
-	Handler http.Handler
-	// Sweep deletes the runs that ended more than retention ago and says how many. Required.
-	Sweep func(ctx context.Context, retention time.Duration) (int, error)
-	// Retention is how long a finished run stays readable. Must be positive.
-	Retention time.Duration
-	// SweepInterval is how often to sweep; DefaultSweepInterval when zero.
-	SweepInterval time.Duration
-	// Log receives the logs; slog.Default() when nil.
-	Log *slog.Logger
-	// WriteTimeout bounds writing an answer (a streamed log takes a while); 5 minutes when zero.
-	WriteTimeout time.Duration
+	name          string
+	handler       http.Handler
+	sweep         func(ctx context.Context, retention time.Duration) (int, error)
+	retention     time.Duration
+	sweepInterval time.Duration
+	log           *slog.Logger
+	writeTimeout  time.Duration
 }
 
-func (s *Service) log() *slog.Logger {
-	if s.Log == nil {
-		return slog.Default()
+// NewService returns the Service name (e.g. "provisioner") of cfg: GET /health, the routes
+// routes adds to mux (wrapping those below /api/v1 in keys, the check of cfg.APIKey in header
+// keyHeader), behind the access log. writeTimeout bounds writing an answer (a streamed log takes
+// a while).
+func NewService[R Sweeper](name, keyHeader string, cfg Config[R], writeTimeout time.Duration, routes func(mux *http.ServeMux, keys *KeyCheck)) (*Service, error) {
+	keys, err := NewKeyCheck(keyHeader, cfg.APIKey)
+	if err != nil {
+		return nil, err
 	}
-	return s.Log
+	if isNil(cfg.Runs) {
+		return nil, errors.New("the server's Runs is required")
+	}
+	log := cfg.Log
+	if log == nil {
+		log = slog.Default()
+	}
+	interval := cfg.SweepInterval
+	if interval == 0 {
+		interval = DefaultSweepInterval
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /health", Health)
+	routes(mux, keys)
+	return &Service{name: name, handler: AccessLog(log, mux), sweep: cfg.Runs.Sweep, retention: cfg.Retention,
+		sweepInterval: interval, log: log, writeTimeout: writeTimeout}, nil
 }
 
-// Run serves on addr until ctx ends (see Serve).
+// isNil reports whether v is nil, or a nil pointer, map, slice, function or channel in an
+// interface.
+func isNil(v any) bool {
+	if v == nil {
+		return true
+	}
+	switch rv := reflect.ValueOf(v); rv.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan, reflect.Interface:
+		return rv.IsNil()
+	}
+	return false
+}
+
+// Handler is the API's http.Handler.
+func (s *Service) Handler() http.Handler { return s.handler }
+
+// Log is the service's logger.
+func (s *Service) Log() *slog.Logger { return s.log }
+
+// Run serves the API on addr until ctx ends (see Serve).
 func (s *Service) Run(ctx context.Context, addr string) error {
-	if s.Retention <= 0 {
-		return fmt.Errorf("the run retention must be positive, not %s", s.Retention)
+	if s.retention <= 0 {
+		return fmt.Errorf("the run retention must be positive, not %s", s.retention)
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -269,32 +324,24 @@ func (s *Service) Run(ctx context.Context, addr string) error {
 // then every SweepInterval (with up to 10% jitter) until ctx ends, then shuts down gracefully
 // (30 s for requests under way).
 func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
-	if s.Retention <= 0 {
+	if s.retention <= 0 {
 		_ = ln.Close()
-		return fmt.Errorf("the run retention must be positive, not %s", s.Retention)
-	}
-	if s.Handler == nil || s.Sweep == nil {
-		_ = ln.Close()
-		return errors.New("jobservice.Service needs Handler and Sweep")
-	}
-	writeTimeout := s.WriteTimeout
-	if writeTimeout == 0 {
-		writeTimeout = 5 * time.Minute
+		return fmt.Errorf("the run retention must be positive, not %s", s.retention)
 	}
 	srv := &http.Server{
-		Handler:           s.Handler,
+		Handler:           s.handler,
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second,
-		WriteTimeout:      writeTimeout,
+		WriteTimeout:      s.writeTimeout,
 		IdleTimeout:       2 * time.Minute,
-		ErrorLog:          slog.NewLogLogger(s.log().Handler(), slog.LevelWarn),
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 		BaseContext:       func(net.Listener) context.Context { return ctx },
 	}
 	sweepDone := make(chan struct{})
 	go func() { defer close(sweepDone); s.sweepLoop(ctx) }()
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
-	s.log().Info("Serving the "+s.Name+" API", "addr", ln.Addr().String())
+	s.log.Info("Serving the "+s.name+" API", "addr", ln.Addr().String())
 
 	var err error
 	select {
@@ -312,29 +359,25 @@ func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
 }
 
 func (s *Service) sweepLoop(ctx context.Context) {
-	interval := s.SweepInterval
-	if interval == 0 {
-		interval = DefaultSweepInterval
-	}
 	for {
 		s.SweepOnce(ctx)
-		jitter := time.Duration(rand.Int64N(int64(interval)/10 + 1))
+		jitter := time.Duration(rand.Int64N(int64(s.sweepInterval)/10 + 1))
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(interval + jitter):
+		case <-time.After(s.sweepInterval + jitter):
 		}
 	}
 }
 
-// SweepOnce deletes the runs that ended more than Retention ago and logs what it did.
+// SweepOnce deletes the runs that ended more than the retention ago and logs what it did.
 func (s *Service) SweepOnce(ctx context.Context) {
-	n, err := s.Sweep(ctx, s.Retention)
+	n, err := s.sweep(ctx, s.retention)
 	if err != nil && ctx.Err() == nil {
-		s.log().Error("Sweeping finished runs failed", "deleted", n, "error", err)
+		s.log.Error("Sweeping finished runs failed", "deleted", n, "error", err)
 		return
 	}
 	if n > 0 {
-		s.log().Info("Swept finished runs", "deleted", n, "retention", s.Retention.String())
+		s.log.Info("Swept finished runs", "deleted", n, "retention", s.retention.String())
 	}
 }

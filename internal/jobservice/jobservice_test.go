@@ -131,21 +131,23 @@ func TestKeyCheckAndAccessLog(t *testing.T) {
 	}
 }
 
+// sweeps counts sweeps.
+type sweeps struct{ n atomic.Int32 }
+
+func (s *sweeps) Sweep(_ context.Context, retention time.Duration) (int, error) {
+	if retention != time.Hour {
+		return 0, errors.New("wrong retention")
+	}
+	s.n.Add(1)
+	return 1, nil
+}
+
 func TestServiceSweepsAndStops(t *testing.T) {
-	var sweeps atomic.Int32
-	s := &Service{
-		Name:    "test",
-		Handler: http.HandlerFunc(Health),
-		Sweep: func(_ context.Context, retention time.Duration) (int, error) {
-			if retention != time.Hour {
-				return 0, errors.New("wrong retention")
-			}
-			sweeps.Add(1)
-			return 1, nil
-		},
-		Retention:     time.Hour,
-		SweepInterval: 20 * time.Millisecond,
-		Log:           slog.New(slog.DiscardHandler),
+	runs := &sweeps{}
+	cfg := Config[*sweeps]{APIKey: "k", Runs: runs, Retention: time.Hour, SweepInterval: 20 * time.Millisecond, Log: slog.New(slog.DiscardHandler)}
+	s, err := NewService("test", "X-Api-Key", cfg, time.Minute, func(*http.ServeMux, *KeyCheck) {})
+	if err != nil {
+		t.Fatal(err)
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -160,18 +162,26 @@ func TestServiceSweepsAndStops(t *testing.T) {
 	}
 	_ = resp.Body.Close()
 	deadline := time.Now().Add(10 * time.Second)
-	for sweeps.Load() < 3 && time.Now().Before(deadline) {
+	for runs.n.Load() < 3 && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
-	if n := sweeps.Load(); n < 3 {
+	if n := runs.n.Load(); n < 3 {
 		t.Errorf("%d sweeps, want at least 3", n)
 	}
 	cancel()
 	if err := <-done; err != nil {
 		t.Errorf("Serve after its context ended: %v", err)
 	}
-	if err := (&Service{Handler: s.Handler, Sweep: s.Sweep}).Serve(t.Context(), must(net.Listen("tcp", "127.0.0.1:0"))); err == nil {
+	cfg.Retention = 0
+	noRetention, err := NewService("test", "X-Api-Key", cfg, time.Minute, func(*http.ServeMux, *KeyCheck) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := noRetention.Serve(t.Context(), must(net.Listen("tcp", "127.0.0.1:0"))); err == nil {
 		t.Error("Serve without a retention started")
+	}
+	if _, err := NewService("test", "X-Api-Key", Config[*sweeps]{APIKey: "k"}, time.Minute, func(*http.ServeMux, *KeyCheck) {}); err == nil {
+		t.Error("NewService without Runs")
 	}
 }
 

@@ -14,7 +14,6 @@ import (
 	"errors"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"time"
 
@@ -38,69 +37,34 @@ type Runs interface {
 
 var _ Runs = (*jobs.Client)(nil)
 
-// Config configures a Server.
-type Config struct {
-	// APIKey is the shared key callers send in X-Api-Key. Required.
-	APIKey string
-	// Runs keeps the runs. Required.
-	Runs Runs
-	// Retention is how long a finished run stays readable before Run's sweep deletes it.
-	// Required by Run.
-	Retention time.Duration
-	// SweepInterval is how often Run sweeps; jobservice.DefaultSweepInterval when zero.
-	SweepInterval time.Duration
-	// Log receives the server's logs; slog.Default() when nil.
-	Log *slog.Logger
-}
+// Config configures a Server: the shared key, the run store, the retention and sweep interval,
+// the logger.
+type Config = jobservice.Config[Runs]
 
-// Server serves the provisioner's API.
+// Server serves the provisioner's API (Handler) and sweeps finished runs (Run, Serve,
+// SweepOnce).
 type Server struct {
-	cfg     Config
-	service *jobservice.Service
+	*jobservice.Service
+	runs Runs
+	log  *slog.Logger
 }
 
 // New returns a Server.
 func New(cfg Config) (*Server, error) {
-	keys, err := jobservice.NewKeyCheck(APIKeyHeader, cfg.APIKey)
+	s := &Server{runs: cfg.Runs}
+	// Logs are streamed; a long one takes a while.
+	svc, err := jobservice.NewService("provisioner", APIKeyHeader, cfg, 5*time.Minute, func(mux *http.ServeMux, keys *jobservice.KeyCheck) {
+		mux.Handle("POST /api/v1/provisions", keys.Wrap(s.create))
+		mux.Handle("GET /api/v1/provisions/{id}", keys.Wrap(s.get))
+		mux.Handle("GET /api/v1/provisions/{id}/logs", keys.Wrap(s.logs))
+		mux.Handle("GET /api/v1/provisions/{id}/kubeconfig", keys.Wrap(s.kubeconfig))
+	})
 	if err != nil {
 		return nil, err
 	}
-	if cfg.Runs == nil {
-		return nil, errors.New("server.Config.Runs is required")
-	}
-	if cfg.Log == nil {
-		cfg.Log = slog.Default()
-	}
-	s := &Server{cfg: cfg}
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /health", jobservice.Health)
-	mux.Handle("POST /api/v1/provisions", keys.Wrap(s.create))
-	mux.Handle("GET /api/v1/provisions/{id}", keys.Wrap(s.get))
-	mux.Handle("GET /api/v1/provisions/{id}/logs", keys.Wrap(s.logs))
-	mux.Handle("GET /api/v1/provisions/{id}/kubeconfig", keys.Wrap(s.kubeconfig))
-	s.service = &jobservice.Service{
-		Name:          "provisioner",
-		Handler:       jobservice.AccessLog(cfg.Log, mux),
-		Sweep:         cfg.Runs.Sweep,
-		Retention:     cfg.Retention,
-		SweepInterval: cfg.SweepInterval,
-		Log:           cfg.Log,
-	}
+	s.Service, s.log = svc, svc.Log()
 	return s, nil
 }
-
-// Handler is the API's http.Handler.
-func (s *Server) Handler() http.Handler { return s.service.Handler }
-
-// Run serves the API on addr and sweeps finished runs every SweepInterval until ctx ends, then
-// shuts down gracefully.
-func (s *Server) Run(ctx context.Context, addr string) error { return s.service.Run(ctx, addr) }
-
-// Serve is Run on a listener it takes over.
-func (s *Server) Serve(ctx context.Context, ln net.Listener) error { return s.service.Serve(ctx, ln) }
-
-// SweepOnce deletes the runs that ended more than Retention ago and logs what it did.
-func (s *Server) SweepOnce(ctx context.Context) { s.service.SweepOnce(ctx) }
 
 func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 	var req api.CreateRequest
@@ -108,13 +72,13 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 		derr.Write(w)
 		return
 	}
-	p, err := s.cfg.Runs.Create(r.Context(), req)
+	p, err := s.runs.Create(r.Context(), req)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
 	jobservice.SetRun(r, p.ID)
-	s.cfg.Log.Info("Started a provisioning run", "run", p.ID, "clusterID", p.ClusterID,
+	s.log.Info("Started a provisioning run", "run", p.ID, "clusterID", p.ClusterID,
 		"operation", p.Operation, "topology", req.Topology, "region", req.Region)
 	w.Header().Set("Location", "/api/v1/provisions/"+p.ID)
 	jobservice.WriteJSON(w, http.StatusAccepted, p)
@@ -123,7 +87,7 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 func (s *Server) get(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	jobservice.SetRun(r, id)
-	p, err := s.cfg.Runs.Get(r.Context(), id)
+	p, err := s.runs.Get(r.Context(), id)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -134,7 +98,7 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request) {
 func (s *Server) logs(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	jobservice.SetRun(r, id)
-	rc, err := s.cfg.Runs.Logs(r.Context(), id)
+	rc, err := s.runs.Logs(r.Context(), id)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -144,14 +108,14 @@ func (s *Server) logs(w http.ResponseWriter, r *http.Request) {
 	jobservice.NoStore(w)
 	w.WriteHeader(http.StatusOK)
 	if _, err := io.Copy(w, rc); err != nil && r.Context().Err() == nil {
-		s.cfg.Log.Warn("Streaming a run's log stopped early", "run", id, "error", err)
+		s.log.Warn("Streaming a run's log stopped early", "run", id, "error", err)
 	}
 }
 
 func (s *Server) kubeconfig(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	jobservice.SetRun(r, id)
-	kc, err := s.cfg.Runs.Kubeconfig(r.Context(), id)
+	kc, err := s.runs.Kubeconfig(r.Context(), id)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -177,7 +141,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		jobservice.WriteError(w, http.StatusConflict, "the run has no pod yet, or no longer: no logs to show", "")
 	default:
 		if r.Context().Err() == nil {
-			s.cfg.Log.Error("Request failed", "method", r.Method, "route", r.Pattern, "run", r.PathValue("id"), "error", err)
+			s.log.Error("Request failed", "method", r.Method, "route", r.Pattern, "run", r.PathValue("id"), "error", err)
 		}
 		jobservice.WriteError(w, http.StatusInternalServerError, "internal error", "")
 	}

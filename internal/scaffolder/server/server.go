@@ -12,7 +12,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"net"
 	"net/http"
 	"time"
 
@@ -31,70 +30,32 @@ type Runs interface {
 
 var _ Runs = (*jobs.Client)(nil)
 
-// Config configures a Server.
-type Config struct {
-	// APIKey is the shared key callers send in X-Api-Key (the manager's
-	// GITOPS_SCAFFOLDER_API_KEY). Required.
-	APIKey string
-	// Runs keeps the scaffolds. Required.
-	Runs Runs
-	// Retention is how long a finished scaffold stays readable before the sweep deletes it.
-	// Required by Run and Serve.
-	Retention time.Duration
-	// SweepInterval is how often the sweep runs; jobservice.DefaultSweepInterval when zero.
-	SweepInterval time.Duration
-	// Log receives the server's logs; slog.Default() when nil.
-	Log *slog.Logger
-}
+// Config configures a Server: the shared key (the manager's GITOPS_SCAFFOLDER_API_KEY), the run
+// store, the retention and sweep interval, the logger.
+type Config = jobservice.Config[Runs]
 
-// Server serves gitops-scaffolder's API.
+// Server serves gitops-scaffolder's API (Handler) and sweeps finished scaffolds (Run, Serve,
+// SweepOnce).
 type Server struct {
-	cfg     Config
-	service *jobservice.Service
+	*jobservice.Service
+	runs Runs
+	log  *slog.Logger
 }
 
 // New returns a Server.
 func New(cfg Config) (*Server, error) {
-	keys, err := jobservice.NewKeyCheck(api.APIKeyHeader, cfg.APIKey)
+	s := &Server{runs: cfg.Runs}
+	// No answer streams: a JSON document is written at once.
+	svc, err := jobservice.NewService("gitops-scaffolder", api.APIKeyHeader, cfg, 30*time.Second, func(mux *http.ServeMux, keys *jobservice.KeyCheck) {
+		mux.Handle("POST "+api.ScaffoldsPath, keys.Wrap(s.create))
+		mux.Handle("GET "+api.ScaffoldsPath+"/{id}", keys.Wrap(s.get))
+	})
 	if err != nil {
 		return nil, err
 	}
-	if cfg.Runs == nil {
-		return nil, errors.New("server.Config.Runs is required")
-	}
-	if cfg.Log == nil {
-		cfg.Log = slog.Default()
-	}
-	s := &Server{cfg: cfg}
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /health", jobservice.Health)
-	mux.Handle("POST "+api.ScaffoldsPath, keys.Wrap(s.create))
-	mux.Handle("GET "+api.ScaffoldsPath+"/{id}", keys.Wrap(s.get))
-	s.service = &jobservice.Service{
-		Name:          "gitops-scaffolder",
-		Handler:       jobservice.AccessLog(cfg.Log, mux),
-		Sweep:         cfg.Runs.Sweep,
-		Retention:     cfg.Retention,
-		SweepInterval: cfg.SweepInterval,
-		Log:           cfg.Log,
-		// No answer streams: a JSON document is written at once.
-		WriteTimeout: 30 * time.Second,
-	}
+	s.Service, s.log = svc, svc.Log()
 	return s, nil
 }
-
-// Handler is the API's http.Handler.
-func (s *Server) Handler() http.Handler { return s.service.Handler }
-
-// Run serves the API on addr and sweeps finished scaffolds until ctx ends, then shuts down
-// gracefully.
-func (s *Server) Run(ctx context.Context, addr string) error { return s.service.Run(ctx, addr) }
-
-// Serve is Run on a listener it takes over.
-func (s *Server) Serve(ctx context.Context, ln net.Listener) error { return s.service.Serve(ctx, ln) }
-
-// SweepOnce deletes the scaffolds that ended more than Retention ago and logs what it did.
-func (s *Server) SweepOnce(ctx context.Context) { s.service.SweepOnce(ctx) }
 
 func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 	var req api.Request
@@ -102,13 +63,13 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 		derr.Write(w)
 		return
 	}
-	sc, err := s.cfg.Runs.Create(r.Context(), req)
+	sc, err := s.runs.Create(r.Context(), req)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
 	jobservice.SetRun(r, sc.ID)
-	s.cfg.Log.Info("Started a scaffold", "run", sc.ID, "clusterID", sc.ClusterID, "slug", req.Slug,
+	s.log.Info("Started a scaffold", "run", sc.ID, "clusterID", sc.ClusterID, "slug", req.Slug,
 		"workspace", req.Workspace)
 	w.Header().Set("Location", api.ScaffoldsPath+"/"+sc.ID)
 	jobservice.WriteJSON(w, http.StatusAccepted, sc)
@@ -117,7 +78,7 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 func (s *Server) get(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	jobservice.SetRun(r, id)
-	sc, err := s.cfg.Runs.Get(r.Context(), id)
+	sc, err := s.runs.Get(r.Context(), id)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -136,7 +97,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		jobservice.WriteError(w, http.StatusNotFound, "scaffold not found", "")
 	default:
 		if r.Context().Err() == nil {
-			s.cfg.Log.Error("Request failed", "method", r.Method, "route", r.Pattern, "run", r.PathValue("id"), "error", err)
+			s.log.Error("Request failed", "method", r.Method, "route", r.Pattern, "run", r.PathValue("id"), "error", err)
 		}
 		jobservice.WriteError(w, http.StatusInternalServerError, "internal error", "")
 	}
