@@ -12,6 +12,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -112,4 +113,51 @@ func (jc JobController) CreatePod(ctx context.Context, id string, status *corev1
 	}
 	pod.Status = *status
 	return jc.Client.CoreV1().Pods(jc.Namespace).UpdateStatus(ctx, pod, metav1.UpdateOptions{})
+}
+
+// ServiceMayNot are calls that the identity of a job service (cs, acting as ServiceAccount
+// ns/sa, whose Role is in ns) must be refused, by name: reading Secrets elsewhere, listing or
+// deleting Secrets, creating pods, and escalating through RBAC. A test adds its service's own and
+// checks that every one is Forbidden.
+func ServiceMayNot(ctx context.Context, cs kubernetes.Interface, ns, sa string) map[string]func() error {
+	privileged := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "privileged", Namespace: ns}, Spec: corev1.PodSpec{Containers: []corev1.Container{{
+		Name: "c", Image: "x", SecurityContext: &corev1.SecurityContext{Privileged: ptr.To(true)},
+	}}}}
+	return map[string]func() error{
+		"read Secrets outside its namespace": func() error {
+			_, err := cs.CoreV1().Secrets("default").List(ctx, metav1.ListOptions{})
+			return err
+		},
+		"list Secrets": func() error {
+			_, err := cs.CoreV1().Secrets(ns).List(ctx, metav1.ListOptions{})
+			return err
+		},
+		"delete Secrets": func() error {
+			return cs.CoreV1().Secrets(ns).Delete(ctx, "anything", metav1.DeleteOptions{})
+		},
+		"create pods": func() error {
+			_, err := cs.CoreV1().Pods(ns).Create(ctx, privileged, metav1.CreateOptions{})
+			return err
+		},
+		"create ClusterRoleBindings": func() error {
+			_, err := cs.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
+				ObjectMeta: metav1.ObjectMeta{Name: "x"}, RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
+			}, metav1.CreateOptions{})
+			return err
+		},
+		// cluster-admin, not admin: admin's rules are aggregated by a kube-controller-manager
+		// controller a test backend may not run, so admin may be empty there.
+		"bind a broader role in its namespace": func() error {
+			_, err := cs.RbacV1().RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{
+				ObjectMeta: metav1.ObjectMeta{Name: "x"}, RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
+				Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: sa}},
+			}, metav1.CreateOptions{})
+			return err
+		},
+		"create a Role granting more than it holds": func() error {
+			_, err := cs.RbacV1().Roles(ns).Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "x"},
+				Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"list"}}}}, metav1.CreateOptions{})
+			return err
+		},
+	}
 }

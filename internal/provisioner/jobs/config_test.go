@@ -10,7 +10,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -116,43 +115,7 @@ func TestProvisionerIdentityFromConfig(t *testing.T) {
 	}
 
 	// What the provisioner may not do.
-	denied := map[string]func() error{
-		"read Secrets outside its namespace": func() error {
-			_, err := provisioner.CoreV1().Secrets("default").List(e.ctx, metav1.ListOptions{})
-			return err
-		},
-		"list Secrets": func() error {
-			_, err := provisioner.CoreV1().Secrets(ns).List(e.ctx, metav1.ListOptions{})
-			return err
-		},
-		"delete Secrets": func() error {
-			return provisioner.CoreV1().Secrets(ns).Delete(e.ctx, "anything", metav1.DeleteOptions{})
-		},
-		"create pods": func() error {
-			_, err := provisioner.CoreV1().Pods(ns).Create(e.ctx, bad, metav1.CreateOptions{})
-			return err
-		},
-		"create ClusterRoleBindings": func() error {
-			_, err := provisioner.RbacV1().ClusterRoleBindings().Create(e.ctx, &rbacv1.ClusterRoleBinding{
-				ObjectMeta: metav1.ObjectMeta{Name: "x"}, RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
-			}, metav1.CreateOptions{})
-			return err
-		},
-		// cluster-admin, not admin: admin's rules are aggregated by a kube-controller-manager
-		// controller this test backend does not run, so admin is empty here.
-		"bind a broader role in its namespace": func() error {
-			_, err := provisioner.RbacV1().RoleBindings(ns).Create(e.ctx, &rbacv1.RoleBinding{
-				ObjectMeta: metav1.ObjectMeta{Name: "x"}, RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
-				Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: "kubeopera-provisioner"}},
-			}, metav1.CreateOptions{})
-			return err
-		},
-		"create a Role granting more than it holds": func() error {
-			_, err := provisioner.RbacV1().Roles(ns).Create(e.ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "x"},
-				Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"list"}}}}, metav1.CreateOptions{})
-			return err
-		},
-	}
+	denied := jobruntest.ServiceMayNot(e.ctx, provisioner, ns, "kubeopera-provisioner")
 	for name, call := range denied {
 		if err := call(); !apierrors.IsForbidden(err) {
 			t.Errorf("the provisioner may %s: %v", name, err)

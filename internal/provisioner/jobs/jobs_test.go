@@ -10,10 +10,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -42,25 +40,7 @@ import (
 var backend *rest.Config
 
 func TestMain(m *testing.M) {
-	flag.Parse()
-	if testing.Short() {
-		os.Exit(m.Run())
-	}
-	dir, err := os.MkdirTemp("", "provisioner-jobs-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	b, stop, err := framework.StartBackendIn(dir)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	backend = b.Config
-	code := m.Run()
-	stop()
-	_ = os.RemoveAll(dir)
-	os.Exit(code)
+	framework.RunWithBackend(m, "provisioner-jobs", func(c *rest.Config) { backend = c })
 }
 
 // Values that must never appear in a Job spec.

@@ -10,10 +10,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
-	"fmt"
 	"maps"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -43,25 +40,7 @@ import (
 var backend *rest.Config
 
 func TestMain(m *testing.M) {
-	flag.Parse()
-	if testing.Short() {
-		os.Exit(m.Run())
-	}
-	dir, err := os.MkdirTemp("", "scaffolder-jobs-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	b, stop, err := framework.StartBackendIn(dir)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	backend = b.Config
-	code := m.Run()
-	stop()
-	_ = os.RemoveAll(dir)
-	os.Exit(code)
+	framework.RunWithBackend(m, "scaffolder-jobs", func(c *rest.Config) { backend = c })
 }
 
 // Values of the named Secrets: never in a Job spec, never in an error.
