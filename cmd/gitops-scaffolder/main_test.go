@@ -2,11 +2,8 @@ package main
 
 import (
 	"log/slog"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -82,10 +79,7 @@ func TestConfigFromEnv(t *testing.T) {
 func TestBinary(t *testing.T) {
 	c := framework.StartCluster(t, framework.ClusterOptions{})
 	bin := framework.MustCommand(t, "gitops-scaffolder")
-	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := devenv.WriteKubeconfig(c.Config, kubeconfig, "backend"); err != nil {
-		t.Fatal(err)
-	}
+	kubeconfig := framework.KubeconfigFile(t, c.Config)
 	cs := kubernetes.NewForConfigOrDie(c.Config)
 	ctx := t.Context()
 	ns := api.DefaultJobsNamespace
@@ -96,12 +90,7 @@ func TestBinary(t *testing.T) {
 	if _, err := cs.CoreV1().Secrets(ns).Create(ctx, kc, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	_ = ln.Close()
+	addr := framework.FreeAddr(t)
 	cmd := exec.Command(bin)
 	cmd.Env = append(os.Environ(), "API_KEY=k", "KUBECONFIG="+kubeconfig, "LISTEN_ADDR="+addr,
 		"TEMPLATES_CONFIGMAP=admin-templates", "SEALED_SECRETS_TIMEOUT=2m", "LOG_LEVEL=debug")
@@ -112,14 +101,7 @@ func TestBinary(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = proc.Wait() })
-	framework.Eventually(t, 30*time.Second, "the gitops-scaffolder to serve /health", func() (bool, string) {
-		resp, err := http.Get("http://" + addr + "/health")
-		if err != nil {
-			return false, err.Error()
-		}
-		_ = resp.Body.Close()
-		return resp.StatusCode == http.StatusOK, resp.Status
-	})
+	framework.WaitHealthy(t, "http://"+addr+"/health")
 
 	cl, err := client.New("http://"+addr, "k", nil)
 	if err != nil {
