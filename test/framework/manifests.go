@@ -7,12 +7,15 @@ import (
 	"path/filepath"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/ptr"
 )
 
 // Manifests decodes the YAML documents of the repository's file at path (relative to the
@@ -79,5 +82,28 @@ func GrantSecretRead(ctx context.Context, t testing.TB, cs kubernetes.Interface,
 	}
 	if _, err := cs.RbacV1().RoleBindings(ns).Create(ctx, binding, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// CheckRestricted checks that namespace ns enforces Pod Security "restricted" (a privileged pod
+// is refused) and admits the pod of every Deployment in the repository's file deployments (a
+// dry run), as a component's Deployment in config/ must be.
+func CheckRestricted(ctx context.Context, t testing.TB, cs kubernetes.Interface, ns, deployments string) {
+	t.Helper()
+	bad := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "privileged", Namespace: ns}, Spec: corev1.PodSpec{Containers: []corev1.Container{{
+		Name: "c", Image: "x", SecurityContext: &corev1.SecurityContext{Privileged: ptr.To(true)},
+	}}}}
+	if _, err := cs.CoreV1().Pods(ns).Create(ctx, bad, metav1.CreateOptions{}); !apierrors.IsForbidden(err) {
+		t.Fatalf("a privileged pod in %s: %v, want Forbidden by Pod Security", ns, err)
+	}
+	for _, o := range Manifests(t, deployments) {
+		d, ok := o.(*appsv1.Deployment)
+		if !ok {
+			t.Fatalf("%s holds a %T, not only Deployments", deployments, o)
+		}
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{GenerateName: d.Name + "-", Namespace: ns}, Spec: d.Spec.Template.Spec}
+		if _, err := cs.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
+			t.Fatalf("the pod of Deployment %s is refused in %s: %v", d.Name, ns, err)
+		}
 	}
 }

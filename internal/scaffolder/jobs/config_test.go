@@ -6,13 +6,11 @@ import (
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/utils/ptr"
 
 	"github.com/kubeopera/kubeopera/internal/jobrun/jobruntest"
 	"github.com/kubeopera/kubeopera/internal/scaffolder/api"
@@ -74,19 +72,7 @@ func TestScaffolderIdentityFromConfig(t *testing.T) {
 	if _, err := jobCtl.CreatePod(e.ctx, id, nil); err != nil {
 		t.Fatalf("the runner's pod is refused in %s: %v", ns, err)
 	}
-	bad := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "privileged", Namespace: ns}, Spec: corev1.PodSpec{Containers: []corev1.Container{{
-		Name: "c", Image: "x", SecurityContext: &corev1.SecurityContext{Privileged: ptr.To(true)},
-	}}}}
-	if _, err := e.admin.CoreV1().Pods(ns).Create(e.ctx, bad, metav1.CreateOptions{}); !apierrors.IsForbidden(err) {
-		t.Fatalf("a privileged pod in %s: %v, want Forbidden by Pod Security", ns, err)
-	}
-	for _, o := range framework.Manifests(t, "config/scaffolder/deployment.yaml") {
-		d := o.(*appsv1.Deployment)
-		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "scaffolder", Namespace: ns}, Spec: d.Spec.Template.Spec}
-		if _, err := e.admin.CoreV1().Pods(ns).Create(e.ctx, pod, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
-			t.Fatalf("the scaffolder's own pod is refused in %s: %v", ns, err)
-		}
-	}
+	framework.CheckRestricted(e.ctx, t, e.admin, ns, "config/scaffolder/deployment.yaml")
 
 	// Get (the Job, the status Secret, the pod) and the sweep, as the scaffolder.
 	if err := runner.Report(e.ctx, id, api.StepSucceeded, "tree pushed", "abcdef1"); err != nil {
