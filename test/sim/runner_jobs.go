@@ -72,7 +72,7 @@ const jobSyncInterval = 200 * time.Millisecond
 //     collector (a real kube-controller-manager here) deletes the Pod.
 //
 // Kubelet:
-//   - The Pod is bound to Node KubeletNodeName at creation (the scheduler is not played), whose
+//   - The Pod is bound to Node NodeName at creation (the scheduler is not played), whose
 //     log endpoint the actor serves (serveLogs).
 //   - Volumes: emptyDir an empty directory; configMap and secret as the AtomicWriter writes
 //     them (project). Each mountPath maps to its directory (with subPath), and an environment
@@ -94,15 +94,16 @@ const jobSyncInterval = 200 * time.Millisecond
 //     it is deleted with grace 0 and a UID precondition (pkg/kubelet/status/status_manager.go:
 //     1210-1217, canBeDeleted 1241-1257).
 //
-// Refused (logged to Log, no Pod): an image with no binary here, init containers, more than one container, a command,
-// completions or parallelism other than 1, backoffLimit other than 0, pod failure and success
-// policies, restartPolicy other than Never, automountServiceAccountToken false, volumes other than
-// configMap, secret and emptyDir, configMap or secret volumes with items or optional, envFrom and
-// valueFrom other than fieldRef metadata.namespace. Not played: Pod conditions, Job status.ready,
-// the Suspended condition (and startTime cleared on suspension), suspending a running Job,
-// retries, a volume source missing when the Pod starts (the Pod stays Pending; jobs.Create makes
-// every source before it un-suspends the Job), security contexts (the runner runs as the test's
-// user), resources, service links, TTL after finished.
+// Left alone: Jobs whose image has no binary here (another actor, e.g. one per service, may run
+// them on its own Node). Refused (logged to Log, no Pod): init containers, more than one container,
+// a command, completions or parallelism other than 1, backoffLimit other than 0, pod failure and
+// success policies, restartPolicy other than Never, automountServiceAccountToken false, volumes
+// other than configMap, secret and emptyDir, configMap or secret volumes with items or optional,
+// envFrom and valueFrom other than fieldRef metadata.namespace. Not played: Pod conditions, Job
+// status.ready, the Suspended condition (and startTime cleared on suspension), suspending a running
+// Job, retries, a volume source missing when the Pod starts (the Pod stays Pending; jobs.Create
+// makes every source before it un-suspends the Job), security contexts (the runner runs as the
+// test's user), resources, service links, TTL after finished.
 type RunnerJobs struct {
 	// Backend is the backend cluster (an admin config: the actor is the controllers).
 	Backend *rest.Config
@@ -117,6 +118,9 @@ type RunnerJobs struct {
 	// ModulesDir is the project's Terraform modules (PROVISION_MODULES_DIR), as the
 	// terraform-runner image ships them; empty keeps the Job's value.
 	ModulesDir string
+	// NodeName is the Node its Pods run on, whose kubelet log endpoint it serves;
+	// KubeletNodeName when empty. Two actors on one backend (one per service) need two.
+	NodeName string
 	// Env is set on top of every container's environment.
 	Env map[string]string
 	// Log receives the actor's own diagnostics (never a container's log); nil is os.Stderr.
@@ -180,7 +184,7 @@ func (a *RunnerJobs) Run(ctx context.Context) error {
 				_, taken := a.jobs[job.UID]
 				a.mu.Unlock()
 				if taken || ptr.Deref(job.Spec.ManagedBy, batchv1.JobControllerName) != batchv1.JobControllerName ||
-					jobFinished(job) || job.DeletionTimestamp != nil || ptr.Deref(job.Spec.Suspend, false) {
+					jobFinished(job) || job.DeletionTimestamp != nil || ptr.Deref(job.Spec.Suspend, false) || !a.runs(job) {
 					continue
 				}
 				a.mu.Lock()
@@ -209,10 +213,6 @@ func (a *RunnerJobs) Run(ctx context.Context) error {
 func (a *RunnerJobs) runJob(ctx context.Context, cs kubernetes.Interface, job *batchv1.Job) {
 	if reason := unsupported(job); reason != "" {
 		a.logf("Job %s uses %s, which RunnerJobs does not play: no Pod", job.Name, reason)
-		return
-	}
-	if _, ok := a.binary(job.Spec.Template.Spec.Containers[0].Image); !ok {
-		a.logf("Job %s runs image %s, for which RunnerJobs has no binary: no Pod", job.Name, job.Spec.Template.Spec.Containers[0].Image)
 		return
 	}
 	pod, err := a.createPod(ctx, cs, job)
@@ -387,12 +387,29 @@ func (a *RunnerJobs) createPod(ctx context.Context, cs kubernetes.Interface, job
 		},
 		Spec: t.Spec,
 	}
-	pod.Spec.NodeName = KubeletNodeName
+	pod.Spec.NodeName = a.nodeName()
 	return cs.CoreV1().Pods(job.Namespace).Create(ctx, pod, metav1.CreateOptions{})
 }
 
-// KubeletNodeName is the Node the actor's Pods run on.
+// KubeletNodeName is the Node the actor's Pods run on unless NodeName says otherwise.
 const KubeletNodeName = "runner-jobs-kubelet"
+
+func (a *RunnerJobs) nodeName() string {
+	if a.NodeName != "" {
+		return a.NodeName
+	}
+	return KubeletNodeName
+}
+
+// runs reports whether the actor has the binary of job's (one) container's image.
+func (a *RunnerJobs) runs(job *batchv1.Job) bool {
+	cs := job.Spec.Template.Spec.Containers
+	if len(cs) == 0 {
+		return false
+	}
+	_, ok := a.binary(cs[0].Image)
+	return ok
+}
 
 // terraformRunner is the repository name of the provisioner's runner image.
 const terraformRunner = "terraform-runner"
@@ -410,7 +427,7 @@ func (a *RunnerJobs) binary(image string) (string, bool) {
 
 // serveLogs plays the kubelet's log endpoint, so `kubectl logs` and the provisioner's
 // GET /provisions/{id}/logs read the runner's output through the API server as from a real
-// kubelet: it registers Node KubeletNodeName with an InternalIP and
+// kubelet: it registers its Node (NodeName) with an InternalIP and
 // status.daemonEndpoints.kubeletEndpoint.port, which the API server dials for pods/log
 // (pkg/registry/core/pod/strategy.go:660-665; pkg/kubelet/client/kubelet_client.go:115-130), and
 // answers GET /containerLogs/<namespace>/<pod>/<container> over HTTPS with the container's
@@ -443,9 +460,9 @@ func (a *RunnerJobs) serveLogs(ctx context.Context, cs kubernetes.Interface) (fu
 		return nil, err
 	}
 	port, _ := strconv.Atoi(portStr)
-	node, err := cs.CoreV1().Nodes().Get(ctx, KubeletNodeName, metav1.GetOptions{})
+	node, err := cs.CoreV1().Nodes().Get(ctx, a.nodeName(), metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		node, err = cs.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: KubeletNodeName}}, metav1.CreateOptions{})
+		node, err = cs.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: a.nodeName()}}, metav1.CreateOptions{})
 	}
 	if err != nil {
 		srv.Close()
@@ -504,7 +521,7 @@ func (a *RunnerJobs) runPod(ctx context.Context, cs kubernetes.Interface, job st
 	for _, s := range c.Args {
 		args = append(args, expandVars(s, cenv))
 	}
-	bin, _ := a.binary(c.Image) // runJob has checked it
+	bin, _ := a.binary(c.Image) // Run took only Jobs it has the binary of
 	cmd := exec.Command(bin, args...)
 	cmd.Env = environ(env)
 	cmd.Dir = env["TMPDIR"]

@@ -28,13 +28,10 @@ import (
 	"sync"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/rest"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubeopera/kubeopera/controllers/hostcluster"
 	"github.com/kubeopera/kubeopera/internal/jobrun/jobruntest"
-	"github.com/kubeopera/kubeopera/internal/manifests"
 	"github.com/kubeopera/kubeopera/internal/provisioner/api"
 	"github.com/kubeopera/kubeopera/internal/provisioner/jobs"
 	"github.com/kubeopera/kubeopera/internal/provisioner/server"
@@ -140,7 +137,8 @@ func Start(ctx context.Context, o Options) (*Env, error) {
 	if o.Log == nil {
 		o.Log = io.Discard
 	}
-	if err := installProvisioner(ctx, o.Backend, o.Root); err != nil {
+	// What an admin installs for the provisioner: its namespace, identity and roles.
+	if err := sim.Install(ctx, o.Backend, o.Root, "config/provisioner/namespace.yaml", "config/provisioner/rbac.yaml"); err != nil {
 		return nil, err
 	}
 	if o.RunnerBinary == "" {
@@ -214,31 +212,6 @@ func (e *Env) Stop() {
 	e.cancel()
 	<-e.done
 	e.AWS.Close()
-}
-
-// installProvisioner applies what an admin installs for the provisioner: its namespace, identity
-// and roles (config/provisioner).
-func installProvisioner(ctx context.Context, cfg *rest.Config, root string) error {
-	c, err := client.New(cfg, client.Options{})
-	if err != nil {
-		return err
-	}
-	for _, f := range []string{"namespace.yaml", "rbac.yaml"} {
-		raw, err := os.ReadFile(filepath.Join(root, "config", "provisioner", f))
-		if err != nil {
-			return err
-		}
-		objs, err := manifests.Decode(raw)
-		if err != nil {
-			return fmt.Errorf("%s: %w", f, err)
-		}
-		for _, o := range objs {
-			if err := c.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
-				return fmt.Errorf("%s: %s %s: %w", f, o.GetKind(), o.GetName(), err)
-			}
-		}
-	}
-	return nil
 }
 
 // OfflineModule renders, for a request, what the real root module does that matters to the rest
