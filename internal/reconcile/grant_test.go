@@ -16,8 +16,8 @@ import (
 	"github.com/kubeopera/kubeopera/internal/jobrun/jobruntest"
 	"github.com/kubeopera/kubeopera/internal/reconcile"
 	"github.com/kubeopera/kubeopera/syncer"
-	"github.com/kubeopera/kubeopera/workspaces"
 	"github.com/kubeopera/kubeopera/test/framework"
+	"github.com/kubeopera/kubeopera/workspaces"
 )
 
 // GrantRead, with exactly the manager's shipped rights (config/rbac) in a backend namespace of its
