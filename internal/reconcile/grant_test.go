@@ -21,8 +21,8 @@ import (
 )
 
 // GrantRead, with exactly the manager's shipped rights (config/rbac) in a backend namespace of its
-// own, lets the provisioner's and the scaffolder's identities (config/provisioner, config/scaffolder)
-// get the Secrets it names, by name, and nothing else of the namespace.
+// own, lets the provisioner's and the scaffolder's identities (config/provisioner,
+// config/scaffolder) get the Secrets it names, by name, and nothing else of the namespace.
 func TestGrantReadAsTheManager(t *testing.T) {
 	m := framework.StartBackendAsManager(t)
 	ctx := t.Context()

@@ -3,8 +3,9 @@
 // runner: JobController writes a run's Job status and pods exactly as kube-controller-manager's
 // Job controller would (start, complete, fail) — the test apiserver runs no Job controller — and
 // ServiceAccountClient acts as a ServiceAccount through the apiserver's real authorization.
-// Nothing else: they never touch what the service itself creates. Each service's runner is played
-// by its own test package (internal/provisioner/jobs/jobstest, internal/scaffolder/jobs/jobstest).
+// Nothing else: they never touch what the service itself creates. Each service's runner is
+// played by its own test package (internal/provisioner/jobs/jobstest,
+// internal/scaffolder/jobs/jobstest).
 package jobruntest
 
 import (

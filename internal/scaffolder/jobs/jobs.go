@@ -169,8 +169,8 @@ func (c *Client) readSecret(ctx context.Context, field string, ref api.SecretRef
 	return s, nil
 }
 
-// Get returns the scaffold as its Job and status Secret say now (sync-on-read); jobrun.ErrNotFound when
-// there is no such run.
+// Get returns the scaffold as its Job and status Secret say now (sync-on-read);
+// jobrun.ErrNotFound when there is no such run.
 func (c *Client) Get(ctx context.Context, id string) (api.Scaffold, error) {
 	job, status, err := c.read(ctx, id)
 	if err != nil {
