@@ -14,9 +14,7 @@ package provisioning
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/base64"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -85,9 +83,8 @@ type Env struct {
 	// Runner plays the runs' Pods.
 	Runner *sim.RunnerJobs
 
-	eks    *eksClusters
-	cancel context.CancelFunc
-	done   chan struct{}
+	eks     *eksClusters
+	service *sim.JobService
 }
 
 // eksClusters are the API servers EKS runs of some cluster IDs "build" (ServeEKS).
@@ -127,9 +124,7 @@ func Start(ctx context.Context, o Options) (*Env, error) {
 		return nil, err
 	}
 	if o.APIKey == "" {
-		b := make([]byte, 16)
-		_, _ = rand.Read(b)
-		o.APIKey = hex.EncodeToString(b)
+		o.APIKey = sim.RandomAPIKey()
 	}
 	if o.Addr == "" {
 		o.Addr = "127.0.0.1:0"
@@ -173,19 +168,9 @@ func Start(ctx context.Context, o Options) (*Env, error) {
 	}
 	ra := &sim.RunnerJobs{Backend: o.Backend, Namespace: api.DefaultJobsNamespace, RunnerBinary: o.RunnerBinary,
 		ModulesDir: filepath.Join(o.Root, "terraform", "modules"), Env: env}
-	rctx, cancel := context.WithCancel(context.Background())
-	e := &Env{URL: "http://" + ln.Addr().String(), APIKey: o.APIKey, AWS: aws, Platform: platform, Runner: ra, eks: eks, cancel: cancel, done: make(chan struct{})}
-	go func() {
-		defer close(e.done)
-		errs := make(chan error, 2)
-		go func() { errs <- srv.Serve(rctx, ln) }()
-		go func() { errs <- ra.Run(rctx) }()
-		for range 2 {
-			if err := <-errs; err != nil && !errors.Is(err, context.Canceled) {
-				_, _ = fmt.Fprintf(o.Log, "provisioning: %v\n", err)
-			}
-		}
-	}()
+	serve := func(ctx context.Context) error { return srv.Serve(ctx, ln) }
+	e := &Env{URL: "http://" + ln.Addr().String(), APIKey: o.APIKey, AWS: aws, Platform: platform, Runner: ra, eks: eks,
+		service: sim.StartJobService("provisioning", o.Log, serve, ra)}
 	return e, nil
 }
 
@@ -209,8 +194,7 @@ func fileExists(p string) bool {
 
 // Stop stops the provisioner, the runs' Pods and the AWS endpoint.
 func (e *Env) Stop() {
-	e.cancel()
-	<-e.done
+	e.service.Stop()
 	e.AWS.Close()
 }
 

@@ -13,10 +13,7 @@ package scaffolding
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -68,8 +65,7 @@ type Env struct {
 	// Runner plays the scaffolds' Pods; Runner.Output(api.JobName(id)) is a scaffold's log.
 	Runner *sim.RunnerJobs
 
-	cancel context.CancelFunc
-	done   chan struct{}
+	service *sim.JobService
 }
 
 // Start starts the scaffolding side; Stop stops it.
@@ -78,9 +74,7 @@ func Start(ctx context.Context, o Options) (*Env, error) {
 		return nil, errors.New("no scaffold-runner binary: set Options.RunnerBinary")
 	}
 	if o.APIKey == "" {
-		b := make([]byte, 16)
-		_, _ = rand.Read(b)
-		o.APIKey = hex.EncodeToString(b)
+		o.APIKey = sim.RandomAPIKey()
 	}
 	if o.Addr == "" {
 		o.Addr = "127.0.0.1:0"
@@ -117,24 +111,12 @@ func Start(ctx context.Context, o Options) (*Env, error) {
 	// provisioner's Jobs in the same namespace on the default one.
 	ra := &sim.RunnerJobs{Backend: o.Backend, Namespace: cfg.Namespace, Binaries: map[string]string{"scaffold-runner": o.RunnerBinary},
 		NodeName: NodeName, Env: o.Env, Log: o.Log}
-	rctx, cancel := context.WithCancel(context.Background())
-	e := &Env{URL: "http://" + ln.Addr().String(), APIKey: o.APIKey, Runner: ra, cancel: cancel, done: make(chan struct{})}
-	go func() {
-		defer close(e.done)
-		errs := make(chan error, 2)
-		go func() { errs <- srv.Serve(rctx, ln) }()
-		go func() { errs <- ra.Run(rctx) }()
-		for range 2 {
-			if err := <-errs; err != nil && !errors.Is(err, context.Canceled) {
-				_, _ = fmt.Fprintf(o.Log, "scaffolding: %v\n", err)
-			}
-		}
-	}()
-	return e, nil
+	serve := func(ctx context.Context) error { return srv.Serve(ctx, ln) }
+	return &Env{URL: "http://" + ln.Addr().String(), APIKey: o.APIKey, Runner: ra,
+		service: sim.StartJobService("scaffolding", o.Log, serve, ra)}, nil
 }
 
 // Stop stops the scaffolder and the scaffolds' Pods.
 func (e *Env) Stop() {
-	e.cancel()
-	<-e.done
+	e.service.Stop()
 }
