@@ -44,7 +44,7 @@ func TestGrantReadAsTheManager(t *testing.T) {
 		}
 	}
 	for identity, grant := range map[string]string{
-		hostcluster.DefaultScaffolderIdentity:  "hostcluster-prod-1-scaffolder",
+		hostcluster.DefaultScaffolderIdentity:  "hostcluster-prod-1-scaffolder-reader",
 		hostcluster.DefaultProvisionerIdentity: "hostcluster-prod-1-provisioner",
 	} {
 		granted := names
