@@ -270,7 +270,7 @@ the HostCluster (the runner keeps polling a parameter that does not exist yet).
 
 // copyRunLogs writes each run's output (what `kubectl logs job/<name>` would show; no kubelet
 // keeps it here) to dir/<job>.log, every 2 s until ctx ends.
-func copyRunLogs(ctx context.Context, backend *rest.Config, runs *sim.TerraformJob, dir string) {
+func copyRunLogs(ctx context.Context, backend *rest.Config, runs *sim.RunnerJobs, dir string) {
 	cs, err := kubernetes.NewForConfig(backend)
 	if err != nil {
 		return

@@ -10,45 +10,19 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
-	"os"
-	"os/signal"
-	"syscall"
 
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-
+	"github.com/kubeopera/kubeopera/internal/jobservice"
 	"github.com/kubeopera/kubeopera/internal/provisioner/jobs"
 	"github.com/kubeopera/kubeopera/internal/provisioner/server"
 )
 
-func main() {
-	cfg, err := configFromEnv(os.Getenv)
-	if err != nil {
-		slog.Error("Invalid configuration", "error", err)
-		os.Exit(2)
-	}
-	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
-	slog.SetDefault(log)
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, cfg, log); err != nil {
-		log.Error("Provisioner stopped with an error", "error", err)
-		os.Exit(1)
-	}
-}
+func main() { jobservice.Main("provisioner", configFromEnv, run) }
 
 func run(ctx context.Context, cfg config, log *slog.Logger) error {
-	restCfg, err := restConfig(cfg.Kubeconfig)
+	cs, err := cfg.Clientset("kubeopera-provisioner")
 	if err != nil {
 		return err
-	}
-	restCfg.UserAgent = "kubeopera-provisioner"
-	cs, err := kubernetes.NewForConfig(restCfg)
-	if err != nil {
-		return fmt.Errorf("failed to build the Kubernetes client: %w", err)
 	}
 	runs, err := jobs.New(cs, jobs.Config{
 		Namespace:      cfg.JobsNamespace,
@@ -66,20 +40,4 @@ func run(ctx context.Context, cfg config, log *slog.Logger) error {
 	log.Info("Starting the provisioner", "jobsNamespace", cfg.JobsNamespace, "runnerImage", cfg.RunnerImage,
 		"retention", cfg.Retention.String(), "deadline", cfg.Deadline.String())
 	return srv.Run(ctx, cfg.ListenAddr)
-}
-
-// restConfig is KUBECONFIG's cluster when set, the in-cluster config otherwise.
-func restConfig(kubeconfig string) (*rest.Config, error) {
-	if kubeconfig != "" {
-		c, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-		if err != nil {
-			return nil, fmt.Errorf("failed to load KUBECONFIG %s: %w", kubeconfig, err)
-		}
-		return c, nil
-	}
-	c, err := rest.InClusterConfig()
-	if err != nil {
-		return nil, fmt.Errorf("failed to load the in-cluster config (set KUBECONFIG outside a cluster): %w", err)
-	}
-	return c, nil
 }

@@ -5,9 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -16,7 +14,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/kubeopera/kubeopera/internal/devenv"
 	"github.com/kubeopera/kubeopera/internal/provisioner/api"
 	"github.com/kubeopera/kubeopera/internal/provisioner/jobs"
 	"github.com/kubeopera/kubeopera/test/framework"
@@ -68,10 +65,7 @@ func TestConfigFromEnv(t *testing.T) {
 // run's ConfigMap, and the server stops when its context ends.
 func TestRunWiring(t *testing.T) {
 	c := framework.StartCluster(t, framework.ClusterOptions{})
-	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := devenv.WriteKubeconfig(c.Config, kubeconfig, "backend"); err != nil {
-		t.Fatal(err)
-	}
+	kubeconfig := framework.KubeconfigFile(t, c.Config)
 	cs := kubernetes.NewForConfigOrDie(c.Config)
 	ctx := t.Context()
 	ns := api.DefaultJobsNamespace
@@ -82,12 +76,7 @@ func TestRunWiring(t *testing.T) {
 	if _, err := cs.CoreV1().Secrets(ns).Create(ctx, cred, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	_ = ln.Close()
+	addr := framework.FreeAddr(t)
 	cfg, err := configFromEnv(env(map[string]string{"API_KEY": "k", "KUBECONFIG": kubeconfig, "LISTEN_ADDR": addr}))
 	if err != nil {
 		t.Fatal(err)
@@ -95,14 +84,7 @@ func TestRunWiring(t *testing.T) {
 	runCtx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- run(runCtx, cfg, slog.New(slog.DiscardHandler)) }()
-	framework.Eventually(t, 30*time.Second, "the provisioner to serve /health", func() (bool, string) {
-		resp, err := http.Get("http://" + addr + "/health")
-		if err != nil {
-			return false, err.Error()
-		}
-		_ = resp.Body.Close()
-		return resp.StatusCode == http.StatusOK, resp.Status
-	})
+	framework.WaitHealthy(t, "http://"+addr+"/health")
 
 	body := `{"clusterID":"prod-1","region":"eu-north-1","topology":"eks","nodeCount":2,"instanceType":"t3.medium",` +
 		`"kubernetesVersion":"1.31","terraformEnvironment":"prod-1","credentialSecretRef":{"namespace":"` + ns + `","name":"cred"},` +

@@ -56,7 +56,7 @@ type provisionSuite struct {
 	h      *fleettest.Harness
 	pe     *provisioning.Env
 	aws    *sim.AWS
-	runner *sim.TerraformJob
+	runner *sim.RunnerJobs
 	admin  kubernetes.Interface
 	// adminConf is the admin kubeconfig of the cluster a vanilla run "builds", and target that
 	// cluster's admin config.

@@ -36,7 +36,7 @@ import (
 // The HostCluster modes that build a cluster (README "Provisioning a cluster on AWS"), driven as a
 // tenant through the manager binary. The provisioning side is test/sim/provisioning on the
 // suite's backend: the real provisioner (API and run store, as its ServiceAccount), the real
-// terraform-runner binary with the real terraform in the Job's Pod (sim.TerraformJob plays the
+// terraform-runner binary with the real terraform in the Job's Pod (sim.RunnerJobs plays the
 // Job controller and the kubelet), and sim.AWS playing S3, SSM and STS, with the offline stand-in
 // module (no AWS provider here). The cluster a vanilla_kubeadm run "builds" is the suite's target
 // (hostTarget): its admin kubeconfig is what sim.AWS's SSM publishes as the control-plane node's

@@ -2,10 +2,13 @@ package framework
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
+
+	"k8s.io/client-go/rest"
 
 	"github.com/kubeopera/kubeopera/internal/devenv"
 )
@@ -41,4 +44,29 @@ func StartBackendIn(dir string) (b *devenv.Backend, stop func(), err error) {
 		return nil, nil, fmt.Errorf("failed to start the backend: %w", err)
 	}
 	return b, func() { b.Stop(); _ = f.Close() }, nil
+}
+
+// RunWithBackend is a TestMain that shares one backend cluster (StartBackendIn) between the
+// package's tests: it starts it unless -short, hands its admin config to set, runs the tests,
+// stops it and exits with their status. name prefixes its temporary directory.
+func RunWithBackend(m *testing.M, name string, set func(*rest.Config)) {
+	flag.Parse()
+	if testing.Short() {
+		os.Exit(m.Run())
+	}
+	dir, err := os.MkdirTemp("", name+"-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	b, stop, err := StartBackendIn(dir)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	set(b.Config)
+	code := m.Run()
+	stop()
+	_ = os.RemoveAll(dir)
+	os.Exit(code)
 }

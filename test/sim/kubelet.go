@@ -21,7 +21,7 @@ import (
 	"k8s.io/utils/ptr"
 )
 
-// What TerraformJob and FluxPods both play of the kubelet. Sources are k8s.io/kubernetes v1.36.3.
+// What RunnerJobs and FluxPods both play of the kubelet. Sources are k8s.io/kubernetes v1.36.3.
 
 // tokenExpirationSeconds is what the kube-api-access volume asks for
 // (plugin/pkg/admission/serviceaccount/admission.go:493, WarnOnlyBoundTokenExpirationSeconds).

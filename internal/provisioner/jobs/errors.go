@@ -7,9 +7,6 @@ import (
 	"github.com/kubeopera/kubeopera/internal/provisioner/api"
 )
 
-// ErrNotFound is returned for an ID that names no run (never created, malformed, or swept).
-var ErrNotFound = errors.New("run not found")
-
 // ErrNoKubeconfig is returned by Kubeconfig for a succeeded run whose outputs Secret holds no
 // kubeconfig: a destroy run publishes none.
 var ErrNoKubeconfig = errors.New("the run published no kubeconfig")

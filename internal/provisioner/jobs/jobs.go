@@ -2,24 +2,18 @@ package jobs
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
-	"math/big"
-	"regexp"
-	"sort"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/utils/ptr"
 
+	"github.com/kubeopera/kubeopera/internal/jobrun"
 	"github.com/kubeopera/kubeopera/internal/provisioner/api"
 )
 
@@ -74,30 +68,6 @@ func New(cs kubernetes.Interface, cfg Config) (*Client, error) {
 	return &Client{cs: cs, cfg: cfg}, nil
 }
 
-// idLength and idAlphabet make run IDs: random, lowercase, DNS-label safe.
-const (
-	idLength   = 10
-	idAlphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
-)
-
-var idRe = regexp.MustCompile(`^[a-z0-9]{10}$`)
-
-// ValidID reports whether id has the shape of a run ID.
-func ValidID(id string) bool { return idRe.MatchString(id) }
-
-func newID() (string, error) {
-	b := make([]byte, idLength)
-	size := big.NewInt(int64(len(idAlphabet)))
-	for i := range b {
-		n, err := rand.Int(rand.Reader, size)
-		if err != nil {
-			return "", fmt.Errorf("failed to generate a run ID: %w", err)
-		}
-		b[i] = idAlphabet[n.Int64()]
-	}
-	return string(b), nil
-}
-
 // Create starts a run: it validates req, reads the caller's credential Secret once, renders the
 // module, creates the run's objects (see the package documentation) and returns the queued run
 // without waiting for anything else. Errors that are the request's fault are *api.FieldError: an
@@ -123,17 +93,17 @@ func (c *Client) Create(ctx context.Context, req api.CreateRequest) (api.Provisi
 		return api.Provision{}, err
 	}
 
-	r, job, err := c.createJob(ctx, req)
+	build := func(id string) *batchv1.Job {
+		return run{id: id, namespace: c.cfg.Namespace, req: req}.job(c.cfg.RunnerImage, c.cfg.ActiveDeadline)
+	}
+	owned := func(id string, _ *batchv1.Job) []metav1.Object {
+		r := run{id: id, namespace: c.cfg.Namespace, req: req}
+		sa, role, binding := jobrun.RunnerIdentity(r.meta(api.ServiceAccountName(id)), api.OutputsSecretName(id))
+		return []metav1.Object{sa, role, binding, r.credentials(cred), r.module(files), r.outputs()}
+	}
+	started, err := jobrun.Launch(ctx, c.cs, c.cfg.Namespace, build, owned)
 	if err != nil {
 		return api.Provision{}, err
-	}
-	if err := c.createOwned(ctx, r, job, cred, files); err != nil {
-		return api.Provision{}, errors.Join(err, c.abandon(job))
-	}
-	patch := []byte(`{"spec":{"suspend":false}}`)
-	started, err := c.cs.BatchV1().Jobs(c.cfg.Namespace).Patch(ctx, job.Name, types.MergePatchType, patch, metav1.PatchOptions{})
-	if err != nil {
-		return api.Provision{}, errors.Join(fmt.Errorf("failed to start Job %s: %w", job.Name, err), c.abandon(job))
 	}
 	return provisionFrom(started, nil, "", c.cfg.Now()), nil
 }
@@ -157,90 +127,7 @@ func (c *Client) readCredential(ctx context.Context, ref api.SecretRef) (map[str
 	return credentialData(ref, s)
 }
 
-// createJob creates the run's Job, suspended, under a new ID (a fresh one if the ID is taken).
-func (c *Client) createJob(ctx context.Context, req api.CreateRequest) (run, *batchv1.Job, error) {
-	for attempt := 0; ; attempt++ {
-		id, err := newID()
-		if err != nil {
-			return run{}, nil, err
-		}
-		r := run{id: id, namespace: c.cfg.Namespace, req: req}
-		job, err := c.cs.BatchV1().Jobs(c.cfg.Namespace).Create(ctx, r.job(c.cfg.RunnerImage, c.cfg.ActiveDeadline), metav1.CreateOptions{})
-		if apierrors.IsAlreadyExists(err) && attempt < 3 {
-			continue
-		}
-		if err != nil {
-			return run{}, nil, fmt.Errorf("failed to create Job %s/%s: %w", c.cfg.Namespace, api.JobName(id), err)
-		}
-		return r, job, nil
-	}
-}
-
-// createOwned creates the objects the Job owns.
-func (c *Client) createOwned(ctx context.Context, r run, job *batchv1.Job, cred map[string][]byte, files map[string]string) error {
-	ns := c.cfg.Namespace
-	core, rbac := c.cs.CoreV1(), c.cs.RbacV1()
-	steps := []struct {
-		what   string
-		create func() error
-	}{
-		{"ServiceAccount " + api.ServiceAccountName(r.id), func() error {
-			_, err := core.ServiceAccounts(ns).Create(ctx, r.serviceAccount(job), metav1.CreateOptions{})
-			return err
-		}},
-		{"Role " + api.ServiceAccountName(r.id), func() error {
-			_, err := rbac.Roles(ns).Create(ctx, r.role(job), metav1.CreateOptions{})
-			return err
-		}},
-		{"RoleBinding " + api.ServiceAccountName(r.id), func() error {
-			_, err := rbac.RoleBindings(ns).Create(ctx, r.roleBinding(job), metav1.CreateOptions{})
-			return err
-		}},
-		{"Secret " + api.CredentialsSecretName(r.id), func() error {
-			_, err := core.Secrets(ns).Create(ctx, r.credentials(job, cred), metav1.CreateOptions{})
-			return err
-		}},
-		{"ConfigMap " + api.ModuleConfigMapName(r.id), func() error {
-			_, err := core.ConfigMaps(ns).Create(ctx, r.module(job, files), metav1.CreateOptions{})
-			return err
-		}},
-		{"Secret " + api.OutputsSecretName(r.id), func() error {
-			_, err := core.Secrets(ns).Create(ctx, r.outputs(job), metav1.CreateOptions{})
-			return err
-		}},
-	}
-	for _, s := range steps {
-		if err := s.create(); err != nil {
-			return fmt.Errorf("failed to create %s in %s: %w", s.what, ns, err)
-		}
-	}
-	return nil
-}
-
-// abandon deletes a Job whose run could not be set up; the garbage collector takes what it owns.
-// It runs on its own deadline: the request's context may be the reason Create failed.
-func (c *Client) abandon(job *batchv1.Job) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	err := c.deleteJob(ctx, job)
-	if err != nil {
-		return fmt.Errorf("failed to delete the unfinished run's Job %s (Sweep deletes it later): %w", job.Name, err)
-	}
-	return nil
-}
-
-func (c *Client) deleteJob(ctx context.Context, job *batchv1.Job) error {
-	err := c.cs.BatchV1().Jobs(c.cfg.Namespace).Delete(ctx, job.Name, metav1.DeleteOptions{
-		PropagationPolicy: ptr.To(metav1.DeletePropagationBackground),
-		Preconditions:     &metav1.Preconditions{UID: &job.UID},
-	})
-	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
-		return nil
-	}
-	return err
-}
-
-// Get returns the run as its Job and outputs Secret say now (sync-on-read); ErrNotFound when
+// Get returns the run as its Job and outputs Secret say now (sync-on-read); jobrun.ErrNotFound when
 // there is no such run.
 func (c *Client) Get(ctx context.Context, id string) (api.Provision, error) {
 	job, outputs, err := c.read(ctx, id)
@@ -250,14 +137,12 @@ func (c *Client) Get(ctx context.Context, id string) (api.Provision, error) {
 	now := c.cfg.Now()
 	p := provisionFrom(job, outputs, "", now)
 	if c.podMatters(job, outputs, p) {
-		pod, err := c.latestPod(ctx, job)
+		problem, err := jobrun.LatestPodProblem(ctx, c.cs, job, ContainerName)
 		if err != nil {
 			return api.Provision{}, err
 		}
-		if pod != nil {
-			if problem := podProblemOf(pod); problem != "" {
-				p = provisionFrom(job, outputs, problem, now)
-			}
+		if problem != "" {
+			p = provisionFrom(job, outputs, problem, now)
 		}
 	}
 	return p, nil
@@ -269,55 +154,18 @@ func (c *Client) Get(ctx context.Context, id string) (api.Provision, error) {
 func (c *Client) podMatters(job *batchv1.Job, outputs *corev1.Secret, p api.Provision) bool {
 	switch p.Status {
 	case api.StatusQueued:
-		return !suspended(job)
+		return !jobrun.Suspended(job)
 	case api.StatusFailed:
 		return outputs == nil || outputs.Annotations[api.AnnotationPhase] != runnerFailed || outputs.Annotations[api.AnnotationMessage] == ""
 	}
 	return false
 }
 
-// read gets a run's Job and its outputs Secret (nil while it does not exist).
+// read gets a run's Job and its outputs Secret (nil while it does not exist); jobrun.ErrNotFound
+// when there is no such run.
 func (c *Client) read(ctx context.Context, id string) (*batchv1.Job, *corev1.Secret, error) {
-	if !ValidID(id) {
-		return nil, nil, ErrNotFound
-	}
-	job, err := c.cs.BatchV1().Jobs(c.cfg.Namespace).Get(ctx, api.JobName(id), metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return nil, nil, ErrNotFound
-	}
-	if err != nil {
-		return nil, nil, fmt.Errorf("failed to read Job %s: %w", api.JobName(id), err)
-	}
-	if job.Labels[api.LabelRun] != id || job.DeletionTimestamp != nil {
-		return nil, nil, ErrNotFound
-	}
-	outputs, err := c.cs.CoreV1().Secrets(c.cfg.Namespace).Get(ctx, api.OutputsSecretName(id), metav1.GetOptions{})
-	switch {
-	case apierrors.IsNotFound(err):
-		return job, nil, nil
-	case err != nil:
-		return nil, nil, fmt.Errorf("failed to read Secret %s: %w", api.OutputsSecretName(id), err)
-	case !metav1.IsControlledBy(outputs, job):
-		// Left from an earlier Job of the same name; not this run's.
-		return job, nil, nil
-	}
-	return job, outputs, nil
-}
-
-// latestPod is the Job's newest pod, nil when it has none.
-func (c *Client) latestPod(ctx context.Context, job *batchv1.Job) (*corev1.Pod, error) {
-	sel := labels.Set{batchv1.JobNameLabel: job.Name, batchv1.ControllerUidLabel: string(job.UID)}.AsSelector().String()
-	pods, err := c.cs.CoreV1().Pods(c.cfg.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
-	if err != nil {
-		return nil, fmt.Errorf("failed to list the pods of Job %s: %w", job.Name, err)
-	}
-	if len(pods.Items) == 0 {
-		return nil, nil
-	}
-	sort.Slice(pods.Items, func(i, j int) bool {
-		return pods.Items[j].CreationTimestamp.Before(&pods.Items[i].CreationTimestamp)
-	})
-	return &pods.Items[0], nil
+	return jobrun.ReadRun(ctx, c.cs, jobrun.Run{Namespace: c.cfg.Namespace, ID: id, RunLabel: api.LabelRun,
+		Job: api.JobName(id), Report: api.OutputsSecretName(id)})
 }
 
 // Logs streams the log of the runner's container in the run's (newest) pod, as the kubelet has
@@ -327,7 +175,7 @@ func (c *Client) Logs(ctx context.Context, id string) (io.ReadCloser, error) {
 	if err != nil {
 		return nil, err
 	}
-	pod, err := c.latestPod(ctx, job)
+	pod, err := jobrun.LatestPod(ctx, c.cs, job)
 	if err != nil {
 		return nil, err
 	}
@@ -362,33 +210,5 @@ func (c *Client) Kubeconfig(ctx context.Context, id string) (string, error) {
 // propagation: the garbage collector deletes the objects each Job owns. Runs that have not
 // ended are never touched. It returns how many runs it deleted.
 func (c *Client) Sweep(ctx context.Context, retention time.Duration) (int, error) {
-	if retention <= 0 {
-		return 0, fmt.Errorf("retention must be positive, not %s", retention)
-	}
-	now := c.cfg.Now()
-	deleted := 0
-	var errs []error
-	opts := metav1.ListOptions{LabelSelector: api.LabelRun, Limit: 500}
-	for {
-		list, err := c.cs.BatchV1().Jobs(c.cfg.Namespace).List(ctx, opts)
-		if err != nil {
-			return deleted, errors.Join(append(errs, fmt.Errorf("failed to list Jobs in %s: %w", c.cfg.Namespace, err))...)
-		}
-		for i := range list.Items {
-			job := &list.Items[i]
-			o := jobOutcome(job, now)
-			if o.status == "" || now.Sub(o.at) <= retention || job.DeletionTimestamp != nil {
-				continue
-			}
-			if err := c.deleteJob(ctx, job); err != nil {
-				errs = append(errs, fmt.Errorf("failed to delete Job %s: %w", job.Name, err))
-				continue
-			}
-			deleted++
-		}
-		if list.Continue == "" {
-			return deleted, errors.Join(errs...)
-		}
-		opts.Continue = list.Continue
-	}
+	return jobrun.Sweep(ctx, c.cs, c.cfg.Namespace, api.LabelRun, retention, c.cfg.Now())
 }

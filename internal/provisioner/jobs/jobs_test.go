@@ -2,7 +2,7 @@ package jobs_test
 
 // These tests run the run store on a real kube-apiserver with etcd and a kube-controller-manager
 // running only the namespace and garbage-collector controllers (framework.StartBackendIn). There
-// is no kubelet and no Job controller: Jobs never start by themselves. jobstest.JobController
+// is no kubelet and no Job controller: Jobs never start by themselves. jobruntest.JobController
 // writes Job status and pods as the Job controller would, and jobstest.Runner writes the outputs
 // Secret as cmd/terraform-runner would, through the run's own ServiceAccount.
 
@@ -10,10 +10,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -30,6 +28,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
+	"github.com/kubeopera/kubeopera/internal/jobrun"
+	"github.com/kubeopera/kubeopera/internal/jobrun/jobruntest"
 	"github.com/kubeopera/kubeopera/internal/provisioner/api"
 	"github.com/kubeopera/kubeopera/internal/provisioner/jobs"
 	"github.com/kubeopera/kubeopera/internal/provisioner/jobs/jobstest"
@@ -40,25 +40,7 @@ import (
 var backend *rest.Config
 
 func TestMain(m *testing.M) {
-	flag.Parse()
-	if testing.Short() {
-		os.Exit(m.Run())
-	}
-	dir, err := os.MkdirTemp("", "provisioner-jobs-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	b, stop, err := framework.StartBackendIn(dir)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	backend = b.Config
-	code := m.Run()
-	stop()
-	_ = os.RemoveAll(dir)
-	os.Exit(code)
+	framework.RunWithBackend(m, "provisioner-jobs", func(c *rest.Config) { backend = c })
 }
 
 // Values that must never appear in a Job spec.
@@ -88,7 +70,7 @@ type env struct {
 	ns     string
 	clock  *clock
 	runs   *jobs.Client
-	jobCtl jobstest.JobController
+	jobCtl jobruntest.JobController
 	runner jobstest.Runner
 }
 
@@ -115,7 +97,7 @@ func newEnv(t *testing.T, opts ...envOption) *env {
 	if e.runs, err = jobs.New(e.admin, cfg); err != nil {
 		t.Fatal(err)
 	}
-	e.jobCtl = jobstest.JobController{Client: e.admin, Namespace: e.ns}
+	e.jobCtl = jobruntest.JobController{Client: e.admin, Namespace: e.ns, JobName: api.JobName}
 	e.runner = jobstest.Runner{Config: backend, Namespace: e.ns}
 	return e
 }
@@ -202,7 +184,7 @@ func TestCreateMakesTheRunsObjects(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !jobs.ValidID(p.ID) || p.Status != api.StatusQueued || p.ClusterID != "prod-1-" || p.Operation != api.OperationApply ||
+	if !jobrun.ValidID(p.ID) || p.Status != api.StatusQueued || p.ClusterID != "prod-1-" || p.Operation != api.OperationApply ||
 		!p.BelongsTo(testWorkspace, testOwnerUID) || p.WorkspaceFingerprint != testFingerprint {
 		t.Fatalf("Create returned %+v", p)
 	}
@@ -465,7 +447,7 @@ func TestCreateRefusesBadRequests(t *testing.T) {
 func TestRunnerIdentityReachesItsOutputsOnly(t *testing.T) {
 	e := newEnv(t)
 	a, b := e.start(), e.start()
-	runnerA := must[kubernetes.Interface](t)(jobstest.ServiceAccountClient(backend, e.ns, api.ServiceAccountName(a.ID)))
+	runnerA := must[kubernetes.Interface](t)(jobruntest.ServiceAccountClient(backend, e.ns, api.ServiceAccountName(a.ID)))
 	secrets := runnerA.CoreV1().Secrets(e.ns)
 
 	out, err := secrets.Get(e.ctx, api.OutputsSecretName(a.ID), metav1.GetOptions{})
@@ -644,13 +626,13 @@ func TestGetFollowsTheJobAndTheRunner(t *testing.T) {
 
 	t.Run("unknown IDs", func(t *testing.T) {
 		for _, id := range []string{"zzzzzzzzzz", "not-an-id", "", "../../x"} {
-			if _, err := e.runs.Get(e.ctx, id); !errors.Is(err, jobs.ErrNotFound) {
+			if _, err := e.runs.Get(e.ctx, id); !errors.Is(err, jobrun.ErrNotFound) {
 				t.Errorf("Get(%q): %v, want ErrNotFound", id, err)
 			}
-			if _, err := e.runs.Kubeconfig(e.ctx, id); !errors.Is(err, jobs.ErrNotFound) {
+			if _, err := e.runs.Kubeconfig(e.ctx, id); !errors.Is(err, jobrun.ErrNotFound) {
 				t.Errorf("Kubeconfig(%q): %v, want ErrNotFound", id, err)
 			}
-			if _, err := e.runs.Logs(e.ctx, id); !errors.Is(err, jobs.ErrNotFound) {
+			if _, err := e.runs.Logs(e.ctx, id); !errors.Is(err, jobrun.ErrNotFound) {
 				t.Errorf("Logs(%q): %v, want ErrNotFound", id, err)
 			}
 		}
@@ -721,7 +703,7 @@ func TestSweepDeletesOldFinishedRunsOnly(t *testing.T) {
 		t.Fatalf("Sweep after the retention: deleted %d, %v; want 3 (succeeded, failed, abandoned)", n, err)
 	}
 	for _, id := range []string{succeeded, failed, abandoned} {
-		if _, err := e.runs.Get(e.ctx, id); !errors.Is(err, jobs.ErrNotFound) {
+		if _, err := e.runs.Get(e.ctx, id); !errors.Is(err, jobrun.ErrNotFound) {
 			t.Errorf("Get(%s) after Sweep: %v, want ErrNotFound", id, err)
 		}
 	}

@@ -8,12 +8,12 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/ptr"
 
+	"github.com/kubeopera/kubeopera/internal/jobrun"
 	"github.com/kubeopera/kubeopera/internal/provisioner/api"
 )
 
@@ -41,18 +41,12 @@ const (
 	TmpDir  = "/tmp"
 )
 
-// runnerUID runs the runner (and owns, as fsGroup, the files of its mounted volumes).
-const runnerUID int64 = 65532
-
 // AnnotationClusterID keeps the request's clusterID verbatim on the Job: the LabelCluster label
 // value may have to be shortened of characters a label value may not end with.
 const AnnotationClusterID = "provisioner.kubeopera.io/cluster-id"
 
-// labelManagedBy marks every object of a run as the provisioner's.
-const (
-	labelManagedBy = "app.kubernetes.io/managed-by"
-	managedBy      = "kubeopera-provisioner"
-)
+// managedBy is the value of jobrun.LabelManagedBy on every object of a run.
+const managedBy = "kubeopera-provisioner"
 
 // run is what the builders need to know about one run.
 type run struct {
@@ -74,57 +68,24 @@ func (r run) operation() api.Operation {
 func (r run) labels() map[string]string {
 	return map[string]string{
 		api.LabelRun:                  r.id,
-		api.LabelCluster:              clusterLabelValue(r.req.ClusterID),
+		api.LabelCluster:              jobrun.LabelValue(r.req.ClusterID),
 		api.LabelOperation:            string(r.operation()),
 		api.LabelWorkspaceFingerprint: r.req.WorkspaceFingerprint,
 		api.LabelOwnerUID:             r.req.OwnerUID,
-		labelManagedBy:                managedBy,
+		jobrun.LabelManagedBy:         managedBy,
 	}
 }
 
-// clusterLabelValue makes a clusterID a valid label value: the clusterID pattern admits a trailing
-// hyphen, a label value does not end with one. The verbatim ID is AnnotationClusterID.
-func clusterLabelValue(id string) string {
-	v := strings.TrimRight(id, "-_.")
-	if len(validation.IsValidLabelValue(v)) != 0 {
-		return ""
-	}
-	return v
-}
-
-func (r run) meta(name string, owner *batchv1.Job) metav1.ObjectMeta {
-	m := metav1.ObjectMeta{Name: name, Namespace: r.namespace, Labels: r.labels()}
-	if owner != nil {
-		m.OwnerReferences = []metav1.OwnerReference{{
-			APIVersion: batchv1.SchemeGroupVersion.String(),
-			Kind:       "Job",
-			Name:       owner.Name,
-			UID:        owner.UID,
-			Controller: ptr.To(true),
-		}}
-	}
-	return m
+// meta is the metadata of the run's object name; Launch adds the owner reference to the Job.
+func (r run) meta(name string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{Name: name, Namespace: r.namespace, Labels: r.labels()}
 }
 
 // job is the run's Job, created suspended: Create un-suspends it once everything it mounts and
 // runs as exists.
 func (r run) job(image string, deadline time.Duration) *batchv1.Job {
-	meta := r.meta(api.JobName(r.id), nil)
+	meta := r.meta(api.JobName(r.id))
 	meta.Annotations = map[string]string{AnnotationClusterID: r.req.ClusterID, api.AnnotationWorkspace: r.req.Workspace}
-	podSC := &corev1.PodSecurityContext{
-		RunAsNonRoot:   ptr.To(true),
-		RunAsUser:      ptr.To(runnerUID),
-		RunAsGroup:     ptr.To(runnerUID),
-		FSGroup:        ptr.To(runnerUID),
-		SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
-	}
-	containerSC := &corev1.SecurityContext{
-		RunAsNonRoot:             ptr.To(true),
-		AllowPrivilegeEscalation: ptr.To(false),
-		ReadOnlyRootFilesystem:   ptr.To(true),
-		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-		SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
-	}
 	env := []corev1.EnvVar{
 		{Name: api.EnvRunID, Value: r.id},
 		{Name: api.EnvOperation, Value: string(r.operation())},
@@ -136,133 +97,73 @@ func (r run) job(image string, deadline time.Duration) *batchv1.Job {
 		{Name: api.EnvModulesDir, Value: ModulesDir},
 		{Name: api.EnvCredentialsDir, Value: CredentialsMountPath},
 		{Name: api.EnvOutputsSecret, Value: api.OutputsSecretName(r.id)},
-		{Name: api.EnvNamespace, ValueFrom: &corev1.EnvVarSource{
-			FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.namespace"},
-		}},
+		jobrun.NamespaceEnv(api.EnvNamespace),
 		{Name: "HOME", Value: HomeDir},
 		{Name: "TMPDIR", Value: TmpDir},
 		{Name: "TF_IN_AUTOMATION", Value: "1"},
 		{Name: "TF_INPUT", Value: "0"},
 	}
-	emptyDir := func(limit string) corev1.VolumeSource {
-		q := resource.MustParse(limit)
-		return corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: &q}}
-	}
-	return &batchv1.Job{
-		ObjectMeta: meta,
-		Spec: batchv1.JobSpec{
-			// One attempt: Terraform is not retried blindly; the caller starts a new run.
-			BackoffLimit:          ptr.To[int32](0),
-			ActiveDeadlineSeconds: ptr.To(int64(deadline / time.Second)),
-			// TTLSecondsAfterFinished stays unset: finished runs are kept for RUN_RETENTION and
-			// deleted by Sweep, so GET keeps answering for the caller meanwhile.
-			Suspend: ptr.To(true),
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: r.labels()},
-				Spec: corev1.PodSpec{
-					RestartPolicy:      corev1.RestartPolicyNever,
-					ServiceAccountName: api.ServiceAccountName(r.id),
-					// The token is mounted only because the runner must write its outputs Secret
-					// (progress annotations, the kubeconfig); the run's ServiceAccount may get and
-					// update that one Secret and nothing else.
-					AutomountServiceAccountToken: ptr.To(true),
-					EnableServiceLinks:           ptr.To(false),
-					// Time for Terraform to stop cleanly and write its state when the deadline
-					// or a deletion stops the pod.
-					TerminationGracePeriodSeconds: ptr.To[int64](120),
-					SecurityContext:               podSC,
-					Containers: []corev1.Container{{
-						Name:            ContainerName,
-						Image:           image,
-						ImagePullPolicy: corev1.PullIfNotPresent,
-						WorkingDir:      WorkDir,
-						Env:             env,
-						SecurityContext: containerSC,
-						Resources: corev1.ResourceRequirements{
-							Requests: corev1.ResourceList{
-								corev1.ResourceCPU:    resource.MustParse("250m"),
-								corev1.ResourceMemory: resource.MustParse("512Mi"),
-							},
-							Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("2Gi")},
-						},
-						VolumeMounts: []corev1.VolumeMount{
-							{Name: "module", MountPath: ModuleMountPath, ReadOnly: true},
-							{Name: "credentials", MountPath: CredentialsMountPath, ReadOnly: true},
-							{Name: "work", MountPath: WorkDir},
-							{Name: "home", MountPath: HomeDir},
-							{Name: "tmp", MountPath: TmpDir},
-						},
-					}},
-					Volumes: []corev1.Volume{
-						{Name: "module", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
-							LocalObjectReference: corev1.LocalObjectReference{Name: api.ModuleConfigMapName(r.id)},
-							DefaultMode:          ptr.To[int32](0o444),
-						}}},
-						// Owned by root, group runnerUID (fsGroup), readable by that group only.
-						{Name: "credentials", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
-							SecretName:  api.CredentialsSecretName(r.id),
-							DefaultMode: ptr.To[int32](0o440),
-						}}},
-						// The runner makes Terraform's working directory under $TMPDIR, and
-						// providers are unpacked there (the AWS provider alone is ~0.7 GB).
-						{Name: "work", VolumeSource: emptyDir("1Gi")},
-						{Name: "home", VolumeSource: emptyDir("1Gi")},
-						{Name: "tmp", VolumeSource: emptyDir("4Gi")},
-					},
+	return jobrun.NewRunnerJob(jobrun.RunnerJob{
+		Meta:           meta,
+		PodLabels:      r.labels(),
+		ServiceAccount: api.ServiceAccountName(r.id),
+		Deadline:       deadline,
+		// Time for Terraform to stop cleanly and write its state when the deadline or a deletion
+		// stops the pod.
+		GracePeriod: 2 * time.Minute,
+		Container: corev1.Container{
+			Name:       ContainerName,
+			Image:      image,
+			WorkingDir: WorkDir,
+			Env:        env,
+			Resources: corev1.ResourceRequirements{
+				Requests: corev1.ResourceList{
+					corev1.ResourceCPU:    resource.MustParse("250m"),
+					corev1.ResourceMemory: resource.MustParse("512Mi"),
 				},
+				Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("2Gi")},
+			},
+			VolumeMounts: []corev1.VolumeMount{
+				{Name: "module", MountPath: ModuleMountPath, ReadOnly: true},
+				{Name: "credentials", MountPath: CredentialsMountPath, ReadOnly: true},
+				{Name: "work", MountPath: WorkDir},
+				{Name: "home", MountPath: HomeDir},
+				{Name: "tmp", MountPath: TmpDir},
 			},
 		},
-	}
+		Volumes: []corev1.Volume{
+			jobrun.ConfigMapVolume("module", api.ModuleConfigMapName(r.id)),
+			jobrun.SecretVolume("credentials", api.CredentialsSecretName(r.id)),
+			// The runner makes Terraform's working directory under $TMPDIR, and providers are
+			// unpacked there (the AWS provider alone is ~0.7 GB).
+			jobrun.EmptyDir("work", "1Gi"),
+			jobrun.EmptyDir("home", "1Gi"),
+			jobrun.EmptyDir("tmp", "4Gi"),
+		},
+	})
 }
 
-func (r run) serviceAccount(owner *batchv1.Job) *corev1.ServiceAccount {
-	return &corev1.ServiceAccount{ObjectMeta: r.meta(api.ServiceAccountName(r.id), owner)}
-}
-
-// role lets the run's ServiceAccount get and update its own outputs Secret, and nothing else: not
-// its credential Secret, not another run's objects.
-func (r run) role(owner *batchv1.Job) *rbacv1.Role {
-	return &rbacv1.Role{
-		ObjectMeta: r.meta(api.ServiceAccountName(r.id), owner),
-		Rules: []rbacv1.PolicyRule{{
-			APIGroups:     []string{""},
-			Resources:     []string{"secrets"},
-			ResourceNames: []string{api.OutputsSecretName(r.id)},
-			Verbs:         []string{"get", "update"},
-		}},
-	}
-}
-
-func (r run) roleBinding(owner *batchv1.Job) *rbacv1.RoleBinding {
-	return &rbacv1.RoleBinding{
-		ObjectMeta: r.meta(api.ServiceAccountName(r.id), owner),
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: api.ServiceAccountName(r.id)},
-		Subjects: []rbacv1.Subject{{
-			Kind: rbacv1.ServiceAccountKind, Name: api.ServiceAccountName(r.id), Namespace: r.namespace,
-		}},
-	}
-}
-
-func (r run) credentials(owner *batchv1.Job, data map[string][]byte) *corev1.Secret {
+func (r run) credentials(data map[string][]byte) *corev1.Secret {
 	return &corev1.Secret{
-		ObjectMeta: r.meta(api.CredentialsSecretName(r.id), owner),
+		ObjectMeta: r.meta(api.CredentialsSecretName(r.id)),
 		Type:       corev1.SecretTypeOpaque,
 		Immutable:  ptr.To(true),
 		Data:       data,
 	}
 }
 
-func (r run) module(owner *batchv1.Job, files map[string]string) *corev1.ConfigMap {
+func (r run) module(files map[string]string) *corev1.ConfigMap {
 	return &corev1.ConfigMap{
-		ObjectMeta: r.meta(api.ModuleConfigMapName(r.id), owner),
+		ObjectMeta: r.meta(api.ModuleConfigMapName(r.id)),
 		Immutable:  ptr.To(true),
 		Data:       files,
 	}
 }
 
-// outputs is created empty, so the runner needs no create right: get and update on this name.
-func (r run) outputs(owner *batchv1.Job) *corev1.Secret {
-	return &corev1.Secret{ObjectMeta: r.meta(api.OutputsSecretName(r.id), owner), Type: corev1.SecretTypeOpaque}
+// outputs is created empty, so the runner needs no create right: get and update on this name
+// (jobrun.RunnerIdentity).
+func (r run) outputs() *corev1.Secret {
+	return &corev1.Secret{ObjectMeta: r.meta(api.OutputsSecretName(r.id)), Type: corev1.SecretTypeOpaque}
 }
 
 // credentialKeys are the keys copied from the caller's credential Secret; any other key stays

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/kubeopera/kubeopera/internal/jobrun"
 	"github.com/kubeopera/kubeopera/internal/provisioner/api"
 )
 
@@ -137,35 +138,8 @@ func TestProvisionFrom(t *testing.T) {
 			if (p.FinishedAt != nil) != tc.finished {
 				t.Errorf("finishedAt = %v, want set: %v", p.FinishedAt, tc.finished)
 			}
-			if !suspended(tc.job) && (p.StartedAt == nil || !p.StartedAt.Equal(started.Time)) {
+			if !jobrun.Suspended(tc.job) && (p.StartedAt == nil || !p.StartedAt.Equal(started.Time)) {
 				t.Errorf("startedAt = %v, want %v", p.StartedAt, started)
-			}
-		})
-	}
-}
-
-func TestPodProblemOf(t *testing.T) {
-	waiting := func(reason string) corev1.ContainerStatus {
-		return corev1.ContainerStatus{Name: ContainerName, State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason, Message: "m"}}}
-	}
-	tests := map[string]struct {
-		status corev1.PodStatus
-		want   string
-	}{
-		"creating":       {corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{waiting("ContainerCreating")}}, ""},
-		"image pull":     {corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{waiting("ImagePullBackOff")}}, "is waiting: ImagePullBackOff: m"},
-		"config error":   {corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{waiting("CreateContainerConfigError")}}, "CreateContainerConfigError"},
-		"unschedulable":  {corev1.PodStatus{Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable, Message: "0/3 nodes"}}}, "cannot be scheduled: 0/3 nodes"},
-		"exit 0 is fine": {corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{Name: ContainerName, State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0}}}}}, ""},
-		"oom": {corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{Name: ContainerName, State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 137, Reason: "OOMKilled"}}}}},
-			"exited with code 137 (OOMKilled)"},
-		"evicted": {corev1.PodStatus{Phase: corev1.PodFailed, Reason: "Evicted", Message: "low on ephemeral-storage"}, "failed: Evicted: low on ephemeral-storage"},
-	}
-	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) {
-			got := podProblemOf(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Status: tc.status})
-			if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
-				t.Errorf("got %q, want %q", got, tc.want)
 			}
 		})
 	}
@@ -247,33 +221,6 @@ func TestCheckModule(t *testing.T) {
 	} {
 		if err := checkModule(files); err == nil {
 			t.Errorf("%s: accepted", name)
-		}
-	}
-}
-
-func TestClusterLabelValue(t *testing.T) {
-	for in, want := range map[string]string{"prod-1": "prod-1", "prod-1-": "prod-1", "A": "A", strings.Repeat("a", 63): strings.Repeat("a", 63)} {
-		if got := clusterLabelValue(in); got != want {
-			t.Errorf("clusterLabelValue(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
-func TestNewID(t *testing.T) {
-	seen := map[string]bool{}
-	for range 1000 {
-		id, err := newID()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !ValidID(id) || seen[id] {
-			t.Fatalf("id %q: valid %v, repeated %v", id, ValidID(id), seen[id])
-		}
-		seen[id] = true
-	}
-	for _, bad := range []string{"", "ABCDEFGHIJ", "abc", "abcdefghij0", "../../etc1"} {
-		if ValidID(bad) {
-			t.Errorf("ValidID(%q)", bad)
 		}
 	}
 }

@@ -1,7 +1,8 @@
 package server_test
 
 // The server on a real run store on a real kube-apiserver (framework.StartCluster: no kubelet, no
-// controllers). jobstest plays the Job controller and the runner where a run must move on.
+// controllers). jobruntest plays the Job controller and jobstest the runner where a run must move
+// on.
 
 import (
 	"bytes"
@@ -21,6 +22,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/kubeopera/kubeopera/internal/jobrun"
+	"github.com/kubeopera/kubeopera/internal/jobrun/jobruntest"
+	"github.com/kubeopera/kubeopera/internal/jobservice"
 	"github.com/kubeopera/kubeopera/internal/provisioner/api"
 	"github.com/kubeopera/kubeopera/internal/provisioner/jobs"
 	"github.com/kubeopera/kubeopera/internal/provisioner/jobs/jobstest"
@@ -41,7 +45,7 @@ type testServer struct {
 	url    string
 	ns     string
 	logs   *bytes.Buffer
-	jobCtl jobstest.JobController
+	jobCtl jobruntest.JobController
 	runner jobstest.Runner
 }
 
@@ -75,7 +79,7 @@ func start(t *testing.T) *testServer {
 	hs := httptest.NewServer(srv.Handler())
 	t.Cleanup(hs.Close)
 	return &testServer{t: t, cs: cs, url: hs.URL, ns: ns, logs: logs,
-		jobCtl: jobstest.JobController{Client: cs, Namespace: ns}, runner: jobstest.Runner{Config: c.Config, Namespace: ns}}
+		jobCtl: jobruntest.JobController{Client: cs, Namespace: ns, JobName: api.JobName}, runner: jobstest.Runner{Config: c.Config, Namespace: ns}}
 }
 
 type answer struct {
@@ -223,7 +227,7 @@ func TestAPI(t *testing.T) {
 	})
 
 	t.Run("413 for an oversized body", func(t *testing.T) {
-		big := validBody(func(m map[string]any) { m["clusterID"] = strings.Repeat("a", server.MaxBodyBytes) })
+		big := validBody(func(m map[string]any) { m["clusterID"] = strings.Repeat("a", jobservice.MaxBodyBytes) })
 		a := post(big)
 		if a.status != http.StatusRequestEntityTooLarge {
 			t.Fatalf("%d %s, want 413", a.status, a.body)
@@ -252,7 +256,7 @@ func TestAPI(t *testing.T) {
 		}
 		var p api.Provision
 		a.decode(t, &p)
-		if p.Status != api.StatusQueued || !jobs.ValidID(p.ID) || a.header.Get("Location") != "/api/v1/provisions/"+p.ID {
+		if p.Status != api.StatusQueued || !jobrun.ValidID(p.ID) || a.header.Get("Location") != "/api/v1/provisions/"+p.ID {
 			t.Fatalf("POST answered %+v, Location %q", p, a.header.Get("Location"))
 		}
 		path := "/api/v1/provisions/" + p.ID

@@ -8,7 +8,8 @@
 //	GET  /api/v1/scaffolds/{id}   -> 200 Scaffold (sync-on-read from the Job)
 //	GET  /health                  -> 200 (no key)
 //
-// Errors are ErrorResponse with 400 (naming the field), 401 (no detail), 404 (unknown id), 409.
+// Errors are ErrorResponse with 400 (naming the field), 401 (no detail), 404 (unknown id), 413
+// (a body over 64 KiB), 415 (not application/json), 500 (no detail; the service logs the cause).
 package api
 
 import (

@@ -1,7 +1,7 @@
 // Package provisioning runs the provisioning side of the platform on a backend, for the
 // HostCluster suite, the e2e suite and make run: the real provisioner (its store and HTTP API,
 // internal/provisioner/jobs and server, as its ServiceAccount with config/provisioner's RBAC), the
-// Job's Pod played by sim.TerraformJob running the real cmd/terraform-runner with the real
+// Job's Pod played by sim.RunnerJobs running the real cmd/terraform-runner with the real
 // terraform, and AWS's S3, SSM and STS played by sim.AWS.
 //
 // What no process here can do is AWS building machines: the root module the provisioner renders
@@ -14,9 +14,7 @@ package provisioning
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/base64"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -28,15 +26,12 @@ import (
 	"sync"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/rest"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubeopera/kubeopera/controllers/hostcluster"
-	"github.com/kubeopera/kubeopera/internal/manifests"
+	"github.com/kubeopera/kubeopera/internal/jobrun/jobruntest"
 	"github.com/kubeopera/kubeopera/internal/provisioner/api"
 	"github.com/kubeopera/kubeopera/internal/provisioner/jobs"
-	"github.com/kubeopera/kubeopera/internal/provisioner/jobs/jobstest"
 	"github.com/kubeopera/kubeopera/internal/provisioner/server"
 	"github.com/kubeopera/kubeopera/internal/terraform/render"
 	"github.com/kubeopera/kubeopera/internal/terraform/runner"
@@ -86,11 +81,10 @@ type Env struct {
 	// credentials, with which it assumes a role_arn credential that has no access key.
 	Platform sim.AWSCredentials
 	// Runner plays the runs' Pods.
-	Runner *sim.TerraformJob
+	Runner *sim.RunnerJobs
 
-	eks    *eksClusters
-	cancel context.CancelFunc
-	done   chan struct{}
+	eks     *eksClusters
+	service *sim.JobService
 }
 
 // eksClusters are the API servers EKS runs of some cluster IDs "build" (ServeEKS).
@@ -130,9 +124,7 @@ func Start(ctx context.Context, o Options) (*Env, error) {
 		return nil, err
 	}
 	if o.APIKey == "" {
-		b := make([]byte, 16)
-		_, _ = rand.Read(b)
-		o.APIKey = hex.EncodeToString(b)
+		o.APIKey = sim.RandomAPIKey()
 	}
 	if o.Addr == "" {
 		o.Addr = "127.0.0.1:0"
@@ -140,14 +132,15 @@ func Start(ctx context.Context, o Options) (*Env, error) {
 	if o.Log == nil {
 		o.Log = io.Discard
 	}
-	if err := installProvisioner(ctx, o.Backend, o.Root); err != nil {
+	// What an admin installs for the provisioner: its namespace, identity and roles.
+	if err := sim.Install(ctx, o.Backend, o.Root, "config/provisioner/namespace.yaml", "config/provisioner/rbac.yaml"); err != nil {
 		return nil, err
 	}
 	if o.RunnerBinary == "" {
 		return nil, errors.New("no terraform-runner binary: set Options.RunnerBinary")
 	}
 	ns, sa, _ := strings.Cut(hostcluster.DefaultProvisionerIdentity, "/")
-	cs, err := jobstest.ServiceAccountClient(o.Backend, ns, sa)
+	cs, err := jobruntest.ServiceAccountClient(o.Backend, ns, sa)
 	if err != nil {
 		return nil, err
 	}
@@ -173,21 +166,11 @@ func Start(ctx context.Context, o Options) (*Env, error) {
 	if o.SSMPollInterval > 0 {
 		env[runner.EnvSSMPollInterval] = o.SSMPollInterval.String()
 	}
-	ra := &sim.TerraformJob{Backend: o.Backend, Namespace: api.DefaultJobsNamespace, RunnerBinary: o.RunnerBinary,
+	ra := &sim.RunnerJobs{Backend: o.Backend, Namespace: api.DefaultJobsNamespace, RunnerBinary: o.RunnerBinary,
 		ModulesDir: filepath.Join(o.Root, "terraform", "modules"), Env: env}
-	rctx, cancel := context.WithCancel(context.Background())
-	e := &Env{URL: "http://" + ln.Addr().String(), APIKey: o.APIKey, AWS: aws, Platform: platform, Runner: ra, eks: eks, cancel: cancel, done: make(chan struct{})}
-	go func() {
-		defer close(e.done)
-		errs := make(chan error, 2)
-		go func() { errs <- srv.Serve(rctx, ln) }()
-		go func() { errs <- ra.Run(rctx) }()
-		for range 2 {
-			if err := <-errs; err != nil && !errors.Is(err, context.Canceled) {
-				_, _ = fmt.Fprintf(o.Log, "provisioning: %v\n", err)
-			}
-		}
-	}()
+	serve := func(ctx context.Context) error { return srv.Serve(ctx, ln) }
+	e := &Env{URL: "http://" + ln.Addr().String(), APIKey: o.APIKey, AWS: aws, Platform: platform, Runner: ra, eks: eks,
+		service: sim.StartJobService("provisioning", o.Log, serve, ra)}
 	return e, nil
 }
 
@@ -211,34 +194,8 @@ func fileExists(p string) bool {
 
 // Stop stops the provisioner, the runs' Pods and the AWS endpoint.
 func (e *Env) Stop() {
-	e.cancel()
-	<-e.done
+	e.service.Stop()
 	e.AWS.Close()
-}
-
-// installProvisioner applies what an admin installs for the provisioner: its namespace, identity
-// and roles (config/provisioner).
-func installProvisioner(ctx context.Context, cfg *rest.Config, root string) error {
-	c, err := client.New(cfg, client.Options{})
-	if err != nil {
-		return err
-	}
-	for _, f := range []string{"namespace.yaml", "rbac.yaml"} {
-		raw, err := os.ReadFile(filepath.Join(root, "config", "provisioner", f))
-		if err != nil {
-			return err
-		}
-		objs, err := manifests.Decode(raw)
-		if err != nil {
-			return fmt.Errorf("%s: %w", f, err)
-		}
-		for _, o := range objs {
-			if err := c.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
-				return fmt.Errorf("%s: %s %s: %w", f, o.GetKind(), o.GetName(), err)
-			}
-		}
-	}
-	return nil
 }
 
 // OfflineModule renders, for a request, what the real root module does that matters to the rest

@@ -1,120 +1,19 @@
-// Package jobstest plays, in tests on a real kube-apiserver without a kubelet or a Job
-// controller, the two actors a provisioning run needs besides the provisioner:
-//
-//   - JobController writes a run's Job status and pods exactly as kube-controller-manager's Job
-//     controller would (start, complete, fail) — the test apiserver runs no Job controller;
-//   - Runner reports progress and publishes the kubeconfig on the run's outputs Secret, through
-//     the run's own ServiceAccount (impersonated), as cmd/terraform-runner does from its pod.
-//
-// Nothing else: they never touch what the provisioner itself creates.
+// Package jobstest plays, in tests on a real kube-apiserver, the runner of a provisioning run:
+// Runner reports progress and publishes the kubeconfig on the run's outputs Secret, through the
+// run's own ServiceAccount (impersonated), as cmd/terraform-runner does from its pod. The Job
+// controller is internal/jobrun/jobruntest's JobController. Nothing else: it never touches what
+// the provisioner itself creates.
 package jobstest
 
 import (
 	"context"
 
-	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/utils/ptr"
 
+	"github.com/kubeopera/kubeopera/internal/jobrun/jobruntest"
 	"github.com/kubeopera/kubeopera/internal/provisioner/api"
 )
-
-// ServiceAccountClient is a client that acts as ServiceAccount ns/name: cfg (an admin's)
-// impersonates it, so every request goes through the apiserver's real authorization.
-func ServiceAccountClient(cfg *rest.Config, ns, name string) (kubernetes.Interface, error) {
-	c := rest.CopyConfig(cfg)
-	c.Impersonate = rest.ImpersonationConfig{
-		UserName: "system:serviceaccount:" + ns + ":" + name,
-		Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"},
-	}
-	return kubernetes.NewForConfig(c)
-}
-
-// JobController plays kube-controller-manager's Job controller for runs in Namespace.
-type JobController struct {
-	Client    kubernetes.Interface
-	Namespace string
-}
-
-func (jc JobController) update(ctx context.Context, id string, mutate func(*batchv1.Job)) (*batchv1.Job, error) {
-	jobs := jc.Client.BatchV1().Jobs(jc.Namespace)
-	job, err := jobs.Get(ctx, api.JobName(id), metav1.GetOptions{})
-	if err != nil {
-		return nil, err
-	}
-	mutate(job)
-	return jobs.UpdateStatus(ctx, job, metav1.UpdateOptions{})
-}
-
-// Start marks the run's Job started, with one active pod.
-func (jc JobController) Start(ctx context.Context, id string) (*batchv1.Job, error) {
-	return jc.update(ctx, id, func(j *batchv1.Job) {
-		now := metav1.Now()
-		j.Status.StartTime = &now
-		j.Status.Active = 1
-	})
-}
-
-// Complete marks the run's Job complete (its pod exited 0).
-func (jc JobController) Complete(ctx context.Context, id string) (*batchv1.Job, error) {
-	return jc.update(ctx, id, func(j *batchv1.Job) {
-		now := metav1.Now()
-		if j.Status.StartTime == nil {
-			j.Status.StartTime = &now
-		}
-		j.Status.Active, j.Status.Succeeded = 0, 1
-		j.Status.CompletionTime = &now
-		j.Status.Conditions = append(j.Status.Conditions,
-			batchv1.JobCondition{Type: batchv1.JobSuccessCriteriaMet, Status: corev1.ConditionTrue, Reason: "CompletionsReached", Message: "Reached expected number of succeeded pods", LastTransitionTime: now, LastProbeTime: now},
-			batchv1.JobCondition{Type: batchv1.JobComplete, Status: corev1.ConditionTrue, Reason: "CompletionsReached", Message: "Reached expected number of succeeded pods", LastTransitionTime: now, LastProbeTime: now})
-	})
-}
-
-// Fail marks the run's Job failed with the Job controller's reason and message, e.g.
-// BackoffLimitExceeded ("Job has reached the specified backoff limit") when the pod failed, or
-// DeadlineExceeded ("Job was active longer than specified deadline").
-func (jc JobController) Fail(ctx context.Context, id, reason, message string) (*batchv1.Job, error) {
-	return jc.update(ctx, id, func(j *batchv1.Job) {
-		now := metav1.Now()
-		if j.Status.StartTime == nil {
-			j.Status.StartTime = &now
-		}
-		j.Status.Active, j.Status.Failed = 0, 1
-		j.Status.Conditions = append(j.Status.Conditions,
-			batchv1.JobCondition{Type: batchv1.JobFailureTarget, Status: corev1.ConditionTrue, Reason: reason, Message: message, LastTransitionTime: now, LastProbeTime: now},
-			batchv1.JobCondition{Type: batchv1.JobFailed, Status: corev1.ConditionTrue, Reason: reason, Message: message, LastTransitionTime: now, LastProbeTime: now})
-	})
-}
-
-// CreatePod creates the run's pod from the Job's template, as the Job controller does, and sets
-// its status (as the kubelet would) when status is not nil.
-func (jc JobController) CreatePod(ctx context.Context, id string, status *corev1.PodStatus) (*corev1.Pod, error) {
-	job, err := jc.Client.BatchV1().Jobs(jc.Namespace).Get(ctx, api.JobName(id), metav1.GetOptions{})
-	if err != nil {
-		return nil, err
-	}
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{
-			GenerateName: job.Name + "-",
-			Namespace:    jc.Namespace,
-			Labels:       job.Spec.Template.Labels,
-			OwnerReferences: []metav1.OwnerReference{{
-				APIVersion: "batch/v1", Kind: "Job", Name: job.Name, UID: job.UID,
-				Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
-			}},
-		},
-		Spec: *job.Spec.Template.Spec.DeepCopy(),
-	}
-	pod, err = jc.Client.CoreV1().Pods(jc.Namespace).Create(ctx, pod, metav1.CreateOptions{})
-	if err != nil || status == nil {
-		return pod, err
-	}
-	pod.Status = *status
-	return jc.Client.CoreV1().Pods(jc.Namespace).UpdateStatus(ctx, pod, metav1.UpdateOptions{})
-}
 
 // Runner plays cmd/terraform-runner of runs in Namespace, through each run's own ServiceAccount.
 type Runner struct {
@@ -126,7 +25,7 @@ type Runner struct {
 // Report writes the runner's phase and message on the run's outputs Secret and, when kubeconfig
 // is not empty, publishes it there.
 func (r Runner) Report(ctx context.Context, id, phase, message, kubeconfig string) error {
-	cs, err := ServiceAccountClient(r.Config, r.Namespace, api.ServiceAccountName(id))
+	cs, err := jobruntest.ServiceAccountClient(r.Config, r.Namespace, api.ServiceAccountName(id))
 	if err != nil {
 		return err
 	}

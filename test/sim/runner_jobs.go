@@ -38,11 +38,13 @@ import (
 // batches a Job's syncs over SyncJobBatchPeriod, 1 s: pkg/controller/job/job_controller.go:71).
 const jobSyncInterval = 200 * time.Millisecond
 
-// TerraformJob plays the Job controller (kube-controller-manager) and the kubelet for the
-// provisioner's Jobs in Namespace of the backend cluster (there is neither here:
-// docs/testing.md#actors): it runs RunnerBinary (cmd/terraform-runner) as each Job's one
-// container, with the Pod's identity, environment and volumes, and reports the outcome on the Pod
-// and the Job. The runner does its own work with the Job ServiceAccount's real RBAC. Sources are
+// RunnerJobs plays the Job controller (kube-controller-manager) and the kubelet for the runner
+// Jobs in Namespace of the backend cluster — the provisioner's and the gitops-scaffolder's (there
+// is neither here: docs/testing.md#actors): it runs the binary of each Job's image (RunnerBinary,
+// cmd/terraform-runner, for an image named terraform-runner; Binaries for the others, e.g.
+// cmd/scaffold-runner for scaffold-runner) as the Job's one container, with the Pod's identity,
+// environment and volumes, and reports the outcome on the Pod and the Job. The runner does its
+// own work with the Job ServiceAccount's real RBAC. Sources are
 // k8s.io/kubernetes v1.36.3; J is pkg/controller/job/job_controller.go, K is
 // pkg/kubelet/kubelet_pods.go.
 //
@@ -70,15 +72,17 @@ const jobSyncInterval = 200 * time.Millisecond
 //     collector (a real kube-controller-manager here) deletes the Pod.
 //
 // Kubelet:
-//   - The Pod is bound to Node KubeletNodeName at creation (the scheduler is not played), whose
+//   - The Pod is bound to Node NodeName at creation (the scheduler is not played), whose
 //     log endpoint the actor serves (serveLogs).
 //   - Volumes: emptyDir an empty directory; configMap and secret as the AtomicWriter writes
 //     them (project). Each mountPath maps to its directory (with subPath), and an environment
 //     value naming a path under a mountPath is rewritten to it (the runner learns paths only from
 //     its environment).
 //   - The ServiceAccount token, as KUBECONFIG (writePodKubeconfig); the environment (podSandbox,
-//     containerEnv), then the actor's Env and PROVISION_MODULES_DIR=ModulesDir (the modules ship
-//     in the runner's image). The container runs RunnerBinary (its image's entrypoint) with its
+//     containerEnv), then the actor's Env and, for terraform-runner, PROVISION_MODULES_DIR=
+//     ModulesDir (the modules ship in that image). The container runs its image's binary (its
+//     entrypoint: the image's repository name, the last path element without tag or digest,
+//     selects RunnerBinary or one of Binaries) with its
 //     args expanded (ExpandContainerCommandAndArgs, pkg/kubelet/container/helpers.go:265-280).
 //   - Status: phase Running with the container running; then Succeeded or Failed (getPhase,
 //     K:1653) with the terminated state: exit code, reason Completed or Error; StartError, exit
@@ -90,26 +94,34 @@ const jobSyncInterval = 200 * time.Millisecond
 //     it is deleted with grace 0 and a UID precondition (pkg/kubelet/status/status_manager.go:
 //     1210-1217, canBeDeleted 1241-1257).
 //
-// Refused (logged to Log, no Pod): init containers, more than one container, a command,
-// completions or parallelism other than 1, backoffLimit other than 0, pod failure and success
-// policies, restartPolicy other than Never, automountServiceAccountToken false, volumes other than
-// configMap, secret and emptyDir, configMap or secret volumes with items or optional, envFrom and
-// valueFrom other than fieldRef metadata.namespace. Not played: Pod conditions, Job status.ready,
-// the Suspended condition (and startTime cleared on suspension), suspending a running Job,
-// retries, a volume source missing when the Pod starts (the Pod stays Pending; jobs.Create makes
-// every source before it un-suspends the Job), security contexts (the runner runs as the test's
-// user), resources, service links, TTL after finished.
-type TerraformJob struct {
+// Left alone: Jobs whose image has no binary here (another actor, e.g. one per service, may run
+// them on its own Node). Refused (logged to Log, no Pod): init containers, more than one container,
+// a command, completions or parallelism other than 1, backoffLimit other than 0, pod failure and
+// success policies, restartPolicy other than Never, automountServiceAccountToken false, volumes
+// other than configMap, secret and emptyDir, configMap or secret volumes with items or optional,
+// envFrom and valueFrom other than fieldRef metadata.namespace. Not played: Pod conditions, Job
+// status.ready, the Suspended condition (and startTime cleared on suspension), suspending a running
+// Job, retries, a volume source missing when the Pod starts (the Pod stays Pending; jobs.Create
+// makes every source before it un-suspends the Job), security contexts (the runner runs as the
+// test's user), resources, service links, TTL after finished.
+type RunnerJobs struct {
 	// Backend is the backend cluster (an admin config: the actor is the controllers).
 	Backend *rest.Config
 	// Namespace holds the Jobs (e.g. api.DefaultJobsNamespace).
 	Namespace string
-	// RunnerBinary is the built cmd/terraform-runner.
+	// RunnerBinary is the built cmd/terraform-runner, the binary of images named
+	// terraform-runner (e.g. ghcr.io/kubeopera/terraform-runner:v0.1.0).
 	RunnerBinary string
-	// ModulesDir is the project's Terraform modules (PROVISION_MODULES_DIR), as the runner's
-	// image ships them; empty keeps the Job's value.
+	// Binaries are the binaries of other images, by the image's repository name: e.g.
+	// "scaffold-runner" -> the built cmd/scaffold-runner.
+	Binaries map[string]string
+	// ModulesDir is the project's Terraform modules (PROVISION_MODULES_DIR), as the
+	// terraform-runner image ships them; empty keeps the Job's value.
 	ModulesDir string
-	// Env is set on top of the container's environment.
+	// NodeName is the Node its Pods run on, whose kubelet log endpoint it serves;
+	// KubeletNodeName when empty. Two actors on one backend (one per service) need two.
+	NodeName string
+	// Env is set on top of every container's environment.
 	Env map[string]string
 	// Log receives the actor's own diagnostics (never a container's log); nil is os.Stderr.
 	Log io.Writer
@@ -121,7 +133,7 @@ type TerraformJob struct {
 
 // Output returns the container log of Job name's Pod (as `kubectl logs job/<name>` would), and
 // whether its container was started.
-func (a *TerraformJob) Output(name string) (string, bool) {
+func (a *RunnerJobs) Output(name string) (string, bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	b, ok := a.outputs[name]
@@ -131,18 +143,18 @@ func (a *TerraformJob) Output(name string) (string, bool) {
 	return b.String(), true
 }
 
-func (a *TerraformJob) logf(format string, args ...any) {
+func (a *RunnerJobs) logf(format string, args ...any) {
 	w := a.Log
 	if w == nil {
 		w = os.Stderr
 	}
-	_, _ = fmt.Fprintf(w, "TerraformJob: "+format+"\n", args...)
+	_, _ = fmt.Fprintf(w, "RunnerJobs: "+format+"\n", args...)
 }
 
 // Run plays the controllers until ctx ends.
-func (a *TerraformJob) Run(ctx context.Context) error {
-	if a.Backend == nil || a.Namespace == "" || a.RunnerBinary == "" {
-		return errors.New("TerraformJob needs Backend, Namespace and RunnerBinary")
+func (a *RunnerJobs) Run(ctx context.Context) error {
+	if a.Backend == nil || a.Namespace == "" || (a.RunnerBinary == "" && len(a.Binaries) == 0) {
+		return errors.New("RunnerJobs needs Backend, Namespace and RunnerBinary or Binaries")
 	}
 	cs, err := kubernetes.NewForConfig(a.Backend)
 	if err != nil {
@@ -172,7 +184,7 @@ func (a *TerraformJob) Run(ctx context.Context) error {
 				_, taken := a.jobs[job.UID]
 				a.mu.Unlock()
 				if taken || ptr.Deref(job.Spec.ManagedBy, batchv1.JobControllerName) != batchv1.JobControllerName ||
-					jobFinished(job) || job.DeletionTimestamp != nil || ptr.Deref(job.Spec.Suspend, false) {
+					jobFinished(job) || job.DeletionTimestamp != nil || ptr.Deref(job.Spec.Suspend, false) || !a.runs(job) {
 					continue
 				}
 				a.mu.Lock()
@@ -198,9 +210,9 @@ func (a *TerraformJob) Run(ctx context.Context) error {
 }
 
 // runJob plays the Job controller for job: its Pod, and the Job's status as the Pod runs and ends.
-func (a *TerraformJob) runJob(ctx context.Context, cs kubernetes.Interface, job *batchv1.Job) {
+func (a *RunnerJobs) runJob(ctx context.Context, cs kubernetes.Interface, job *batchv1.Job) {
 	if reason := unsupported(job); reason != "" {
-		a.logf("Job %s uses %s, which TerraformJob does not play: no Pod", job.Name, reason)
+		a.logf("Job %s uses %s, which RunnerJobs does not play: no Pod", job.Name, reason)
 		return
 	}
 	pod, err := a.createPod(ctx, cs, job)
@@ -258,15 +270,15 @@ func (a *TerraformJob) runJob(ctx context.Context, cs kubernetes.Interface, job 
 	}
 }
 
-func (a *TerraformJob) report(err error) {
+func (a *RunnerJobs) report(err error) {
 	if err != nil {
 		a.logf("%v", err)
 	}
 }
 
-// podEnded plays the syncs that see job's Pod terminal (see TerraformJob): the interim condition
+// podEnded plays the syncs that see job's Pod terminal (see RunnerJobs): the interim condition
 // with the Pod uncounted, the finalizer removed, then the count and the final condition.
-func (a *TerraformJob) podEnded(ctx context.Context, cs kubernetes.Interface, job *batchv1.Job, pod *corev1.Pod, succeeded bool) {
+func (a *RunnerJobs) podEnded(ctx context.Context, cs kubernetes.Interface, job *batchv1.Job, pod *corev1.Pod, succeeded bool) {
 	interim, final, reason, msg := batchv1.JobFailureTarget, batchv1.JobFailed, batchv1.JobReasonBackoffLimitExceeded, "Job has reached the specified backoff limit"
 	uncounted := batchv1.UncountedTerminatedPods{Failed: []types.UID{pod.UID}}
 	if succeeded {
@@ -299,9 +311,9 @@ func (a *TerraformJob) podEnded(ctx context.Context, cs kubernetes.Interface, jo
 // deadlineMessage is the Job controller's message for DeadlineExceeded (J:1091).
 const deadlineMessage = "Job was active longer than specified deadline"
 
-// deadlineExceeded plays the sync past the Job's deadline up to Failed (see TerraformJob): the
+// deadlineExceeded plays the sync past the Job's deadline up to Failed (see RunnerJobs): the
 // Pod's finalizer removed, the Pod deleted with its grace period, then two writes.
-func (a *TerraformJob) deadlineExceeded(ctx context.Context, cs kubernetes.Interface, job *batchv1.Job, pod *corev1.Pod) {
+func (a *RunnerJobs) deadlineExceeded(ctx context.Context, cs kubernetes.Interface, job *batchv1.Job, pod *corev1.Pod) {
 	err := removeTrackingFinalizer(ctx, cs, pod)
 	if err == nil {
 		if err = cs.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{}); apierrors.IsNotFound(err) {
@@ -333,7 +345,7 @@ func unsupported(job *batchv1.Job) string {
 	case len(spec.Containers) != 1:
 		return "more than one container"
 	case len(spec.Containers[0].Command) > 0:
-		return "a command (RunnerBinary is the image's entrypoint)"
+		return "a command (the image's binary is its entrypoint)"
 	case ptr.Deref(job.Spec.Completions, 1) != 1 || ptr.Deref(job.Spec.Parallelism, 1) != 1:
 		return "completions or parallelism other than 1"
 	case ptr.Deref(job.Spec.BackoffLimit, 6) != 0:
@@ -363,7 +375,7 @@ func unsupported(job *batchv1.Job) string {
 }
 
 // createPod creates job's Pod as manageJob does.
-func (a *TerraformJob) createPod(ctx context.Context, cs kubernetes.Interface, job *batchv1.Job) (*corev1.Pod, error) {
+func (a *RunnerJobs) createPod(ctx context.Context, cs kubernetes.Interface, job *batchv1.Job) (*corev1.Pod, error) {
 	t := job.Spec.Template.DeepCopy()
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
@@ -375,23 +387,54 @@ func (a *TerraformJob) createPod(ctx context.Context, cs kubernetes.Interface, j
 		},
 		Spec: t.Spec,
 	}
-	pod.Spec.NodeName = KubeletNodeName
+	pod.Spec.NodeName = a.nodeName()
 	return cs.CoreV1().Pods(job.Namespace).Create(ctx, pod, metav1.CreateOptions{})
 }
 
-// KubeletNodeName is the Node the actor's Pods run on.
-const KubeletNodeName = "terraform-job-kubelet"
+// KubeletNodeName is the Node the actor's Pods run on unless NodeName says otherwise.
+const KubeletNodeName = "runner-jobs-kubelet"
+
+func (a *RunnerJobs) nodeName() string {
+	if a.NodeName != "" {
+		return a.NodeName
+	}
+	return KubeletNodeName
+}
+
+// runs reports whether the actor has the binary of job's (one) container's image.
+func (a *RunnerJobs) runs(job *batchv1.Job) bool {
+	cs := job.Spec.Template.Spec.Containers
+	if len(cs) == 0 {
+		return false
+	}
+	_, ok := a.binary(cs[0].Image)
+	return ok
+}
+
+// terraformRunner is the repository name of the provisioner's runner image.
+const terraformRunner = "terraform-runner"
+
+// binary is the binary that runs image: RunnerBinary for terraform-runner, else Binaries by the
+// image's repository name (imageName, as FluxPods selects its controllers).
+func (a *RunnerJobs) binary(image string) (string, bool) {
+	name := imageName(image)
+	if name == terraformRunner && a.RunnerBinary != "" {
+		return a.RunnerBinary, true
+	}
+	bin, ok := a.Binaries[name]
+	return bin, ok && bin != ""
+}
 
 // serveLogs plays the kubelet's log endpoint, so `kubectl logs` and the provisioner's
 // GET /provisions/{id}/logs read the runner's output through the API server as from a real
-// kubelet: it registers Node KubeletNodeName with an InternalIP and
+// kubelet: it registers its Node (NodeName) with an InternalIP and
 // status.daemonEndpoints.kubeletEndpoint.port, which the API server dials for pods/log
 // (pkg/registry/core/pod/strategy.go:660-665; pkg/kubelet/client/kubelet_client.go:115-130), and
 // answers GET /containerLogs/<namespace>/<pod>/<container> over HTTPS with the container's
 // output (pkg/kubelet/server/server.go:637-640, 881-883; before the container started, the error
 // of K:1580). The API server verifies no kubelet serving certificate unless
 // --kubelet-certificate-authority is set, which no backend here sets.
-func (a *TerraformJob) serveLogs(ctx context.Context, cs kubernetes.Interface) (func(), error) {
+func (a *RunnerJobs) serveLogs(ctx context.Context, cs kubernetes.Interface) (func(), error) {
 	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		parts := strings.Split(strings.TrimPrefix(r.URL.Path, "/containerLogs/"), "/")
 		if !strings.HasPrefix(r.URL.Path, "/containerLogs/") || len(parts) != 3 {
@@ -417,9 +460,9 @@ func (a *TerraformJob) serveLogs(ctx context.Context, cs kubernetes.Interface) (
 		return nil, err
 	}
 	port, _ := strconv.Atoi(portStr)
-	node, err := cs.CoreV1().Nodes().Get(ctx, KubeletNodeName, metav1.GetOptions{})
+	node, err := cs.CoreV1().Nodes().Get(ctx, a.nodeName(), metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		node, err = cs.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: KubeletNodeName}}, metav1.CreateOptions{})
+		node, err = cs.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: a.nodeName()}}, metav1.CreateOptions{})
 	}
 	if err != nil {
 		srv.Close()
@@ -437,10 +480,10 @@ func (a *TerraformJob) serveLogs(ctx context.Context, cs kubernetes.Interface) (
 	return srv.Close, nil
 }
 
-// runPod plays the kubelet for pod of Job job (see TerraformJob) and returns the container's exit
+// runPod plays the kubelet for pod of Job job (see RunnerJobs) and returns the container's exit
 // code; ran is false when the Pod did not run to an end (the actor stopped, or the Pod needs what
 // is not played).
-func (a *TerraformJob) runPod(ctx context.Context, cs kubernetes.Interface, job string, pod *corev1.Pod) (exit int, ran bool) {
+func (a *RunnerJobs) runPod(ctx context.Context, cs kubernetes.Interface, job string, pod *corev1.Pod) (exit int, ran bool) {
 	dir, err := os.MkdirTemp("", "pod-"+pod.Name+"-")
 	if err != nil {
 		a.logf("Pod %s: %v", pod.Name, err)
@@ -466,7 +509,7 @@ func (a *TerraformJob) runPod(ctx context.Context, cs kubernetes.Interface, job 
 		env[k] = v
 	}
 	maps.Copy(env, a.Env)
-	if a.ModulesDir != "" {
+	if a.ModulesDir != "" && imageName(c.Image) == terraformRunner {
 		env["PROVISION_MODULES_DIR"] = a.ModulesDir
 	}
 	env["KUBECONFIG"] = filepath.Join(dir, "kubeconfig")
@@ -478,7 +521,8 @@ func (a *TerraformJob) runPod(ctx context.Context, cs kubernetes.Interface, job 
 	for _, s := range c.Args {
 		args = append(args, expandVars(s, cenv))
 	}
-	cmd := exec.Command(a.RunnerBinary, args...)
+	bin, _ := a.binary(c.Image) // Run took only Jobs it has the binary of
+	cmd := exec.Command(bin, args...)
 	cmd.Env = environ(env)
 	cmd.Dir = env["TMPDIR"]
 	if d, ok := mapPath(c.WorkingDir, mounts); ok {
@@ -529,7 +573,7 @@ func (a *TerraformJob) runPod(ctx context.Context, cs kubernetes.Interface, job 
 // awaitExit waits until the container exits. When the Pod is deleted (or gone) the kubelet stops
 // the container with the Pod's grace period; when ctx ends the actor stops it likewise, as a node
 // going away, and awaitExit says so (true).
-func (a *TerraformJob) awaitExit(ctx context.Context, cs kubernetes.Interface, pod *corev1.Pod, cmd *exec.Cmd, proc *devenv.Child) bool {
+func (a *RunnerJobs) awaitExit(ctx context.Context, cs kubernetes.Interface, pod *corev1.Pod, cmd *exec.Cmd, proc *devenv.Child) bool {
 	tick := time.NewTicker(jobSyncInterval)
 	defer tick.Stop()
 	for {
@@ -554,7 +598,7 @@ func (a *TerraformJob) awaitExit(ctx context.Context, cs kubernetes.Interface, p
 }
 
 // mountVolumes sets up the volumes c mounts under dir and returns mountPath -> directory.
-func (a *TerraformJob) mountVolumes(ctx context.Context, cs kubernetes.Interface, pod *corev1.Pod, c corev1.Container, dir string) (map[string]string, error) {
+func (a *RunnerJobs) mountVolumes(ctx context.Context, cs kubernetes.Interface, pod *corev1.Pod, c corev1.Container, dir string) (map[string]string, error) {
 	mounts := map[string]string{}
 	for _, m := range c.VolumeMounts {
 		i := slices.IndexFunc(pod.Spec.Volumes, func(v corev1.Volume) bool { return v.Name == m.Name })
@@ -579,7 +623,7 @@ func (a *TerraformJob) mountVolumes(ctx context.Context, cs kubernetes.Interface
 // setUpVolume writes volume v into target: an empty directory, or the data of a ConfigMap
 // (MakePayload, pkg/volume/configmap/configmap.go:263-305; binaryData is not played) or a Secret
 // (pkg/volume/secret/secret.go:259) with the volume's defaultMode.
-func (a *TerraformJob) setUpVolume(ctx context.Context, cs kubernetes.Interface, pod *corev1.Pod, v corev1.Volume, target string) error {
+func (a *RunnerJobs) setUpVolume(ctx context.Context, cs kubernetes.Interface, pod *corev1.Pod, v corev1.Volume, target string) error {
 	if v.EmptyDir != nil {
 		return os.MkdirAll(target, 0o777)
 	}
@@ -665,7 +709,7 @@ func mapPath(p string, mounts map[string]string) (string, bool) {
 }
 
 // updateJobStatus applies mutate to the current Job's status and writes it (retrying conflicts).
-func (a *TerraformJob) updateJobStatus(ctx context.Context, cs kubernetes.Interface, job *batchv1.Job, mutate func(*batchv1.JobStatus)) error {
+func (a *RunnerJobs) updateJobStatus(ctx context.Context, cs kubernetes.Interface, job *batchv1.Job, mutate func(*batchv1.JobStatus)) error {
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		cur, err := cs.BatchV1().Jobs(job.Namespace).Get(ctx, job.Name, metav1.GetOptions{})
 		if err != nil {

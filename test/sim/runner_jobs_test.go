@@ -60,12 +60,12 @@ func backendBlock(key string) string {
 `, tfStateBucket, key, tfRegion)
 }
 
-// terraformEnv is what the TerraformJob tests share: a backend, the AWS endpoint, the built
+// terraformEnv is what the RunnerJobs tests share: a backend, the AWS endpoint, the built
 // runner and the actor running Jobs.
 type terraformEnv struct {
 	cs    kubernetes.Interface
 	aws   *sim.AWS
-	actor *sim.TerraformJob
+	actor *sim.RunnerJobs
 	user  sim.AWSCredentials
 }
 
@@ -105,14 +105,14 @@ output "name" { value = terraform_data.noop.output }
 	env[runner.EnvTerraformBinary] = tf
 	env[runner.EnvSSMPollInterval] = "250ms"
 	env[runner.EnvSSMPollTimeout] = "1m"
-	e.actor = &sim.TerraformJob{Backend: backend.Config, Namespace: jobsNamespace, RunnerBinary: bin, ModulesDir: modules, Env: env}
+	e.actor = &sim.RunnerJobs{Backend: backend.Config, Namespace: jobsNamespace, RunnerBinary: bin, ModulesDir: modules, Env: env}
 	ctx, stop := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- e.actor.Run(ctx) }()
 	t.Cleanup(func() {
 		stop()
 		if err := <-done; err != nil {
-			t.Errorf("TerraformJob.Run: %v", err)
+			t.Errorf("RunnerJobs.Run: %v", err)
 		}
 	})
 	return e
@@ -352,13 +352,13 @@ output "cluster_ca_certificate" { value = %q }
 	}
 }
 
-// TestTerraformJob runs cmd/terraform-runner through the TerraformJob actor on Jobs made as the
+// TestRunnerJobs runs cmd/terraform-runner through the RunnerJobs actor on Jobs made as the
 // provisioner makes them, against a real kube-apiserver, the AWS endpoint and the pinned
 // Terraform: a vanilla_kubeadm-like run waits for the control plane's SSM parameter; an
 // eks-like run builds the exec kubeconfig (twice: the second run converges without changes);
 // a failing apply reports Terraform's error; an assume_role credential is used end to end; a
 // destroy leaves the state empty.
-func TestTerraformJob(t *testing.T) {
+func TestRunnerJobs(t *testing.T) {
 	e := startTerraformEnv(t)
 	ca := base64.StdEncoding.EncodeToString(framework.SelfSignedCA(t))
 
