@@ -37,6 +37,9 @@ type Config struct {
 	ChartMirror          string
 	AllowNetworks        string
 	SealedSecretsTimeout time.Duration
+	// AWSEndpointURL (api.EnvAWSEndpointURL), when set, is the STS endpoint the runner signs an
+	// EKS target's tokens for.
+	AWSEndpointURL string
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
 }

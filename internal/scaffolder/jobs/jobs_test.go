@@ -332,7 +332,7 @@ func TestGetFollowsTheJobAndTheRunner(t *testing.T) {
 		if err := e.runner.Report(e.ctx, id, step, "", ""); err != nil {
 			t.Fatal(err)
 		}
-		if s := e.get(id); s.Status != api.StatusRunning || s.Message == "" {
+		if s := e.get(id); s.Status != api.StatusRunning || s.Message == "" || s.Step != step {
 			t.Errorf("step %s: %+v", step, s)
 		}
 	}

@@ -103,6 +103,9 @@ func (r run) env(cfg Config) []corev1.EnvVar {
 	if cfg.SealedSecretsTimeout > 0 {
 		env = append(env, corev1.EnvVar{Name: api.EnvSealedSecretsTimeout, Value: cfg.SealedSecretsTimeout.String()})
 	}
+	if cfg.AWSEndpointURL != "" {
+		env = append(env, corev1.EnvVar{Name: api.EnvAWSEndpointURL, Value: cfg.AWSEndpointURL})
+	}
 	return env
 }
 

@@ -61,6 +61,9 @@ func scaffoldFrom(job *batchv1.Job, status *corev1.Secret, podProblem string, no
 		s.FinishedAt = &o.At
 	default:
 		s.Status, s.Message = runningStatus(job, step, message, podProblem)
+		if s.Status == api.StatusRunning && stepMessages[step] != "" {
+			s.Step = step
+		}
 	}
 	return s
 }
