@@ -19,9 +19,9 @@ import (
 	"github.com/kubeopera/kubeopera/test/sim/scaffolding"
 )
 
-// stubRunner stands in for cmd/scaffold-runner, which does not build in this tree yet: it checks
-// what the Job gives it (its environment, the mounted inputs, writable emptyDirs) and exits, 0
-// when everything is there.
+// stubRunner is this test's runner: it checks what the Job gives it (its environment, the mounted
+// inputs, writable emptyDirs) and exits, 0 when everything is there. The real cmd/scaffold-runner
+// runs in TestScaffoldTwoPassesUnsealedOnTheTarget and the e2e suite.
 const stubRunner = `#!/bin/sh
 set -e
 test "$SCAFFOLD_SLUG" = prod-1
