@@ -9,10 +9,15 @@
 //	GET  /api/v1/provisions/{id}/kubeconfig   -> 200 {"kubeconfig": "..."}; 409 until succeeded
 //	GET  /health                              -> 200 (no key)
 //
-// Errors are ErrorResponse with 400 (naming the field), 401 (no detail), 404 (unknown id), 409.
+// Errors are ErrorResponse with 400 (naming the field), 401 (no detail), 404 (unknown id), 409
+// (a kubeconfig not there yet; or a create for a cluster whose earlier run is still active, with
+// ErrorResponse.ActiveRun naming that run: one run at a time per cluster).
 package api
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"regexp"
 	"strings"
@@ -113,6 +118,9 @@ type Provision struct {
 	Message    string     `json:"message"`
 	StartedAt  *time.Time `json:"startedAt,omitempty"`
 	FinishedAt *time.Time `json:"finishedAt,omitempty"`
+	// InputsHash is the request's InputsHash: which module inputs the run applies (or plans).
+	// Runs created before it existed have none.
+	InputsHash string `json:"inputsHash,omitempty"`
 }
 
 // BelongsTo reports whether the run was started for the object ownerUID of workspace: a caller
@@ -132,6 +140,9 @@ type ErrorResponse struct {
 	Error string `json:"error"`
 	// Field names the request field at fault (400 only).
 	Field string `json:"field,omitempty"`
+	// ActiveRun names the run that is still active for the same cluster when a create is
+	// refused with 409: one run at a time per cluster, never two on one state.
+	ActiveRun string `json:"activeRun,omitempty"`
 }
 
 // FieldError says which field of a request is wrong.
@@ -277,3 +288,40 @@ const (
 	EnvNamespace            = "POD_NAMESPACE"
 	EnvWorkspaceFingerprint = "PROVISION_WORKSPACE_FINGERPRINT" // the runner uses no state bucket but that workspace's (IsStateBucketOf)
 )
+
+// AnnotationInputsHash (on the Job) and Provision.InputsHash are the run's InputsHash: which
+// inputs of the rendered module the run applies, so a caller can tell a run for its current spec
+// from a run for an earlier one without trusting anything it wrote itself.
+const AnnotationInputsHash = "provisioner.kubeopera.io/inputs-hash"
+
+// moduleInputs are the request fields the rendered root module is made of (its variables and its
+// cloud-side names), in a fixed order: the credential, the operation and whose run it is are not
+// among them.
+type moduleInputs struct {
+	ClusterID            string `json:"clusterID"`
+	Region               string `json:"region"`
+	Topology             string `json:"topology"`
+	ControlPlaneCount    int32  `json:"controlPlaneCount"`
+	NodeCount            int32  `json:"nodeCount"`
+	InstanceType         string `json:"instanceType"`
+	KubernetesVersion    string `json:"kubernetesVersion"`
+	TerraformEnvironment string `json:"terraformEnvironment"`
+	WorkspaceFingerprint string `json:"workspaceFingerprint"`
+}
+
+// InputsHash is 16 hex characters of the sha256 of the module's inputs in the request: two
+// requests with one InputsHash render the same root module on the same state. controlPlaneCount
+// is taken as a vanilla_kubeadm run builds it (1 when unset), eks has none.
+func (r *CreateRequest) InputsHash() string {
+	in := moduleInputs{
+		ClusterID: r.ClusterID, Region: r.Region, Topology: r.Topology, NodeCount: r.NodeCount,
+		InstanceType: r.InstanceType, KubernetesVersion: r.KubernetesVersion,
+		TerraformEnvironment: r.TerraformEnvironment, WorkspaceFingerprint: r.WorkspaceFingerprint,
+	}
+	if r.Topology == TopologyVanillaKubeadm {
+		in.ControlPlaneCount = r.ControlPlaneNodes()
+	}
+	raw, _ := json.Marshal(in) // a struct of strings and numbers always marshals
+	sum := sha256.Sum256(raw)
+	return hex.EncodeToString(sum[:8])
+}

@@ -100,8 +100,9 @@ func newID() (string, error) {
 
 // Create starts a run: it validates req, reads the caller's credential Secret once, renders the
 // module, creates the run's objects (see the package documentation) and returns the queued run
-// without waiting for anything else. Errors that are the request's fault are *api.FieldError: an
-// invalid field, a credential Secret that is missing, not readable by the provisioner, one of the
+// without waiting for anything else. While another run of the same cluster has not ended it
+// creates nothing that runs and returns an *ActiveRunError. Errors that are the request's fault
+// are *api.FieldError: an invalid field, a credential Secret that is missing, not readable by the provisioner, one of the
 // provisioner's own run objects, or holds no credential (field credentialSecretRef).
 func (c *Client) Create(ctx context.Context, req api.CreateRequest) (api.Provision, error) {
 	if err := req.Validate(); err != nil {
@@ -126,6 +127,11 @@ func (c *Client) Create(ctx context.Context, req api.CreateRequest) (api.Provisi
 	r, job, err := c.createJob(ctx, req)
 	if err != nil {
 		return api.Provision{}, err
+	}
+	// One run at a time per cluster: the new run, still suspended, takes the cluster's Lease or
+	// goes before it ever ran (lock.go).
+	if err := c.lock(ctx, r, job); err != nil {
+		return api.Provision{}, errors.Join(err, c.abandon(job))
 	}
 	if err := c.createOwned(ctx, r, job, cred, files); err != nil {
 		return api.Provision{}, errors.Join(err, c.abandon(job))

@@ -110,7 +110,7 @@ func (r run) meta(name string, owner *batchv1.Job) metav1.ObjectMeta {
 // runs as exists.
 func (r run) job(image string, deadline time.Duration) *batchv1.Job {
 	meta := r.meta(api.JobName(r.id), nil)
-	meta.Annotations = map[string]string{AnnotationClusterID: r.req.ClusterID, api.AnnotationWorkspace: r.req.Workspace}
+	meta.Annotations = map[string]string{AnnotationClusterID: r.req.ClusterID, api.AnnotationWorkspace: r.req.Workspace, api.AnnotationInputsHash: r.req.InputsHash()}
 	podSC := &corev1.PodSecurityContext{
 		RunAsNonRoot:   ptr.To(true),
 		RunAsUser:      ptr.To(runnerUID),

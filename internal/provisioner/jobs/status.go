@@ -80,6 +80,7 @@ func provisionFrom(job *batchv1.Job, outputs *corev1.Secret, podProblem string, 
 		WorkspaceFingerprint: job.Labels[api.LabelWorkspaceFingerprint],
 		OwnerUID:             job.Labels[api.LabelOwnerUID],
 		StartedAt:            timeOf(job.Status.StartTime),
+		InputsHash:           job.Annotations[api.AnnotationInputsHash],
 	}
 	var phase, message string
 	if outputs != nil {

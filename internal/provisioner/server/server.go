@@ -250,15 +250,18 @@ func (s *Server) kubeconfig(w http.ResponseWriter, r *http.Request) {
 }
 
 // writeError answers err: the request's fault (400, naming the field), an unknown run (404), a
-// run not there yet (409), or the server's fault (500, logged; the caller learns nothing more).
+// run not there yet or another run of the cluster still active (409), or the server's fault (500, logged; the caller learns nothing more).
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	var fe *api.FieldError
 	var nd *jobs.NotDoneError
+	var active *jobs.ActiveRunError
 	switch {
 	case errors.As(err, &fe):
 		writeJSON(w, http.StatusBadRequest, api.ErrorResponse{Error: fe.Error(), Field: fe.Field})
 	case errors.Is(err, jobs.ErrNotFound):
 		writeJSON(w, http.StatusNotFound, api.ErrorResponse{Error: "provision not found"})
+	case errors.As(err, &active):
+		writeJSON(w, http.StatusConflict, api.ErrorResponse{Error: active.Error(), ActiveRun: active.RunID})
 	case errors.As(err, &nd):
 		writeJSON(w, http.StatusConflict, api.ErrorResponse{Error: nd.Error()})
 	case errors.Is(err, jobs.ErrNoKubeconfig):

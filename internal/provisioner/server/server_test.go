@@ -259,6 +259,13 @@ func TestAPI(t *testing.T) {
 		if a := s.do(http.MethodGet, path, apiKey, "", nil); a.status != http.StatusOK {
 			t.Fatalf("GET: %d %s", a.status, a.body)
 		}
+		// One run at a time per cluster: a second POST for it is refused, naming the active run.
+		second := post(validBody(func(m map[string]any) { m["nodeCount"] = 5 }))
+		var er api.ErrorResponse
+		second.decode(t, &er)
+		if second.status != http.StatusConflict || er.ActiveRun != p.ID || !strings.Contains(er.Error, "has an active run "+p.ID) {
+			t.Fatalf("a second POST for the cluster while %s is queued: %d %s, want 409 naming it", p.ID, second.status, second.body)
+		}
 		if a := s.do(http.MethodGet, path+"/logs", apiKey, "", nil); a.status != http.StatusConflict {
 			t.Fatalf("GET logs without a pod: %d %s, want 409", a.status, a.body)
 		}
@@ -288,6 +295,10 @@ func TestAPI(t *testing.T) {
 		a.decode(t, &kc)
 		if a.status != http.StatusOK || kc.Kubeconfig != kubeconfig || a.header.Get("Cache-Control") != "no-store" {
 			t.Fatalf("GET kubeconfig: %d %+v, Cache-Control %q", a.status, kc, a.header.Get("Cache-Control"))
+		}
+		// Ended: the next run of the cluster starts.
+		if a := post(validBody(func(m map[string]any) { m["nodeCount"] = 5 })); a.status != http.StatusAccepted {
+			t.Fatalf("POST after the cluster's run ended: %d %s, want 202", a.status, a.body)
 		}
 	})
 
