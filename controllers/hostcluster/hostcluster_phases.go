@@ -675,13 +675,38 @@ func provisioned(hc *kov1alpha1.HostCluster) bool {
 	return reconcile.IsTrue(hc, kov1alpha1.ProvisionedCondition)
 }
 
+// provisioningStatus is hc's status.provisioning, made when missing.
+func provisioningStatus(hc *kov1alpha1.HostCluster) *kov1alpha1.HostClusterProvisioningStatus {
+	if hc.Status.Provisioning == nil {
+		hc.Status.Provisioning = &kov1alpha1.HostClusterProvisioningStatus{}
+	}
+	return hc.Status.Provisioning
+}
+
+// upToDate reports whether the cluster was built from the module inputs of the current spec
+// (want): Provisioned is tied to the inputs its run applied (status.provisioning.appliedInputsHash),
+// so a changed nodeCount provisions again while a changed domain does not. A cluster built
+// before the hash was recorded is taken as built from its current spec (and recorded so).
+func upToDate(hc *kov1alpha1.HostCluster, want string) bool {
+	if !provisioned(hc) {
+		return false
+	}
+	st := provisioningStatus(hc)
+	if st.AppliedInputsHash == "" {
+		st.AppliedInputsHash = want
+	}
+	return st.AppliedInputsHash == want
+}
+
 // provision builds a provision_vanilla or provision_eks cluster through the provisioner
-// (docs/hostcluster.md#provisioning): the first pass copies the tenant's credential to the
-// backend and POSTs the run, keeping its ID in an annotation so a restart polls the same run
+// (docs/hostcluster.md#provisioning), and builds it again when the module inputs of its spec
+// changed (day-2: a new run on the same state): the first pass copies the tenant's credential to
+// the backend and POSTs the run, keeping its ID in an annotation so a restart polls the same run
 // instead of starting another; every pass then polls it and shows its progress; a failed run fails
-// the HostCluster with Terraform's error text; a succeeded one's kubeconfig is fetched once and
-// stored and delivered like a connected cluster's, after which the cluster goes on like a
-// connected one.
+// the HostCluster with Terraform's error text; a succeeded one's kubeconfig is fetched and stored
+// and delivered like a connected cluster's (refreshed when a later run changed it), after which
+// the cluster goes on like a connected one. One run at a time: a run for an earlier spec still
+// running is waited for.
 func (r *Reconciler) provision(ctx context.Context, s *scope) error {
 	hc := s.hc
 	if hc.Spec.Mode == kov1alpha1.HostClusterModeConnectExisting {
@@ -693,14 +718,19 @@ func (r *Reconciler) provision(ctx context.Context, s *scope) error {
 	if err != nil {
 		return err
 	}
-	if provisioned(hc) {
+	want := provisioning.InputsHash(c)
+	if upToDate(hc, want) {
+		if cond := reconcile.GetCondition(hc, kov1alpha1.ProvisionedCondition); cond.ObservedGeneration != hc.Generation {
+			// A change elsewhere in the spec: what was built is still what this generation asks for.
+			reconcile.MarkTrue(hc, kov1alpha1.ProvisionedCondition, cond.Reason, cond.Message)
+		}
 		return nil
 	}
 	if r.Provisioner == nil {
 		return reconcile.Stalledf(kov1alpha1.ProvisioningUnavailableReason,
 			"mode %s needs the cluster provisioner, and the manager has no CLUSTER_PROVISIONER_BASE_URL (--cluster-provisioner-base-url): an admin sets it, or use mode connect_existing", hc.Spec.Mode)
 	}
-	p, err := r.runs.Follow(ctx, c, provisioning.Run{Operation: api.OperationApply, Annotation: kov1alpha1.ProvisionJobIDAnnotation, Condition: kov1alpha1.ProvisionedCondition})
+	p, err := r.runs.Follow(ctx, c, provisioning.Run{Operation: api.OperationApply, Annotation: kov1alpha1.ProvisionJobIDAnnotation, Condition: kov1alpha1.ProvisionedCondition, Want: want})
 	if err != nil {
 		return err
 	}
@@ -719,8 +749,15 @@ func (r *Reconciler) provision(ctx context.Context, s *scope) error {
 		return err
 	}
 	hc.Status.KubeconfigSecret = kubeconfigSecretName(hc.Spec.ClusterID)
-	reconcile.MarkTrue(hc, kov1alpha1.ProvisionedCondition, kov1alpha1.SucceededReason,
-		fmt.Sprintf("Provisioning run %s built the cluster (%s in %s); its kubeconfig is stored", p.ID, hc.Spec.Provisioning.Topology, hc.Spec.Region))
+	st := provisioningStatus(hc)
+	again := st.AppliedRun != "" && st.AppliedRun != p.ID
+	st.AppliedInputsHash, st.AppliedRun = orDefault(p.InputsHash, want), p.ID
+	pr := hc.Spec.Provisioning
+	msg := fmt.Sprintf("Provisioning run %s built the cluster (%s in %s, %d nodes); its kubeconfig is stored", p.ID, pr.Topology, hc.Spec.Region, pr.NodeCount)
+	if again {
+		msg = fmt.Sprintf("Provisioning run %s applied the changed spec to the cluster (%s in %s, %d nodes) on the same Terraform state; its kubeconfig is stored", p.ID, pr.Topology, hc.Spec.Region, pr.NodeCount)
+	}
+	reconcile.MarkTrue(hc, kov1alpha1.ProvisionedCondition, kov1alpha1.SucceededReason, msg)
 	return nil
 }
 
@@ -769,7 +806,8 @@ func (r *Reconciler) runsFor(ctx context.Context, s *scope) (provisioning.Cluste
 func (r *Reconciler) destroy(ctx context.Context, s *scope) error {
 	hc := s.hc
 	pr := hc.Spec.Provisioning
-	if hc.Spec.Mode == kov1alpha1.HostClusterModeConnectExisting || pr == nil || len(hc.Status.ProvisionRuns) == 0 {
+	if hc.Spec.Mode == kov1alpha1.HostClusterModeConnectExisting || pr == nil ||
+		(len(hc.Status.ProvisionRuns) == 0 && hc.Annotations[kov1alpha1.ProvisionJobIDAnnotation] == "") {
 		return nil
 	}
 	if pr.DeletionPolicy != kov1alpha1.DeletionPolicyDestroy {
@@ -787,6 +825,17 @@ func (r *Reconciler) destroy(ctx context.Context, s *scope) error {
 	c, err := r.runsFor(ctx, s)
 	if err != nil {
 		return err
+	}
+	// Never two runs on one state: an apply still running (the first build, or a day-2 change)
+	// ends before the destroy starts; the provisioner refuses a second run besides.
+	if hc.Annotations[kov1alpha1.DestroyJobIDAnnotation] == "" {
+		if p, running, err := r.runs.Active(ctx, c, kov1alpha1.ProvisionJobIDAnnotation); err != nil {
+			return err
+		} else if running {
+			msg := fmt.Sprintf("Waiting for provisioning run %s (%s) to end before the destroy run starts: never two runs on one Terraform state", p.ID, p.Status)
+			reconcile.MarkFalse(hc, kov1alpha1.InfrastructureDestroyedCondition, kov1alpha1.RunInProgressReason, msg)
+			return reconcile.Waiting(kov1alpha1.RunInProgressReason, msg, r.PollInterval)
+		}
 	}
 	// The tenant asks again after a failed destroy: a new run.
 	again := hc.Annotations[kov1alpha1.DestroyJobIDAnnotation] != "" && reconcile.RetryRequested(hc)
