@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -235,6 +236,18 @@ func describeHC(hc *kov1alpha1.HostCluster) string {
 func hasBucket(aws *sim.AWS, name string) bool {
 	_, ok := aws.S3.Bucket(name)
 	return ok
+}
+
+// waitProvisionedAt waits until HostCluster name is Provisioned at generation gen (0: any).
+func (s *provisionSuite) waitProvisionedAt(t *testing.T, name string, gen int64) *kov1alpha1.HostCluster {
+	t.Helper()
+	var hc *kov1alpha1.HostCluster
+	framework.Eventually(t, 3*time.Minute, fmt.Sprintf("%s provisioned at generation %d", name, gen), func() (bool, string) {
+		hc = s.get(t, name)
+		c := reconcile.GetCondition(hc, kov1alpha1.ProvisionedCondition)
+		return c != nil && c.Status == metav1.ConditionTrue && (gen == 0 || c.ObservedGeneration == gen), describeHC(hc)
+	})
+	return hc
 }
 
 // runJobs lists the runs of a cluster, by the provisioner's labels.
@@ -614,6 +627,143 @@ func TestProvisioning(t *testing.T) {
 			if bKeys[r.AccessKeyID] && strings.Contains(r.Resource, "a-steal") {
 				t.Errorf("B's role session made %s %s on %s", r.Service, r.Operation, r.Resource)
 			}
+		}
+	})
+
+	t.Run("day-2: nodeCount 2 to 5 runs again on the same state; a change outside the module does not", func(t *testing.T) {
+		c := s.h.WS["acme"]
+		const name = "day2-grow"
+		param := provisioning.AdminKubeconfigParameter(fp(s.h.LC["acme"]), name)
+		s.aws.SSM.Put(param, "SecureString", "PENDING")
+		s.aws.SSM.PublishAdminKubeconfig(param, s.adminConf, time.Second)
+		s.hostCluster(t, name, kov1alpha1.HostClusterModeProvisionVanilla, kov1alpha1.TopologyVanillaKubeadm, "aws")
+		hc := s.waitProvisionedAt(t, name, 0)
+		first := hc.Status.Provisioning
+		if first == nil || first.AppliedRun == "" || first.AppliedRun != hc.Status.ProvisionRuns[0].ID || first.AppliedInputsHash == "" {
+			t.Fatalf("status.provisioning %+v after the first run, want its run and inputs hash", first)
+		}
+
+		// The domain is not an input of the module: the new generation is provisioned already.
+		hc.Spec.Domain = "elsewhere.example.com"
+		if err := c.Update(ctx, hc); err != nil {
+			t.Fatal(err)
+		}
+		hc = s.waitProvisionedAt(t, name, hc.Generation)
+		if jobs := s.runJobs(t, name); len(jobs) != 1 || hc.Status.Provisioning.AppliedRun != first.AppliedRun {
+			t.Fatalf("after a domain change: %d runs, applied run %s; want still only %s", len(jobs), hc.Status.Provisioning.AppliedRun, first.AppliedRun)
+		}
+
+		hc.Spec.Provisioning.NodeCount = 5
+		if err := c.Update(ctx, hc); err != nil {
+			t.Fatal(err)
+		}
+		hc = s.waitProvisionedAt(t, name, hc.Generation)
+		st := hc.Status.Provisioning
+		if st.AppliedRun == first.AppliedRun || st.AppliedInputsHash == first.AppliedInputsHash {
+			t.Fatalf("status.provisioning %+v after nodeCount 5, want a new run and inputs hash (first %+v)", st, first)
+		}
+		cond := reconcile.GetCondition(hc, kov1alpha1.ProvisionedCondition)
+		if !strings.Contains(cond.Message, "applied the changed spec") || !strings.Contains(cond.Message, st.AppliedRun) || !strings.Contains(cond.Message, "5 nodes") {
+			t.Errorf("Provisioned message %q, want the second run applying the changed spec", cond.Message)
+		}
+		if len(hc.Status.ProvisionRuns) != 2 || hc.Status.ProvisionRuns[1].ID != st.AppliedRun || hc.Status.ProvisionRuns[1].Outcome != string(api.StatusSucceeded) {
+			t.Errorf("run history %+v, want the first and the second apply", hc.Status.ProvisionRuns)
+		}
+		jobs := s.runJobs(t, name)
+		if len(jobs) != 2 {
+			t.Fatalf("%d runs, want two applies", len(jobs))
+		}
+		byRun := map[string]batchv1.Job{}
+		for _, j := range jobs {
+			byRun[j.Labels[api.LabelRun]] = j
+		}
+		one, two := byRun[first.AppliedRun], byRun[st.AppliedRun]
+		if one.Labels[api.LabelOperation] != "apply" || two.Labels[api.LabelOperation] != "apply" {
+			t.Errorf("operations %q and %q, want two applies", one.Labels[api.LabelOperation], two.Labels[api.LabelOperation])
+		}
+		// One run at a time: the second started after the first had ended.
+		if one.Status.CompletionTime == nil || two.Status.StartTime == nil || two.Status.StartTime.Before(one.Status.CompletionTime) {
+			t.Errorf("first run ended %v, second started %v: want the second after the first", one.Status.CompletionTime, two.Status.StartTime)
+		}
+		// The same state (bucket and key), the new count in the module.
+		module := func(id string) string {
+			cm, err := s.admin.CoreV1().ConfigMaps(api.DefaultJobsNamespace).Get(ctx, api.ModuleConfigMapName(id), metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return cm.Data["main.tf"]
+		}
+		m1, m2 := module(first.AppliedRun), module(st.AppliedRun)
+		backend := func(m string) string { return m[:strings.Index(m, "locals")] }
+		if backend(m1) != backend(m2) || !strings.Contains(m2, api.StateKey(fp(s.h.LC["acme"]), name)) {
+			t.Errorf("the runs' backends differ: %q vs %q", backend(m1), backend(m2))
+		}
+		nodeCount := regexp.MustCompile(`node_count\s*=\s*(\d+)`)
+		if got1, got2 := nodeCount.FindStringSubmatch(m1), nodeCount.FindStringSubmatch(m2); len(got1) != 2 || got1[1] != "2" || len(got2) != 2 || got2[1] != "5" {
+			t.Errorf("node_count in the modules: %v then %v, want 2 then 5", got1, got2)
+		}
+		// Terraform changed the workers on the state the first run left.
+		out, _ := s.runner.Output(api.JobName(st.AppliedRun))
+		if !strings.Contains(out, "0 to add, 1 to change, 0 to destroy") || !strings.Contains(out, "0 added, 1 changed, 0 destroyed") {
+			t.Errorf("the second run's log does not show the workers changed in place:\n%s", out)
+		}
+	})
+
+	t.Run("a destroy requested while an apply runs starts only after the apply ended", func(t *testing.T) {
+		c := s.h.WS["acme"]
+		const name = "day2-destroy"
+		param := provisioning.AdminKubeconfigParameter(fp(s.h.LC["acme"]), name)
+		s.aws.SSM.Put(param, "SecureString", "PENDING")
+		s.hostCluster(t, name, kov1alpha1.HostClusterModeProvisionVanilla, kov1alpha1.TopologyVanillaKubeadm, "aws")
+		var hc *kov1alpha1.HostCluster
+		framework.Eventually(t, 3*time.Minute, name+"'s apply waiting for the node's kubeconfig", func() (bool, string) {
+			hc = s.get(t, name)
+			cond := reconcile.GetCondition(hc, kov1alpha1.ProvisionedCondition)
+			return hc.Annotations[kov1alpha1.ProvisionJobIDAnnotation] != "" && cond != nil && cond.Reason == "Applying" &&
+				strings.Contains(cond.Message, "Waiting for the control plane"), describeHC(hc)
+		})
+		apply := hc.Annotations[kov1alpha1.ProvisionJobIDAnnotation]
+		hc.Spec.Provisioning.DeletionPolicy = kov1alpha1.DeletionPolicyDestroy
+		if err := c.Update(ctx, hc); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Delete(ctx, s.get(t, name)); err != nil {
+			t.Fatal(err)
+		}
+		framework.Eventually(t, time.Minute, name+"'s deletion waiting for the apply", func() (bool, string) {
+			hc = s.get(t, name)
+			cond := reconcile.GetCondition(hc, kov1alpha1.InfrastructureDestroyedCondition)
+			return cond != nil && cond.Reason == kov1alpha1.RunInProgressReason && strings.Contains(cond.Message, apply), describeHC(hc)
+		})
+		if jobs := s.runJobs(t, name); len(jobs) != 1 {
+			t.Fatalf("%d runs while the deletion waits, want the apply only", len(jobs))
+		}
+		// The node publishes its admin.conf: the apply ends, then the destroy runs.
+		s.aws.SSM.PublishAdminKubeconfig(param, s.adminConf, 0)
+		framework.Eventually(t, 3*time.Minute, name+" gone", func() (bool, string) {
+			err := c.Get(ctx, client.ObjectKey{Namespace: "default", Name: name}, &kov1alpha1.HostCluster{})
+			return apierrors.IsNotFound(err), fmt.Sprint(err)
+		})
+		var applyJob, destroyJob *batchv1.Job
+		for _, j := range s.runJobs(t, name) {
+			switch j.Labels[api.LabelOperation] {
+			case "apply":
+				applyJob = &j
+			case "destroy":
+				destroyJob = &j
+			}
+		}
+		if applyJob == nil || destroyJob == nil || applyJob.Labels[api.LabelRun] != apply {
+			t.Fatalf("runs: apply %v destroy %v, want the apply %s and a destroy", applyJob != nil, destroyJob != nil, apply)
+		}
+		if applyJob.Status.CompletionTime == nil || destroyJob.Status.StartTime == nil || destroyJob.Status.CompletionTime == nil ||
+			destroyJob.CreationTimestamp.Before(applyJob.Status.CompletionTime) || destroyJob.Status.StartTime.Before(applyJob.Status.CompletionTime) {
+			t.Errorf("apply ended %v; destroy created %v, started %v, ended %v: want the destroy wholly after the apply",
+				applyJob.Status.CompletionTime, destroyJob.CreationTimestamp, destroyJob.Status.StartTime, destroyJob.Status.CompletionTime)
+		}
+		out, _ := s.runner.Output(destroyJob.Name)
+		if !strings.Contains(out, "Destroy complete!") || strings.Contains(out, "0 destroyed") {
+			t.Errorf("the destroy run did not destroy what the apply built:\n%s", out)
 		}
 	})
 

@@ -44,10 +44,13 @@ func (s Status) Done() bool { return s == StatusSucceeded || s == StatusFailed }
 type Operation string
 
 // Operations: apply builds (or converges) the cluster; destroy tears it down (an explicit request
-// only: deleting a HostCluster never destroys by default).
+// only: deleting a HostCluster never destroys by default); plan only plans an apply, saves the
+// plan in the state bucket (PlanKey) and reports its summary, for an apply run that applies
+// exactly that plan (CreateRequest.PlanRun) once someone approved it.
 const (
 	OperationApply   Operation = "apply"
 	OperationDestroy Operation = "destroy"
+	OperationPlan    Operation = "plan"
 )
 
 // Topologies (HostCluster spec.provisioning.topology).
@@ -94,6 +97,10 @@ type CreateRequest struct {
 	CredentialSecretRef  SecretRef `json:"credentialSecretRef"`
 	// Operation is apply when empty.
 	Operation Operation `json:"operation,omitempty"`
+	// PlanRun (apply only) is a succeeded plan run of the same cluster, caller and module inputs:
+	// the run applies exactly the plan it saved, and Terraform refuses it if the state changed
+	// since (a stale plan) instead of planning again.
+	PlanRun string `json:"planRun,omitempty"`
 	// Workspace is the kcp logical cluster of the object the run is for, and
 	// WorkspaceFingerprint its fingerprint (workspaces.Fingerprint): every cloud-side name of the
 	// run is derived from the fingerprint (NamesOf). OwnerUID is that object's metadata.uid. The
@@ -121,6 +128,18 @@ type Provision struct {
 	// InputsHash is the request's InputsHash: which module inputs the run applies (or plans).
 	// Runs created before it existed have none.
 	InputsHash string `json:"inputsHash,omitempty"`
+	// PlanRun is the plan run whose saved plan an apply run applies (the request's).
+	PlanRun string `json:"planRun,omitempty"`
+	// Plan is a plan run's summary, once the runner reported it.
+	Plan *PlanSummary `json:"plan,omitempty"`
+}
+
+// PlanSummary counts what a plan does to resources: created, updated in place, destroyed (a
+// replacement counts once in Add and once in Destroy).
+type PlanSummary struct {
+	Add     int32 `json:"add"`
+	Change  int32 `json:"change"`
+	Destroy int32 `json:"destroy"`
 }
 
 // BelongsTo reports whether the run was started for the object ownerUID of workspace: a caller
@@ -171,6 +190,8 @@ var (
 	// v3, name.go: lowercase letters, digits and hyphens, 2 to 63 characters); system: clusters
 	// hold no tenant's objects.
 	logicalClusterRe = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,61}[a-z0-9]$`)
+	// runIDRe is the shape of a run ID (10 characters a-z0-9).
+	runIDRe = regexp.MustCompile(`^[a-z0-9]{10}$`)
 	// uidRe is the shape of a Kubernetes object UID (an RFC 4122 UUID as the API server makes it).
 	uidRe = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
 )
@@ -216,8 +237,12 @@ func (r *CreateRequest) Validate() error {
 		return &FieldError{"credentialSecretRef.namespace", "must be a namespace name"}
 	case len(r.CredentialSecretRef.Name) > 253 || !dnsSubdomainRe.MatchString(r.CredentialSecretRef.Name):
 		return &FieldError{"credentialSecretRef.name", "must be a Secret name"}
-	case r.Operation != "" && r.Operation != OperationApply && r.Operation != OperationDestroy:
-		return &FieldError{"operation", "must be apply or destroy"}
+	case r.Operation != "" && r.Operation != OperationApply && r.Operation != OperationDestroy && r.Operation != OperationPlan:
+		return &FieldError{"operation", "must be apply, destroy or plan"}
+	case r.PlanRun != "" && r.Operation != "" && r.Operation != OperationApply:
+		return &FieldError{"planRun", "applies to apply runs only"}
+	case r.PlanRun != "" && !runIDRe.MatchString(r.PlanRun):
+		return &FieldError{"planRun", "must be a run ID"}
 	case !logicalClusterRe.MatchString(r.Workspace):
 		return &FieldError{"workspace", "must be the kcp logical cluster name of the caller's workspace"}
 	case !fingerprintRe.MatchString(r.WorkspaceFingerprint):
@@ -257,6 +282,10 @@ const (
 	AnnotationMessage = "provisioner.kubeopera.io/message"
 	// OutputsKubeconfig is the outputs Secret's key holding the cluster's kubeconfig.
 	OutputsKubeconfig = "kubeconfig"
+	// AnnotationPlan is a plan run's PlanSummary (JSON) on its outputs Secret, written by the
+	// runner; AnnotationPlanRun (on an apply run's Job) the plan run it applies.
+	AnnotationPlan    = "provisioner.kubeopera.io/plan"
+	AnnotationPlanRun = "provisioner.kubeopera.io/plan-run"
 )
 
 // JobName is a run's Job.
@@ -287,6 +316,9 @@ const (
 	EnvOutputsSecret        = "PROVISION_OUTPUTS_SECRET"
 	EnvNamespace            = "POD_NAMESPACE"
 	EnvWorkspaceFingerprint = "PROVISION_WORKSPACE_FINGERPRINT" // the runner uses no state bucket but that workspace's (IsStateBucketOf)
+	// EnvPlanKey is the state bucket's object of a saved plan (PlanKey): where a plan run saves
+	// its plan, and whence an apply run of an approved plan loads it.
+	EnvPlanKey = "PROVISION_PLAN_KEY"
 )
 
 // AnnotationInputsHash (on the Job) and Provision.InputsHash are the run's InputsHash: which

@@ -112,6 +112,11 @@ func (c *Client) Create(ctx context.Context, req api.CreateRequest) (api.Provisi
 	if err != nil {
 		return api.Provision{}, err
 	}
+	if req.PlanRun != "" {
+		if err := c.checkPlanRun(ctx, req); err != nil {
+			return api.Provision{}, err
+		}
+	}
 	files, err := c.cfg.Render(req)
 	if err != nil {
 		var fe *api.FieldError
@@ -142,6 +147,34 @@ func (c *Client) Create(ctx context.Context, req api.CreateRequest) (api.Provisi
 		return api.Provision{}, errors.Join(fmt.Errorf("failed to start Job %s: %w", job.Name, err), c.abandon(job))
 	}
 	return provisionFrom(started, nil, "", c.cfg.Now()), nil
+}
+
+// checkPlanRun checks that req.PlanRun is a plan the request may apply: a succeeded plan run of
+// the same workspace, owner and cluster, made for the same module inputs. Anything else is the
+// request's fault (field planRun), and says which.
+func (c *Client) checkPlanRun(ctx context.Context, req api.CreateRequest) error {
+	refuse := func(msg string) error {
+		return &api.FieldError{Field: "planRun", Message: fmt.Sprintf("run %s %s", req.PlanRun, msg)}
+	}
+	job, outputs, err := c.read(ctx, req.PlanRun)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return refuse("does not exist (or was swept)")
+	case err != nil:
+		return err
+	case job.Labels[api.LabelOperation] != string(api.OperationPlan):
+		return refuse("is not a plan run")
+	case job.Labels[api.LabelWorkspaceFingerprint] != req.WorkspaceFingerprint || job.Labels[api.LabelOwnerUID] != req.OwnerUID ||
+		job.Annotations[AnnotationClusterID] != req.ClusterID || job.Annotations[api.AnnotationWorkspace] != req.Workspace:
+		// Whose it is is not said.
+		return refuse("is not a plan of this cluster for this caller")
+	case job.Annotations[api.AnnotationInputsHash] != req.InputsHash():
+		return refuse("planned other module inputs than this request's (the spec changed since): plan again")
+	}
+	if p := provisionFrom(job, outputs, "", c.cfg.Now()); p.Status != api.StatusSucceeded {
+		return refuse(fmt.Sprintf("has not succeeded (status %s): there is no saved plan to apply", p.Status))
+	}
+	return nil
 }
 
 // readCredential reads the caller's credential Secret and keeps its known keys. A Secret that is

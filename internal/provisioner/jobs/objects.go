@@ -111,6 +111,9 @@ func (r run) meta(name string, owner *batchv1.Job) metav1.ObjectMeta {
 func (r run) job(image string, deadline time.Duration) *batchv1.Job {
 	meta := r.meta(api.JobName(r.id), nil)
 	meta.Annotations = map[string]string{AnnotationClusterID: r.req.ClusterID, api.AnnotationWorkspace: r.req.Workspace, api.AnnotationInputsHash: r.req.InputsHash()}
+	if r.req.PlanRun != "" {
+		meta.Annotations[api.AnnotationPlanRun] = r.req.PlanRun
+	}
 	podSC := &corev1.PodSecurityContext{
 		RunAsNonRoot:   ptr.To(true),
 		RunAsUser:      ptr.To(runnerUID),
@@ -143,6 +146,13 @@ func (r run) job(image string, deadline time.Duration) *batchv1.Job {
 		{Name: "TMPDIR", Value: TmpDir},
 		{Name: "TF_IN_AUTOMATION", Value: "1"},
 		{Name: "TF_INPUT", Value: "0"},
+	}
+	// A plan run saves its plan here, an apply run of an approved plan loads it from here.
+	switch {
+	case r.operation() == api.OperationPlan:
+		env = append(env, corev1.EnvVar{Name: api.EnvPlanKey, Value: api.PlanKey(r.req.WorkspaceFingerprint, r.req.ClusterID, r.id)})
+	case r.req.PlanRun != "":
+		env = append(env, corev1.EnvVar{Name: api.EnvPlanKey, Value: api.PlanKey(r.req.WorkspaceFingerprint, r.req.ClusterID, r.req.PlanRun)})
 	}
 	emptyDir := func(limit string) corev1.VolumeSource {
 		q := resource.MustParse(limit)

@@ -1,6 +1,7 @@
 package jobs
 
 import (
+	"encoding/json"
 	"fmt"
 	"time"
 	"unicode/utf8"
@@ -81,10 +82,18 @@ func provisionFrom(job *batchv1.Job, outputs *corev1.Secret, podProblem string, 
 		OwnerUID:             job.Labels[api.LabelOwnerUID],
 		StartedAt:            timeOf(job.Status.StartTime),
 		InputsHash:           job.Annotations[api.AnnotationInputsHash],
+		PlanRun:              job.Annotations[api.AnnotationPlanRun],
 	}
 	var phase, message string
 	if outputs != nil {
 		phase, message = outputs.Annotations[api.AnnotationPhase], truncate(outputs.Annotations[api.AnnotationMessage])
+		if raw := outputs.Annotations[api.AnnotationPlan]; raw != "" && p.Operation == api.OperationPlan {
+			var ps api.PlanSummary
+			// The runner writes it; anything else is no summary.
+			if json.Unmarshal([]byte(raw), &ps) == nil && ps.Add >= 0 && ps.Change >= 0 && ps.Destroy >= 0 {
+				p.Plan = &ps
+			}
+		}
 	}
 	o := jobOutcome(job, now)
 	switch o.status {
