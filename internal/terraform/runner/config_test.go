@@ -83,7 +83,7 @@ func TestConfigFromEnv(t *testing.T) {
 			set:  map[string]string{api.EnvOperation: "destroy", api.EnvPlanKey: "d37f1981a6be/c1/plans/r0.tfplan"},
 			errs: []string{"PROVISION_PLAN_KEY is for plan and apply runs only"},
 		},
-		"unknown topology":  {set: map[string]string{api.EnvTopology: "gke"}, errs: []string{`PROVISION_TOPOLOGY must be vanilla_kubeadm or eks, not "gke"`}},
+		"unknown topology": {set: map[string]string{api.EnvTopology: "gke"}, errs: []string{`PROVISION_TOPOLOGY must be vanilla_kubeadm or eks, not "gke"`}},
 		"destroy needs no topology": {
 			set: map[string]string{api.EnvOperation: "destroy", api.EnvTopology: ""},
 			verify: func(c *Config) string {
