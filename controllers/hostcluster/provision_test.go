@@ -762,7 +762,7 @@ func TestProvisioning(t *testing.T) {
 				applyJob.Status.CompletionTime, destroyJob.CreationTimestamp, destroyJob.Status.StartTime, destroyJob.Status.CompletionTime)
 		}
 		out, _ := s.runner.Output(destroyJob.Name)
-		if !strings.Contains(out, "Destroy complete!") || strings.Contains(out, "0 destroyed") {
+		if !strings.Contains(out, "Resources: 0 added, 0 changed, 3 destroyed") {
 			t.Errorf("the destroy run did not destroy what the apply built:\n%s", out)
 		}
 	})
