@@ -709,6 +709,111 @@ func TestProvisioning(t *testing.T) {
 		}
 	})
 
+	t.Run("approvePlan manual: the run stops after the plan, its summary in status; only the annotation naming that plan applies it", func(t *testing.T) {
+		c := s.h.WS["acme"]
+		const name = "day2-manual"
+		param := provisioning.AdminKubeconfigParameter(fp(s.h.LC["acme"]), name)
+		s.aws.SSM.Put(param, "SecureString", "PENDING")
+		s.aws.SSM.PublishAdminKubeconfig(param, s.adminConf, time.Second)
+		hc := &kov1alpha1.HostCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name}, Spec: kov1alpha1.HostClusterSpec{
+			ClusterID: name, Mode: kov1alpha1.HostClusterModeProvisionVanilla, Provider: "aws", Region: "eu-north-1",
+			Provisioning: &kov1alpha1.HostClusterProvisioning{Topology: kov1alpha1.TopologyVanillaKubeadm, NodeCount: 2, InstanceType: "t3.medium",
+				KubernetesVersion: "1.31.0", CredentialRef: "aws", ApprovePlan: kov1alpha1.PlanApprovalManual},
+			GitOpsRepoURL: "https://git.example/gitops-iac.git", GitOpsPath: "fluxcd/clusters/" + name, Domain: name + ".example.com"}}
+		if err := c.Create(ctx, hc); err != nil {
+			t.Fatal(err)
+		}
+		awaiting := func(what string, check func(*kov1alpha1.HostCluster, *metav1.Condition) bool) *kov1alpha1.HostCluster {
+			t.Helper()
+			var hc *kov1alpha1.HostCluster
+			framework.Eventually(t, 3*time.Minute, name+": "+what, func() (bool, string) {
+				hc = s.get(t, name)
+				cond := reconcile.GetCondition(hc, kov1alpha1.ProvisionedCondition)
+				return cond != nil && cond.Reason == kov1alpha1.PlanAwaitingApprovalReason && hc.Status.Provisioning != nil &&
+					hc.Status.Provisioning.Plan != nil && check(hc, cond), describeHC(hc)
+			})
+			return hc
+		}
+		hc = awaiting("the first plan awaiting approval", func(*kov1alpha1.HostCluster, *metav1.Condition) bool { return true })
+		plan := *hc.Status.Provisioning.Plan
+		if plan.Add != 3 || plan.Change != 0 || plan.Destroy != 0 || plan.Approved || plan.PlannedAt == nil {
+			t.Errorf("the first plan %+v, want 3 to add (vpc, cluster, workers), not approved", plan)
+		}
+		cond := reconcile.GetCondition(hc, kov1alpha1.ProvisionedCondition)
+		if !strings.Contains(cond.Message, "3 to add, 0 to change, 0 to destroy") || !strings.Contains(cond.Message, kov1alpha1.ApprovePlanAnnotation+"="+plan.ID) {
+			t.Errorf("Provisioned message %q, want the summary and how to approve %s", cond.Message, plan.ID)
+		}
+		if hc.Status.Phase != kov1alpha1.HostClusterPhaseProvisioning {
+			t.Errorf("phase %s while the plan awaits approval, want Provisioning", hc.Status.Phase)
+		}
+		jobs := s.runJobs(t, name)
+		if len(jobs) != 1 || jobs[0].Labels[api.LabelOperation] != string(api.OperationPlan) || jobs[0].Labels[api.LabelRun] != plan.ID {
+			t.Fatalf("%d runs, want the plan run %s only: nothing applied before approval", len(jobs), plan.ID)
+		}
+		bucket := api.StateBucketName(fp(s.h.LC["acme"]), name)
+		if saved, err := s.aws.S3.Object(bucket, api.PlanKey(fp(s.h.LC["acme"]), name, plan.ID)); err != nil || len(saved) == 0 {
+			t.Errorf("the saved plan is not next to the state in %s: %v", bucket, err)
+		}
+
+		approve := func(value string) {
+			t.Helper()
+			if err := reconcile.PatchAnnotations(ctx, c, s.get(t, name), map[string]*string{kov1alpha1.ApprovePlanAnnotation: ptr.To(value)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// A value that is not this plan's (a guess, another HostCluster's plan) approves nothing.
+		approve("zzzzzzzzzz")
+		awaiting("the wrong approval refused", func(_ *kov1alpha1.HostCluster, cond *metav1.Condition) bool {
+			return strings.Contains(cond.Message, "approves nothing") && !strings.Contains(cond.Message, "zzzzzzzzzz")
+		})
+		if jobs := s.runJobs(t, name); len(jobs) != 1 {
+			t.Fatalf("%d runs after a wrong approval, want the plan run only", len(jobs))
+		}
+
+		approve(plan.ID)
+		hc = s.waitProvisionedAt(t, name, 0)
+		st := hc.Status.Provisioning
+		if st.Plan == nil || st.Plan.ID != plan.ID || !st.Plan.Approved || st.AppliedRun == "" {
+			t.Fatalf("status.provisioning %+v after approval, want plan %s approved and applied", st, plan.ID)
+		}
+		var applyJob *batchv1.Job
+		for _, j := range s.runJobs(t, name) {
+			if j.Labels[api.LabelRun] == st.AppliedRun {
+				applyJob = &j
+			}
+		}
+		if applyJob == nil || applyJob.Labels[api.LabelOperation] != string(api.OperationApply) || applyJob.Annotations[api.AnnotationPlanRun] != plan.ID {
+			t.Fatalf("the applied run %s is not an apply of plan %s: %+v", st.AppliedRun, plan.ID, applyJob)
+		}
+		out, _ := s.runner.Output(applyJob.Name)
+		if !strings.Contains(out, "Loading the approved plan") || !strings.Contains(out, "Apply complete! Resources: 3 added, 0 changed, 0 destroyed") ||
+			strings.Contains(out, "Terraform will perform the following actions") {
+			t.Errorf("the apply run did not apply the saved plan as it was:\n%s", out)
+		}
+
+		// Day 2 under manual approval: a new plan for nodeCount 5; the annotation still names the
+		// first plan, which approves nothing now.
+		hc.Spec.Provisioning.NodeCount = 5
+		if err := c.Update(ctx, hc); err != nil {
+			t.Fatal(err)
+		}
+		hc = awaiting("the day-2 plan awaiting approval", func(hc *kov1alpha1.HostCluster, cond *metav1.Condition) bool {
+			return hc.Status.Provisioning.Plan.ID != plan.ID && strings.Contains(cond.Message, "approves nothing")
+		})
+		second := *hc.Status.Provisioning.Plan
+		if second.Add != 0 || second.Change != 1 || second.Destroy != 0 {
+			t.Errorf("the day-2 plan %+v, want 1 to change (the workers)", second)
+		}
+		approve(second.ID)
+		hc = s.waitProvisionedAt(t, name, hc.Generation)
+		if st := hc.Status.Provisioning; st.AppliedRun == applyJob.Labels[api.LabelRun] || st.Plan == nil || st.Plan.ID != second.ID || !st.Plan.Approved {
+			t.Errorf("status.provisioning %+v after the day-2 approval", st)
+		}
+		if got := len(s.runJobs(t, name)); got != 4 {
+			t.Errorf("%d runs, want two plans and two applies", got)
+		}
+	})
+
 	t.Run("a destroy requested while an apply runs starts only after the apply ended", func(t *testing.T) {
 		c := s.h.WS["acme"]
 		const name = "day2-destroy"

@@ -62,24 +62,28 @@ type Cluster struct {
 type Run struct {
 	// Operation is what a new run does.
 	Operation api.Operation
-	// Annotation keeps the run's ID on the HostCluster (kov1alpha1.ProvisionJobIDAnnotation or
-	// DestroyJobIDAnnotation).
+	// Annotation keeps the run's ID on the HostCluster (kov1alpha1.ProvisionJobIDAnnotation,
+	// PlanJobIDAnnotation or DestroyJobIDAnnotation).
 	Annotation string
 	// Condition shows the run while it is in progress.
 	Condition string
 	// Again drops the run the annotation names and starts a new one (a retry after a failed
 	// run).
 	Again bool
-	// Want is the InputsHash of the current spec (apply runs): a tracked run made for other
-	// inputs (an earlier spec) is waited for while it runs and then replaced by a new run. Empty:
-	// any tracked run is the one.
+	// Want is the InputsHash of the current spec (apply and plan runs): a tracked run made for
+	// other inputs (an earlier spec) is waited for while it runs and then replaced by a new run.
+	// Empty: any tracked run is the one.
 	Want string
+	// PlanRun (apply runs) is the approved plan to apply: a tracked run that applies anything
+	// else is not the one.
+	PlanRun string
 }
 
-// stale reports whether p was made for other module inputs than want. A run that does not say
-// (created before runs carried their inputs) is taken as the current one.
-func stale(p api.Provision, want string) bool {
-	return want != "" && p.InputsHash != "" && p.InputsHash != want
+// stale reports whether p is not the run asked for: made for other module inputs than run.Want
+// (a run that does not say, created before runs carried their inputs, is taken as the current
+// one), or applying another plan than run.PlanRun.
+func stale(p api.Provision, run Run) bool {
+	return (run.Want != "" && p.InputsHash != "" && p.InputsHash != run.Want) || (run.PlanRun != "" && p.PlanRun != run.PlanRun)
 }
 
 // Follow starts the run when the HostCluster tracks none and follows the one it tracks: while
@@ -97,13 +101,13 @@ func (r *Runs) Follow(ctx context.Context, c Cluster, run Run) (api.Provision, e
 	}
 	if id != "" {
 		p, err := r.follow(ctx, c, run, id)
-		if err != nil || !stale(p, run.Want) {
+		if err != nil || !stale(p, run) {
 			return p, err
 		}
 		// A run for an earlier spec, ended: the current spec gets a run of its own, on the same
 		// state.
 	}
-	p, err := r.start(ctx, c, run.Operation)
+	p, err := r.start(ctx, c, run)
 	if active, ok := pclient.ActiveRun(err); ok {
 		return api.Provision{}, r.activeRun(ctx, c, run, active)
 	}
@@ -133,11 +137,11 @@ func (r *Runs) follow(ctx context.Context, c Cluster, run Run, id string) (api.P
 			run.Annotation, p.ID, kov1alpha1.RetryAnnotation)
 	}
 	record(c.HostCluster, p)
-	if stale(p, run.Want) && !p.Status.Done() {
+	if stale(p, run) && !p.Status.Done() {
 		return api.Provision{}, r.wait(c, run.Condition, fmt.Sprintf(
-			"Run %s for an earlier spec is still %s; the run for the current spec starts when it has ended (one run at a time per cluster)", p.ID, p.Status))
+			"Run %s, for an earlier spec or plan, is still %s; the run for the current one starts when it has ended (one run at a time per cluster)", p.ID, p.Status))
 	}
-	if !p.Status.Done() && !stale(p, run.Want) {
+	if !p.Status.Done() {
 		return api.Provision{}, r.show(c, run.Condition, p)
 	}
 	return p, nil
@@ -160,7 +164,7 @@ func (r *Runs) activeRun(ctx context.Context, c Cluster, run Run, active string)
 		return r.wait(c, run.Condition, "Another provisioning run of this cluster's Terraform state is still active; this run starts when it has ended (one run at a time per cluster)")
 	}
 	record(c.HostCluster, p)
-	if p.Operation == run.Operation && !stale(p, run.Want) && !p.Status.Done() {
+	if p.Operation == run.Operation && !stale(p, run) && !p.Status.Done() {
 		if err := c.RecordJob(ctx, run.Annotation, p.ID); err != nil {
 			return err
 		}
@@ -209,8 +213,9 @@ func (r *Runs) Kubeconfig(ctx context.Context, id string) ([]byte, error) {
 
 // start copies the credential and asks the provisioner for a run of op, within the workspace's
 // runs per hour.
-func (r *Runs) start(ctx context.Context, c Cluster, op api.Operation) (api.Provision, error) {
+func (r *Runs) start(ctx context.Context, c Cluster, run Run) (api.Provision, error) {
 	hc := c.HostCluster
+	op := run.Operation
 	// Over the cap nothing is made, not even the credential copy.
 	if err := r.checkQuota(ctx, c, op); err != nil {
 		return api.Provision{}, err
@@ -224,6 +229,7 @@ func (r *Runs) start(ctx context.Context, c Cluster, op api.Operation) (api.Prov
 		return api.Provision{}, reconcile.Waiting(kov1alpha1.WaitingReason, "Letting the provisioner read the credential copy", r.PollInterval)
 	}
 	req := Request(c, op)
+	req.PlanRun = run.PlanRun
 	if err := req.Validate(); err != nil {
 		// The schema admits only what the provisioner accepts; region is the one field it does
 		// not constrain for connected clusters.

@@ -52,6 +52,9 @@ const (
 const (
 	// ProvisionJobIDAnnotation holds the cluster-provisioner job ID.
 	ProvisionJobIDAnnotation = "kubeopera.io/provision-job-id"
+	// PlanJobIDAnnotation holds the ID of the plan run followed while spec.provisioning.approvePlan
+	// is manual.
+	PlanJobIDAnnotation = "kubeopera.io/plan-job-id"
 	// DestroyJobIDAnnotation holds the ID of the destroy run of a provisioned cluster being
 	// deleted with spec.provisioning.deletionPolicy Destroy.
 	DestroyJobIDAnnotation = "kubeopera.io/destroy-job-id"
