@@ -242,7 +242,7 @@ const (
 type ProvisionRun struct {
 	// id of the run (its Job is provision-<id> in the provisioner's namespace).
 	ID string `json:"id"`
-	// operation is apply or destroy.
+	// operation is apply, plan (approvePlan manual) or destroy.
 	// +optional
 	Operation string `json:"operation,omitempty"`
 	// startedAt is when the run was requested.
