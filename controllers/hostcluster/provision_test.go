@@ -812,6 +812,32 @@ func TestProvisioning(t *testing.T) {
 		if got := len(s.runJobs(t, name)); got != 4 {
 			t.Errorf("%d runs, want two plans and two applies", got)
 		}
+
+		// A saved plan is applied exactly as it was, or not at all: the day-2 plan asked for
+		// again, directly at the provisioner (same cluster, caller and inputs, so the provisioner
+		// lets it through), is refused by Terraform, since its own apply changed the state.
+		pc, err := pclient.New(s.url, provisionerKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		replay, err := pc.Create(ctx, api.CreateRequest{ClusterID: name, Region: "eu-north-1", Topology: api.TopologyVanillaKubeadm, NodeCount: 5,
+			InstanceType: "t3.medium", KubernetesVersion: "1.31.0", TerraformEnvironment: name,
+			CredentialSecretRef: api.SecretRef{Namespace: workspaces.Namespace(s.h.LC["acme"]), Name: "hostcluster-" + name + "-cloud-credential"},
+			Operation:           api.OperationApply, PlanRun: second.ID,
+			Workspace:           s.h.LC["acme"], WorkspaceFingerprint: fp(s.h.LC["acme"]), OwnerUID: string(hc.UID)})
+		if err != nil {
+			t.Fatalf("the apply of the applied plan again: %v", err)
+		}
+		framework.Eventually(t, 2*time.Minute, "the replayed plan's run to end", func() (bool, string) {
+			p, err := pc.Get(ctx, replay.ID)
+			if err != nil {
+				return false, err.Error()
+			}
+			if p.Status == api.StatusSucceeded {
+				t.Fatalf("a stale plan was applied: %+v", p)
+			}
+			return p.Status == api.StatusFailed && strings.Contains(p.Message, "Saved plan is stale"), fmt.Sprintf("%+v", p)
+		})
 	})
 
 	t.Run("a destroy requested while an apply runs starts only after the apply ended", func(t *testing.T) {
