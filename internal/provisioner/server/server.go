@@ -265,7 +265,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	case errors.As(err, &nd):
 		writeJSON(w, http.StatusConflict, api.ErrorResponse{Error: nd.Error()})
 	case errors.Is(err, jobs.ErrNoKubeconfig):
-		writeJSON(w, http.StatusConflict, api.ErrorResponse{Error: "the run succeeded but published no kubeconfig (a destroy run publishes none)"})
+		writeJSON(w, http.StatusConflict, api.ErrorResponse{Error: "the run succeeded but published no kubeconfig (destroy and plan runs publish none)"})
 	case errors.Is(err, jobs.ErrNoPod):
 		writeJSON(w, http.StatusConflict, api.ErrorResponse{Error: "the run has no pod yet, or no longer: no logs to show"})
 	default:
