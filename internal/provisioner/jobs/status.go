@@ -161,7 +161,11 @@ func runningStatus(job *batchv1.Job, phase, message, podProblem string) (api.Sta
 	case runnerWaitingKC:
 		return api.StatusApplying, or(message, "waiting for the cluster's kubeconfig")
 	case runnerSucceeded, runnerFailed:
-		// The runner has finished; the Job's condition follows when its pod has exited.
+		// The runner has finished; the Job's condition follows when its pod has exited. A plan
+		// run never applies.
+		if job.Labels[api.LabelOperation] == string(api.OperationPlan) {
+			return api.StatusPlanning, or(message, "the runner is finishing")
+		}
 		return api.StatusApplying, or(message, "the runner is finishing")
 	case "":
 	default:
