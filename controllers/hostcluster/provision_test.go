@@ -824,7 +824,7 @@ func TestProvisioning(t *testing.T) {
 			InstanceType: "t3.medium", KubernetesVersion: "1.31.0", TerraformEnvironment: name,
 			CredentialSecretRef: api.SecretRef{Namespace: workspaces.Namespace(s.h.LC["acme"]), Name: "hostcluster-" + name + "-cloud-credential"},
 			Operation:           api.OperationApply, PlanRun: second.ID,
-			Workspace:           s.h.LC["acme"], WorkspaceFingerprint: fp(s.h.LC["acme"]), OwnerUID: string(hc.UID)})
+			Workspace: s.h.LC["acme"], WorkspaceFingerprint: fp(s.h.LC["acme"]), OwnerUID: string(hc.UID)})
 		if err != nil {
 			t.Fatalf("the apply of the applied plan again: %v", err)
 		}
@@ -895,6 +895,82 @@ func TestProvisioning(t *testing.T) {
 		out, _ := s.runner.Output(destroyJob.Name)
 		if !strings.Contains(out, "Resources: 0 added, 0 changed, 3 destroyed") {
 			t.Errorf("the destroy run did not destroy what the apply built:\n%s", out)
+		}
+	})
+
+	t.Run("the provisioner refuses a second run: a retry during an apply follows it again, a destroy that lost track of it still waits", func(t *testing.T) {
+		c := s.h.WS["acme"]
+		const name = "day2-lost"
+		param := provisioning.AdminKubeconfigParameter(fp(s.h.LC["acme"]), name)
+		s.aws.SSM.Put(param, "SecureString", "PENDING")
+		s.hostCluster(t, name, kov1alpha1.HostClusterModeProvisionVanilla, kov1alpha1.TopologyVanillaKubeadm, "aws")
+		var hc *kov1alpha1.HostCluster
+		applying := func(what string) {
+			t.Helper()
+			framework.Eventually(t, 3*time.Minute, name+": "+what, func() (bool, string) {
+				hc = s.get(t, name)
+				cond := reconcile.GetCondition(hc, kov1alpha1.ProvisionedCondition)
+				return hc.Annotations[kov1alpha1.ProvisionJobIDAnnotation] != "" && hc.Status.LastHandledRetry == hc.Annotations[kov1alpha1.RetryAnnotation] &&
+					cond != nil && cond.Reason == "Applying" && strings.Contains(cond.Message, "Waiting for the control plane"), describeHC(hc)
+			})
+		}
+		applying("the apply waiting for the node")
+		apply := hc.Annotations[kov1alpha1.ProvisionJobIDAnnotation]
+
+		// A retry starts a new attempt, which drops the run's ID: the provisioner refuses a second
+		// run (409 naming the active one), and the HostCluster follows its own run again.
+		if err := reconcile.PatchAnnotations(ctx, c, hc, map[string]*string{kov1alpha1.RetryAnnotation: ptr.To("during-the-apply")}); err != nil {
+			t.Fatal(err)
+		}
+		applying("the retry handled, the same run followed")
+		if got := hc.Annotations[kov1alpha1.ProvisionJobIDAnnotation]; got != apply {
+			t.Errorf("after the retry the HostCluster follows run %s, want the active %s", got, apply)
+		}
+		if jobs := s.runJobs(t, name); len(jobs) != 1 {
+			t.Fatalf("%d runs after a retry during the apply, want the one", len(jobs))
+		}
+
+		// Deleted with Destroy, then the tenant drops the annotation that named the apply: the
+		// destroy's POST is refused while the apply runs, and the deletion says it waits.
+		hc.Spec.Provisioning.DeletionPolicy = kov1alpha1.DeletionPolicyDestroy
+		if err := c.Update(ctx, hc); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Delete(ctx, s.get(t, name)); err != nil {
+			t.Fatal(err)
+		}
+		framework.Eventually(t, time.Minute, name+"'s deletion waiting for the apply", func() (bool, string) {
+			hc = s.get(t, name)
+			cond := reconcile.GetCondition(hc, kov1alpha1.InfrastructureDestroyedCondition)
+			return cond != nil && cond.Reason == kov1alpha1.RunInProgressReason, describeHC(hc)
+		})
+		if err := reconcile.PatchAnnotations(ctx, c, hc, map[string]*string{kov1alpha1.ProvisionJobIDAnnotation: nil}); err != nil {
+			t.Fatal(err)
+		}
+		framework.Eventually(t, time.Minute, name+"'s destroy refused by the provisioner while the apply runs", func() (bool, string) {
+			hc = s.get(t, name)
+			cond := reconcile.GetCondition(hc, kov1alpha1.InfrastructureDestroyedCondition)
+			return cond != nil && cond.Reason == kov1alpha1.RunInProgressReason && strings.Contains(cond.Message, "Run "+apply+" (apply) of this cluster is still"), describeHC(hc)
+		})
+		if jobs := s.runJobs(t, name); len(jobs) != 1 {
+			t.Fatalf("%d runs while the destroy is refused, want the apply only", len(jobs))
+		}
+		s.aws.SSM.PublishAdminKubeconfig(param, s.adminConf, 0)
+		framework.Eventually(t, 3*time.Minute, name+" gone", func() (bool, string) {
+			err := c.Get(ctx, client.ObjectKey{Namespace: "default", Name: name}, &kov1alpha1.HostCluster{})
+			return apierrors.IsNotFound(err), fmt.Sprint(err)
+		})
+		var applyJob, destroyJob batchv1.Job
+		for _, j := range s.runJobs(t, name) {
+			if j.Labels[api.LabelOperation] == "destroy" {
+				destroyJob = j
+			} else {
+				applyJob = j
+			}
+		}
+		if applyJob.Labels[api.LabelRun] != apply || destroyJob.Status.StartTime == nil || applyJob.Status.CompletionTime == nil ||
+			destroyJob.Status.StartTime.Before(applyJob.Status.CompletionTime) {
+			t.Errorf("apply %s ended %v, destroy %s started %v: want the destroy after the apply", applyJob.Name, applyJob.Status.CompletionTime, destroyJob.Name, destroyJob.Status.StartTime)
 		}
 	})
 
