@@ -86,11 +86,14 @@ func stale(p api.Provision, run Run) bool {
 	return (run.Want != "" && p.InputsHash != "" && p.InputsHash != run.Want) || (run.PlanRun != "" && p.PlanRun != run.PlanRun)
 }
 
-// Follow starts the run when the HostCluster tracks none and follows the one it tracks: while
-// the run is queued or running it shows it on run.Condition and returns reconcile.Waiting; once it
-// ended it returns it (succeeded or failed: the step says what that means). A run the annotation
-// names that was not started for this HostCluster stalls it (RunNotOwned), and one the provisioner
-// no longer knows stalls it with ProvisionRunLost.
+// Follow starts the run when the HostCluster tracks none, or tracks one for an earlier spec or
+// plan that has ended (stale), and follows the one it tracks: while the run is queued or running
+// it shows it on run.Condition and returns reconcile.Waiting (a stale one still running is waited
+// for: RunInProgress); once it ended it returns it (succeeded or failed: the step says what that
+// means). A start the provisioner refuses because another run of the cluster is active (409)
+// waits for that run, or follows it when it is this HostCluster's own run of the same kind and
+// spec. A run the annotation names that was not started for this HostCluster stalls it
+// (RunNotOwned), and one the provisioner no longer knows stalls it with ProvisionRunLost.
 func (r *Runs) Follow(ctx context.Context, c Cluster, run Run) (api.Provision, error) {
 	id, err := c.TrackedJob(ctx, func(o reconcile.Object) string { return o.GetAnnotations()[run.Annotation] })
 	if err != nil {

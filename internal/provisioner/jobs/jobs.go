@@ -117,6 +117,9 @@ func (c *Client) Create(ctx context.Context, req api.CreateRequest) (api.Provisi
 			return api.Provision{}, err
 		}
 	}
+	if err := c.held(ctx, req); err != nil {
+		return api.Provision{}, err
+	}
 	files, err := c.cfg.Render(req)
 	if err != nil {
 		var fe *api.FieldError

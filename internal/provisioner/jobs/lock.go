@@ -94,6 +94,25 @@ func (c *Client) lock(ctx context.Context, r run, job *batchv1.Job) error {
 	return fmt.Errorf("lease %s kept changing; try again", name)
 }
 
+// held returns an *ActiveRunError when the cluster of req has a run that has not ended, by its
+// Lease, before anything is created for a new run: a caller asking again and again while a run
+// is active costs two reads. lock decides; this only spares the work.
+func (c *Client) held(ctx context.Context, req api.CreateRequest) error {
+	cur, err := c.cs.CoordinationV1().Leases(c.cfg.Namespace).Get(ctx, LockName(req.WorkspaceFingerprint, req.ClusterID), metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		return fmt.Errorf("failed to read the cluster's Lease: %w", err)
+	}
+	holder := ptr.Deref(cur.Spec.HolderIdentity, "")
+	active, op, err := c.active(ctx, holder)
+	if err != nil || !active {
+		return err
+	}
+	return &ActiveRunError{ClusterID: req.ClusterID, RunID: holder, Operation: op}
+}
+
 // active reports whether run id has not ended, and its operation: its Job exists, is not being
 // deleted and has no terminal condition (an abandoned run counts as ended, jobOutcome).
 func (c *Client) active(ctx context.Context, id string) (bool, api.Operation, error) {
