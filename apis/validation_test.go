@@ -2,6 +2,7 @@ package apis_test
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -226,6 +227,81 @@ spec: {vCPUCount: 4, memorySize: 8Gi, gpuModelName: RTX3080}
 		setInt(5, "spec", "publicEndpoint", "bandwidthMbit")(private)
 		if err := c.Update(ctx, private); err == nil || !strings.Contains(err.Error(), "spec.publicEndpoint cannot be added or removed once the cluster exists") {
 			t.Errorf("adding a public endpoint: %v, want refused", err)
+		}
+	})
+
+	// A provisioned cluster's spec changes on a built cluster: what a run applies in place is
+	// admitted, what cannot change in place is refused with a message saying why.
+	t.Run("provisioned HostCluster: day-2 changes", func(t *testing.T) {
+		updates := map[string]struct {
+			edit    func(u *unstructured.Unstructured)
+			wantErr string
+		}{
+			"nodeCount 2 to 5":                 {edit: setInt(5, "spec", "provisioning", "nodeCount")},
+			"instanceType":                     {edit: set("t3.large", "spec", "provisioning", "instanceType")},
+			"kubernetesVersion":                {edit: set("1.32.0", "spec", "provisioning", "kubernetesVersion")},
+			"controlPlaneCount 3 to 5":         {edit: setInt(5, "spec", "provisioning", "controlPlaneCount")},
+			"deletionPolicy":                   {edit: set("Destroy", "spec", "provisioning", "deletionPolicy")},
+			"approvePlan manual":               {edit: set("manual", "spec", "provisioning", "approvePlan")},
+			"domain (not provisioning at all)": {edit: set("other.acme.com", "spec", "domain")},
+			"region": {edit: set("eu-west-1", "spec", "region"),
+				wantErr: "spec.region is immutable for provision_vanilla and provision_eks"},
+			"region removed": {edit: del("spec", "region"),
+				wantErr: "spec.region is immutable for provision_vanilla and provision_eks"},
+			"topology": {edit: func(u *unstructured.Unstructured) {
+				set("eks", "spec", "provisioning", "topology")(u)
+				del("spec", "provisioning", "controlPlaneCount")(u)
+			}, wantErr: "spec.provisioning.topology is immutable"},
+			"mode": {edit: set("provision_eks", "spec", "mode"), wantErr: "spec.mode is immutable"},
+			"terraformEnvironment set": {edit: set("other-env", "spec", "provisioning", "terraformEnvironment"),
+				wantErr: "spec.provisioning.terraformEnvironment is immutable"},
+			"controlPlaneCount 3 to 1": {edit: setInt(1, "spec", "provisioning", "controlPlaneCount"),
+				wantErr: "spec.provisioning.controlPlaneCount cannot change between 1 and more than 1"},
+			"controlPlaneCount unset": {edit: del("spec", "provisioning", "controlPlaneCount"),
+				wantErr: "spec.provisioning.controlPlaneCount cannot change between 1 and more than 1"},
+			"approvePlan unknown": {edit: set("sometimes", "spec", "provisioning", "approvePlan"),
+				wantErr: `spec.provisioning.approvePlan: Unsupported value: "sometimes"`},
+		}
+		i := 0
+		for name, tc := range updates {
+			t.Run(name, func(t *testing.T) {
+				i++
+				u := &unstructured.Unstructured{}
+				if err := yaml.Unmarshal([]byte(hostCluster+provisioning), &u.Object); err != nil {
+					t.Fatal(err)
+				}
+				u.SetName(fmt.Sprintf("day2-%d", i))
+				set("provision_vanilla", "spec", "mode")(u)
+				del("spec", "connectKubeconfigSecretRef")(u)
+				setInt(3, "spec", "provisioning", "controlPlaneCount")(u)
+				if err := c.Create(ctx, u); err != nil {
+					t.Fatal(err)
+				}
+				if got, _, _ := unstructured.NestedString(u.Object, "spec", "provisioning", "approvePlan"); got != "auto" {
+					t.Errorf("approvePlan stored as %q, want the default auto", got)
+				}
+				tc.edit(u)
+				err := c.Update(ctx, u)
+				switch {
+				case tc.wantErr == "" && err != nil:
+					t.Fatalf("expected the update to be admitted, got: %v", err)
+				case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+					t.Fatalf("expected the update to be refused with %q, got: %v", tc.wantErr, err)
+				}
+			})
+		}
+		// A connected cluster's region is informational: it may change.
+		u := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal([]byte(hostCluster), &u.Object); err != nil {
+			t.Fatal(err)
+		}
+		u.SetName("connected-region")
+		if err := c.Create(ctx, u); err != nil {
+			t.Fatal(err)
+		}
+		set("eu-west-1", "spec", "region")(u)
+		if err := c.Update(ctx, u); err != nil {
+			t.Errorf("changing a connected cluster's region: %v", err)
 		}
 	})
 

@@ -223,7 +223,7 @@ func (r *Reconciler) SetupWithManager(mgr mcmanager.Manager) error {
 		ReadyRequeue:  func(*kov1alpha1.HostCluster) time.Duration { return wait.Jitter(r.InventoryInterval, 0.2) },
 		OwnAnnotations: []string{
 			kov1alpha1.ValidationStartedAnnotation, kov1alpha1.ScaffoldJobIDAnnotation,
-			kov1alpha1.ProvisionJobIDAnnotation, kov1alpha1.DestroyJobIDAnnotation,
+			kov1alpha1.ProvisionJobIDAnnotation, kov1alpha1.DestroyJobIDAnnotation, kov1alpha1.PlanJobIDAnnotation,
 		},
 	}
 	return apiexport.NewController(mgr, "hostcluster", r.Workspaces, &kov1alpha1.HostCluster{},

@@ -87,16 +87,22 @@ func done(hc *kov1alpha1.HostCluster, condition string) bool {
 
 // start clears the in-flight work of an earlier attempt when a new one begins (phase Pending: a
 // new object, a retry request, a spec change after Failed): a new give-up window, a new
-// scaffold job.
+// scaffold job, a new plan.
 func (r *Reconciler) start(ctx context.Context, s *scope) error {
 	if s.hc.Status.Phase != kov1alpha1.HostClusterPhasePending {
 		return nil
 	}
+	if st := s.hc.Status.Provisioning; st != nil && st.Plan != nil && !upToDateWith(s.hc, st.Plan.InputsHash) {
+		// A plan not applied (or whose apply failed, e.g. stale): the new attempt plans again.
+		st.Plan = nil
+	}
 	return reconcile.PatchAnnotations(ctx, s.Workspace, s.hc, map[string]*string{
 		kov1alpha1.ValidationStartedAnnotation: nil,
 		kov1alpha1.ScaffoldJobIDAnnotation:     nil,
-		// A new attempt after a failed run starts a new run.
+		// A new attempt after a failed run starts a new run (an active one of this HostCluster
+		// is found again through the provisioner's refusal to start a second one).
 		kov1alpha1.ProvisionJobIDAnnotation: nil,
+		kov1alpha1.PlanJobIDAnnotation:      nil,
 	})
 }
 
@@ -737,13 +743,95 @@ func provisioned(hc *kov1alpha1.HostCluster) bool {
 	return reconcile.IsTrue(hc, kov1alpha1.ProvisionedCondition)
 }
 
+// provisioningStatus is hc's status.provisioning, made when missing.
+func provisioningStatus(hc *kov1alpha1.HostCluster) *kov1alpha1.HostClusterProvisioningStatus {
+	if hc.Status.Provisioning == nil {
+		hc.Status.Provisioning = &kov1alpha1.HostClusterProvisioningStatus{}
+	}
+	return hc.Status.Provisioning
+}
+
+// upToDate reports whether the cluster was built from the module inputs of the current spec
+// (want): Provisioned is tied to the inputs its run applied (status.provisioning.appliedInputsHash),
+// so a changed nodeCount provisions again while a changed domain does not. A cluster built
+// before the hash was recorded is taken as built from its current spec (and recorded so).
+func upToDate(hc *kov1alpha1.HostCluster, want string) bool {
+	if !provisioned(hc) {
+		return false
+	}
+	st := provisioningStatus(hc)
+	if st.AppliedInputsHash == "" {
+		st.AppliedInputsHash = want
+	}
+	return st.AppliedInputsHash == want
+}
+
+// upToDateWith reports whether the cluster was built from module inputs hash.
+func upToDateWith(hc *kov1alpha1.HostCluster, hash string) bool {
+	st := hc.Status.Provisioning
+	return provisioned(hc) && st != nil && st.AppliedInputsHash == hash
+}
+
+// approvedPlan is the plan to apply when spec.provisioning.approvePlan is manual
+// (docs/hostcluster.md#plan-approval): a plan run for the current spec is started and followed
+// (annotation kubeopera.io/plan-job-id), its summary shown in status.provisioning.plan, and the
+// step waits (PlanAwaitingApproval) until annotation kubeopera.io/approve-plan names exactly that
+// plan. The annotation is the tenant's and hostile: only the ID of the plan this HostCluster's
+// status shows approves anything, and the provisioner applies a plan only for the same cluster,
+// caller and module inputs. A plan for an earlier spec is dropped.
+func (r *Reconciler) approvedPlan(ctx context.Context, s *scope, c provisioning.Cluster, want string) (string, error) {
+	hc := s.hc
+	st := provisioningStatus(hc)
+	if st.Plan != nil && st.Plan.InputsHash != want {
+		st.Plan = nil
+	}
+	if st.Plan == nil {
+		p, err := r.runs.Follow(ctx, c, provisioning.Run{Operation: api.OperationPlan, Annotation: kov1alpha1.PlanJobIDAnnotation, Condition: kov1alpha1.ProvisionedCondition, Want: want})
+		if err != nil {
+			return "", err
+		}
+		if p.Status == api.StatusFailed {
+			return "", reconcile.Stalledf(kov1alpha1.ProvisioningFailedReason, "plan run %s failed: %s", p.ID, orDefault(p.Message, "no message"))
+		}
+		if p.Plan == nil {
+			return "", fmt.Errorf("plan run %s succeeded without a plan summary", p.ID)
+		}
+		st.Plan = &kov1alpha1.ProvisioningPlan{ID: p.ID, InputsHash: orDefault(p.InputsHash, want), Add: p.Plan.Add, Change: p.Plan.Change, Destroy: p.Plan.Destroy}
+		if p.FinishedAt != nil {
+			st.Plan.PlannedAt = &metav1.Time{Time: *p.FinishedAt}
+		}
+		s.Event(corev1.EventTypeNormal, kov1alpha1.PlanAwaitingApprovalReason, fmt.Sprintf("Plan %s: %d to add, %d to change, %d to destroy; it waits for approval", p.ID, p.Plan.Add, p.Plan.Change, p.Plan.Destroy))
+	}
+	plan := st.Plan
+	if plan.Approved {
+		return plan.ID, nil
+	}
+	approval := hc.Annotations[kov1alpha1.ApprovePlanAnnotation]
+	if approval == plan.ID {
+		plan.Approved = true
+		s.Event(corev1.EventTypeNormal, kov1alpha1.ProgressingReason, "Plan "+plan.ID+" approved; applying exactly it")
+		return plan.ID, nil
+	}
+	msg := fmt.Sprintf("Plan %s waits for approval: %d to add, %d to change, %d to destroy. To apply exactly this plan: kubectl -n %s annotate hostcluster %s %s=%s --overwrite",
+		plan.ID, plan.Add, plan.Change, plan.Destroy, hc.Namespace, hc.Name, kov1alpha1.ApprovePlanAnnotation, plan.ID)
+	if approval != "" {
+		// Whatever it says is not repeated.
+		msg = fmt.Sprintf("Annotation %s names another plan than the one awaiting approval, and approves nothing. %s", kov1alpha1.ApprovePlanAnnotation, msg)
+	}
+	reconcile.MarkFalse(hc, kov1alpha1.ProvisionedCondition, kov1alpha1.PlanAwaitingApprovalReason, msg)
+	// A person answers: the annotation's change wakes the HostCluster up; no fast polling.
+	return "", reconcile.Waiting(kov1alpha1.PlanAwaitingApprovalReason, msg, r.InventoryInterval)
+}
+
 // provision builds a provision_vanilla or provision_eks cluster through the provisioner
-// (docs/hostcluster.md#provisioning): the first pass copies the tenant's credential to the
-// backend and POSTs the run, keeping its ID in an annotation so a restart polls the same run
+// (docs/hostcluster.md#provisioning), and builds it again when the module inputs of its spec
+// changed (day-2: a new run on the same state): the first pass copies the tenant's credential to
+// the backend and POSTs the run, keeping its ID in an annotation so a restart polls the same run
 // instead of starting another; every pass then polls it and shows its progress; a failed run fails
-// the HostCluster with Terraform's error text; a succeeded one's kubeconfig is fetched once and
-// stored and delivered like a connected cluster's, after which the cluster goes on like a
-// connected one.
+// the HostCluster with Terraform's error text; a succeeded one's kubeconfig is fetched and stored
+// and delivered like a connected cluster's (refreshed when a later run changed it), after which
+// the cluster goes on like a connected one. One run at a time: a run for an earlier spec still
+// running is waited for.
 func (r *Reconciler) provision(ctx context.Context, s *scope) error {
 	hc := s.hc
 	if hc.Spec.Mode == kov1alpha1.HostClusterModeConnectExisting {
@@ -755,14 +843,28 @@ func (r *Reconciler) provision(ctx context.Context, s *scope) error {
 	if err != nil {
 		return err
 	}
-	if provisioned(hc) {
+	want := provisioning.InputsHash(c)
+	if upToDate(hc, want) {
+		if cond := reconcile.GetCondition(hc, kov1alpha1.ProvisionedCondition); cond.ObservedGeneration != hc.Generation {
+			// A change elsewhere in the spec: what was built is still what this generation asks for.
+			reconcile.MarkTrue(hc, kov1alpha1.ProvisionedCondition, cond.Reason, cond.Message)
+		}
 		return nil
 	}
 	if r.Provisioner == nil {
 		return reconcile.Stalledf(kov1alpha1.ProvisioningUnavailableReason,
 			"mode %s needs the cluster provisioner, and the manager has no CLUSTER_PROVISIONER_BASE_URL (--cluster-provisioner-base-url): an admin sets it, or use mode connect_existing", hc.Spec.Mode)
 	}
-	p, err := r.runs.Follow(ctx, c, provisioning.Run{Operation: api.OperationApply, Annotation: kov1alpha1.ProvisionJobIDAnnotation, Condition: kov1alpha1.ProvisionedCondition})
+	run := provisioning.Run{Operation: api.OperationApply, Annotation: kov1alpha1.ProvisionJobIDAnnotation, Condition: kov1alpha1.ProvisionedCondition, Want: want}
+	if hc.Spec.Provisioning.ApprovePlan == kov1alpha1.PlanApprovalManual {
+		if run.PlanRun, err = r.approvedPlan(ctx, s, c, want); err != nil {
+			return err
+		}
+	} else if st := hc.Status.Provisioning; st != nil && st.Plan != nil && !st.Plan.Approved {
+		// approvePlan back to auto: the plan awaiting approval is not what is applied.
+		st.Plan = nil
+	}
+	p, err := r.runs.Follow(ctx, c, run)
 	if err != nil {
 		return err
 	}
@@ -781,8 +883,15 @@ func (r *Reconciler) provision(ctx context.Context, s *scope) error {
 		return err
 	}
 	hc.Status.KubeconfigSecret = kubeconfigSecretName(hc.Spec.ClusterID)
-	reconcile.MarkTrue(hc, kov1alpha1.ProvisionedCondition, kov1alpha1.SucceededReason,
-		fmt.Sprintf("Provisioning run %s built the cluster (%s in %s); its kubeconfig is stored", p.ID, hc.Spec.Provisioning.Topology, hc.Spec.Region))
+	st := provisioningStatus(hc)
+	again := st.AppliedRun != "" && st.AppliedRun != p.ID
+	st.AppliedInputsHash, st.AppliedRun = orDefault(p.InputsHash, want), p.ID
+	pr := hc.Spec.Provisioning
+	msg := fmt.Sprintf("Provisioning run %s built the cluster (%s in %s, %d nodes); its kubeconfig is stored", p.ID, pr.Topology, hc.Spec.Region, pr.NodeCount)
+	if again {
+		msg = fmt.Sprintf("Provisioning run %s applied the changed spec to the cluster (%s in %s, %d nodes) on the same Terraform state; its kubeconfig is stored", p.ID, pr.Topology, hc.Spec.Region, pr.NodeCount)
+	}
+	reconcile.MarkTrue(hc, kov1alpha1.ProvisionedCondition, kov1alpha1.SucceededReason, msg)
 	return nil
 }
 
@@ -831,7 +940,8 @@ func (r *Reconciler) runsFor(ctx context.Context, s *scope) (provisioning.Cluste
 func (r *Reconciler) destroy(ctx context.Context, s *scope) error {
 	hc := s.hc
 	pr := hc.Spec.Provisioning
-	if hc.Spec.Mode == kov1alpha1.HostClusterModeConnectExisting || pr == nil || len(hc.Status.ProvisionRuns) == 0 {
+	if hc.Spec.Mode == kov1alpha1.HostClusterModeConnectExisting || pr == nil ||
+		(len(hc.Status.ProvisionRuns) == 0 && hc.Annotations[kov1alpha1.ProvisionJobIDAnnotation] == "" && hc.Annotations[kov1alpha1.PlanJobIDAnnotation] == "") {
 		return nil
 	}
 	if pr.DeletionPolicy != kov1alpha1.DeletionPolicyDestroy {
@@ -849,6 +959,19 @@ func (r *Reconciler) destroy(ctx context.Context, s *scope) error {
 	c, err := r.runsFor(ctx, s)
 	if err != nil {
 		return err
+	}
+	// Never two runs on one state: an apply still running (the first build, or a day-2 change)
+	// ends before the destroy starts; the provisioner refuses a second run besides.
+	if hc.Annotations[kov1alpha1.DestroyJobIDAnnotation] == "" {
+		for _, annotation := range []string{kov1alpha1.ProvisionJobIDAnnotation, kov1alpha1.PlanJobIDAnnotation} {
+			if p, running, err := r.runs.Active(ctx, c, annotation); err != nil {
+				return err
+			} else if running {
+				msg := fmt.Sprintf("Waiting for provisioning run %s (%s, %s) to end before the destroy run starts: never two runs on one Terraform state", p.ID, p.Operation, p.Status)
+				reconcile.MarkFalse(hc, kov1alpha1.InfrastructureDestroyedCondition, kov1alpha1.RunInProgressReason, msg)
+				return reconcile.Waiting(kov1alpha1.RunInProgressReason, msg, r.PollInterval)
+			}
+		}
 	}
 	// The tenant asks again after a failed destroy: a new run.
 	again := hc.Annotations[kov1alpha1.DestroyJobIDAnnotation] != "" && reconcile.RetryRequested(hc)

@@ -33,6 +33,11 @@ func phase(hc *kov1alpha1.HostCluster, at string) string {
 	case kov1alpha1.ProvisionedCondition:
 		if !connect && !reconcile.IsTrue(hc, kov1alpha1.ProvisionedCondition) {
 			next = kov1alpha1.HostClusterPhaseProvisioning
+			if cur == kov1alpha1.HostClusterPhaseReady {
+				// A built cluster provisioned again (a changed spec.provisioning): the tenant
+				// sees it in Provisioning until the run applied, then the phases that follow.
+				return string(next)
+			}
 		}
 	case kov1alpha1.AccessValidatedCondition:
 		if connect {

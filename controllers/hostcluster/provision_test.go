@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -235,6 +236,18 @@ func describeHC(hc *kov1alpha1.HostCluster) string {
 func hasBucket(aws *sim.AWS, name string) bool {
 	_, ok := aws.S3.Bucket(name)
 	return ok
+}
+
+// waitProvisionedAt waits until HostCluster name is Provisioned at generation gen (0: any).
+func (s *provisionSuite) waitProvisionedAt(t *testing.T, name string, gen int64) *kov1alpha1.HostCluster {
+	t.Helper()
+	var hc *kov1alpha1.HostCluster
+	framework.Eventually(t, 3*time.Minute, fmt.Sprintf("%s provisioned at generation %d", name, gen), func() (bool, string) {
+		hc = s.get(t, name)
+		c := reconcile.GetCondition(hc, kov1alpha1.ProvisionedCondition)
+		return c != nil && c.Status == metav1.ConditionTrue && (gen == 0 || c.ObservedGeneration == gen), describeHC(hc)
+	})
+	return hc
 }
 
 // runJobs lists the runs of a cluster, by the provisioner's labels.
@@ -614,6 +627,350 @@ func TestProvisioning(t *testing.T) {
 			if bKeys[r.AccessKeyID] && strings.Contains(r.Resource, "a-steal") {
 				t.Errorf("B's role session made %s %s on %s", r.Service, r.Operation, r.Resource)
 			}
+		}
+	})
+
+	t.Run("day-2: nodeCount 2 to 5 runs again on the same state; a change outside the module does not", func(t *testing.T) {
+		c := s.h.WS["acme"]
+		const name = "day2-grow"
+		param := provisioning.AdminKubeconfigParameter(fp(s.h.LC["acme"]), name)
+		s.aws.SSM.Put(param, "SecureString", "PENDING")
+		s.aws.SSM.PublishAdminKubeconfig(param, s.adminConf, time.Second)
+		s.hostCluster(t, name, kov1alpha1.HostClusterModeProvisionVanilla, kov1alpha1.TopologyVanillaKubeadm, "aws")
+		hc := s.waitProvisionedAt(t, name, 0)
+		first := hc.Status.Provisioning
+		if first == nil || first.AppliedRun == "" || first.AppliedRun != hc.Status.ProvisionRuns[0].ID || first.AppliedInputsHash == "" {
+			t.Fatalf("status.provisioning %+v after the first run, want its run and inputs hash", first)
+		}
+
+		// The domain is not an input of the module: the new generation is provisioned already.
+		hc.Spec.Domain = "elsewhere.example.com"
+		if err := c.Update(ctx, hc); err != nil {
+			t.Fatal(err)
+		}
+		hc = s.waitProvisionedAt(t, name, hc.Generation)
+		if jobs := s.runJobs(t, name); len(jobs) != 1 || hc.Status.Provisioning.AppliedRun != first.AppliedRun {
+			t.Fatalf("after a domain change: %d runs, applied run %s; want still only %s", len(jobs), hc.Status.Provisioning.AppliedRun, first.AppliedRun)
+		}
+
+		hc.Spec.Provisioning.NodeCount = 5
+		if err := c.Update(ctx, hc); err != nil {
+			t.Fatal(err)
+		}
+		hc = s.waitProvisionedAt(t, name, hc.Generation)
+		st := hc.Status.Provisioning
+		if st.AppliedRun == first.AppliedRun || st.AppliedInputsHash == first.AppliedInputsHash {
+			t.Fatalf("status.provisioning %+v after nodeCount 5, want a new run and inputs hash (first %+v)", st, first)
+		}
+		cond := reconcile.GetCondition(hc, kov1alpha1.ProvisionedCondition)
+		if !strings.Contains(cond.Message, "applied the changed spec") || !strings.Contains(cond.Message, st.AppliedRun) || !strings.Contains(cond.Message, "5 nodes") {
+			t.Errorf("Provisioned message %q, want the second run applying the changed spec", cond.Message)
+		}
+		if len(hc.Status.ProvisionRuns) != 2 || hc.Status.ProvisionRuns[1].ID != st.AppliedRun || hc.Status.ProvisionRuns[1].Outcome != string(api.StatusSucceeded) {
+			t.Errorf("run history %+v, want the first and the second apply", hc.Status.ProvisionRuns)
+		}
+		jobs := s.runJobs(t, name)
+		if len(jobs) != 2 {
+			t.Fatalf("%d runs, want two applies", len(jobs))
+		}
+		byRun := map[string]batchv1.Job{}
+		for _, j := range jobs {
+			byRun[j.Labels[api.LabelRun]] = j
+		}
+		one, two := byRun[first.AppliedRun], byRun[st.AppliedRun]
+		if one.Labels[api.LabelOperation] != "apply" || two.Labels[api.LabelOperation] != "apply" {
+			t.Errorf("operations %q and %q, want two applies", one.Labels[api.LabelOperation], two.Labels[api.LabelOperation])
+		}
+		// One run at a time: the second started after the first had ended.
+		if one.Status.CompletionTime == nil || two.Status.StartTime == nil || two.Status.StartTime.Before(one.Status.CompletionTime) {
+			t.Errorf("first run ended %v, second started %v: want the second after the first", one.Status.CompletionTime, two.Status.StartTime)
+		}
+		// The same state (bucket and key), the new count in the module.
+		module := func(id string) string {
+			cm, err := s.admin.CoreV1().ConfigMaps(api.DefaultJobsNamespace).Get(ctx, api.ModuleConfigMapName(id), metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return cm.Data["main.tf"]
+		}
+		m1, m2 := module(first.AppliedRun), module(st.AppliedRun)
+		backend := func(m string) string { return m[:strings.Index(m, "locals")] }
+		if backend(m1) != backend(m2) || !strings.Contains(m2, api.StateKey(fp(s.h.LC["acme"]), name)) {
+			t.Errorf("the runs' backends differ: %q vs %q", backend(m1), backend(m2))
+		}
+		nodeCount := regexp.MustCompile(`node_count\s*=\s*(\d+)`)
+		if got1, got2 := nodeCount.FindStringSubmatch(m1), nodeCount.FindStringSubmatch(m2); len(got1) != 2 || got1[1] != "2" || len(got2) != 2 || got2[1] != "5" {
+			t.Errorf("node_count in the modules: %v then %v, want 2 then 5", got1, got2)
+		}
+		// Terraform changed the workers on the state the first run left.
+		out, _ := s.runner.Output(api.JobName(st.AppliedRun))
+		if !strings.Contains(out, "0 to add, 1 to change, 0 to destroy") || !strings.Contains(out, "0 added, 1 changed, 0 destroyed") {
+			t.Errorf("the second run's log does not show the workers changed in place:\n%s", out)
+		}
+	})
+
+	t.Run("approvePlan manual: the run stops after the plan, its summary in status; only the annotation naming that plan applies it", func(t *testing.T) {
+		c := s.h.WS["acme"]
+		const name = "day2-manual"
+		param := provisioning.AdminKubeconfigParameter(fp(s.h.LC["acme"]), name)
+		s.aws.SSM.Put(param, "SecureString", "PENDING")
+		s.aws.SSM.PublishAdminKubeconfig(param, s.adminConf, time.Second)
+		hc := &kov1alpha1.HostCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name}, Spec: kov1alpha1.HostClusterSpec{
+			ClusterID: name, Mode: kov1alpha1.HostClusterModeProvisionVanilla, Provider: "aws", Region: "eu-north-1",
+			Provisioning: &kov1alpha1.HostClusterProvisioning{Topology: kov1alpha1.TopologyVanillaKubeadm, NodeCount: 2, InstanceType: "t3.medium",
+				KubernetesVersion: "1.31.0", CredentialRef: "aws", ApprovePlan: kov1alpha1.PlanApprovalManual},
+			GitOpsRepoURL: "https://git.example/gitops-iac.git", GitOpsPath: "fluxcd/clusters/" + name, Domain: name + ".example.com"}}
+		if err := c.Create(ctx, hc); err != nil {
+			t.Fatal(err)
+		}
+		awaiting := func(what string, check func(*kov1alpha1.HostCluster, *metav1.Condition) bool) *kov1alpha1.HostCluster {
+			t.Helper()
+			var hc *kov1alpha1.HostCluster
+			framework.Eventually(t, 3*time.Minute, name+": "+what, func() (bool, string) {
+				hc = s.get(t, name)
+				cond := reconcile.GetCondition(hc, kov1alpha1.ProvisionedCondition)
+				return cond != nil && cond.Reason == kov1alpha1.PlanAwaitingApprovalReason && hc.Status.Provisioning != nil &&
+					hc.Status.Provisioning.Plan != nil && check(hc, cond), describeHC(hc)
+			})
+			return hc
+		}
+		hc = awaiting("the first plan awaiting approval", func(*kov1alpha1.HostCluster, *metav1.Condition) bool { return true })
+		plan := *hc.Status.Provisioning.Plan
+		if plan.Add != 3 || plan.Change != 0 || plan.Destroy != 0 || plan.Approved || plan.PlannedAt == nil {
+			t.Errorf("the first plan %+v, want 3 to add (vpc, cluster, workers), not approved", plan)
+		}
+		cond := reconcile.GetCondition(hc, kov1alpha1.ProvisionedCondition)
+		if !strings.Contains(cond.Message, "3 to add, 0 to change, 0 to destroy") || !strings.Contains(cond.Message, kov1alpha1.ApprovePlanAnnotation+"="+plan.ID) {
+			t.Errorf("Provisioned message %q, want the summary and how to approve %s", cond.Message, plan.ID)
+		}
+		if hc.Status.Phase != kov1alpha1.HostClusterPhaseProvisioning {
+			t.Errorf("phase %s while the plan awaits approval, want Provisioning", hc.Status.Phase)
+		}
+		jobs := s.runJobs(t, name)
+		if len(jobs) != 1 || jobs[0].Labels[api.LabelOperation] != string(api.OperationPlan) || jobs[0].Labels[api.LabelRun] != plan.ID {
+			t.Fatalf("%d runs, want the plan run %s only: nothing applied before approval", len(jobs), plan.ID)
+		}
+		bucket := api.StateBucketName(fp(s.h.LC["acme"]), name)
+		if saved, err := s.aws.S3.Object(bucket, api.PlanKey(fp(s.h.LC["acme"]), name, plan.ID)); err != nil || len(saved) == 0 {
+			t.Errorf("the saved plan is not next to the state in %s: %v", bucket, err)
+		}
+
+		approve := func(value string) {
+			t.Helper()
+			if err := reconcile.PatchAnnotations(ctx, c, s.get(t, name), map[string]*string{kov1alpha1.ApprovePlanAnnotation: ptr.To(value)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// A value that is not this plan's (a guess, another HostCluster's plan) approves nothing.
+		approve("zzzzzzzzzz")
+		awaiting("the wrong approval refused", func(_ *kov1alpha1.HostCluster, cond *metav1.Condition) bool {
+			return strings.Contains(cond.Message, "approves nothing") && !strings.Contains(cond.Message, "zzzzzzzzzz")
+		})
+		if jobs := s.runJobs(t, name); len(jobs) != 1 {
+			t.Fatalf("%d runs after a wrong approval, want the plan run only", len(jobs))
+		}
+
+		approve(plan.ID)
+		hc = s.waitProvisionedAt(t, name, 0)
+		st := hc.Status.Provisioning
+		if st.Plan == nil || st.Plan.ID != plan.ID || !st.Plan.Approved || st.AppliedRun == "" {
+			t.Fatalf("status.provisioning %+v after approval, want plan %s approved and applied", st, plan.ID)
+		}
+		var applyJob *batchv1.Job
+		for _, j := range s.runJobs(t, name) {
+			if j.Labels[api.LabelRun] == st.AppliedRun {
+				applyJob = &j
+			}
+		}
+		if applyJob == nil || applyJob.Labels[api.LabelOperation] != string(api.OperationApply) || applyJob.Annotations[api.AnnotationPlanRun] != plan.ID {
+			t.Fatalf("the applied run %s is not an apply of plan %s: %+v", st.AppliedRun, plan.ID, applyJob)
+		}
+		out, _ := s.runner.Output(applyJob.Name)
+		if !strings.Contains(out, "Loading the approved plan") || !strings.Contains(out, "Apply complete! Resources: 3 added, 0 changed, 0 destroyed") ||
+			strings.Contains(out, "Terraform will perform the following actions") {
+			t.Errorf("the apply run did not apply the saved plan as it was:\n%s", out)
+		}
+
+		// Day 2 under manual approval: a new plan for nodeCount 5; the annotation still names the
+		// first plan, which approves nothing now.
+		hc.Spec.Provisioning.NodeCount = 5
+		if err := c.Update(ctx, hc); err != nil {
+			t.Fatal(err)
+		}
+		hc = awaiting("the day-2 plan awaiting approval", func(hc *kov1alpha1.HostCluster, cond *metav1.Condition) bool {
+			return hc.Status.Provisioning.Plan.ID != plan.ID && strings.Contains(cond.Message, "approves nothing")
+		})
+		second := *hc.Status.Provisioning.Plan
+		if second.Add != 0 || second.Change != 1 || second.Destroy != 0 {
+			t.Errorf("the day-2 plan %+v, want 1 to change (the workers)", second)
+		}
+		approve(second.ID)
+		hc = s.waitProvisionedAt(t, name, hc.Generation)
+		if st := hc.Status.Provisioning; st.AppliedRun == applyJob.Labels[api.LabelRun] || st.Plan == nil || st.Plan.ID != second.ID || !st.Plan.Approved {
+			t.Errorf("status.provisioning %+v after the day-2 approval", st)
+		}
+		if got := len(s.runJobs(t, name)); got != 4 {
+			t.Errorf("%d runs, want two plans and two applies", got)
+		}
+
+		// A saved plan is applied exactly as it was, or not at all: the day-2 plan asked for
+		// again, directly at the provisioner (same cluster, caller and inputs, so the provisioner
+		// lets it through), is refused by Terraform, since its own apply changed the state.
+		pc, err := pclient.New(s.url, provisionerKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		replay, err := pc.Create(ctx, api.CreateRequest{ClusterID: name, Region: "eu-north-1", Topology: api.TopologyVanillaKubeadm, NodeCount: 5,
+			InstanceType: "t3.medium", KubernetesVersion: "1.31.0", TerraformEnvironment: name,
+			CredentialSecretRef: api.SecretRef{Namespace: workspaces.Namespace(s.h.LC["acme"]), Name: "hostcluster-" + name + "-cloud-credential"},
+			Operation:           api.OperationApply, PlanRun: second.ID,
+			Workspace: s.h.LC["acme"], WorkspaceFingerprint: fp(s.h.LC["acme"]), OwnerUID: string(hc.UID)})
+		if err != nil {
+			t.Fatalf("the apply of the applied plan again: %v", err)
+		}
+		framework.Eventually(t, 2*time.Minute, "the replayed plan's run to end", func() (bool, string) {
+			p, err := pc.Get(ctx, replay.ID)
+			if err != nil {
+				return false, err.Error()
+			}
+			if p.Status == api.StatusSucceeded {
+				t.Fatalf("a stale plan was applied: %+v", p)
+			}
+			return p.Status == api.StatusFailed && strings.Contains(p.Message, "Saved plan is stale"), fmt.Sprintf("%+v", p)
+		})
+	})
+
+	t.Run("a destroy requested while an apply runs starts only after the apply ended", func(t *testing.T) {
+		c := s.h.WS["acme"]
+		const name = "day2-destroy"
+		param := provisioning.AdminKubeconfigParameter(fp(s.h.LC["acme"]), name)
+		s.aws.SSM.Put(param, "SecureString", "PENDING")
+		s.hostCluster(t, name, kov1alpha1.HostClusterModeProvisionVanilla, kov1alpha1.TopologyVanillaKubeadm, "aws")
+		var hc *kov1alpha1.HostCluster
+		framework.Eventually(t, 3*time.Minute, name+"'s apply waiting for the node's kubeconfig", func() (bool, string) {
+			hc = s.get(t, name)
+			cond := reconcile.GetCondition(hc, kov1alpha1.ProvisionedCondition)
+			return hc.Annotations[kov1alpha1.ProvisionJobIDAnnotation] != "" && cond != nil && cond.Reason == "Applying" &&
+				strings.Contains(cond.Message, "Waiting for the control plane"), describeHC(hc)
+		})
+		apply := hc.Annotations[kov1alpha1.ProvisionJobIDAnnotation]
+		hc.Spec.Provisioning.DeletionPolicy = kov1alpha1.DeletionPolicyDestroy
+		if err := c.Update(ctx, hc); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Delete(ctx, s.get(t, name)); err != nil {
+			t.Fatal(err)
+		}
+		framework.Eventually(t, time.Minute, name+"'s deletion waiting for the apply", func() (bool, string) {
+			hc = s.get(t, name)
+			cond := reconcile.GetCondition(hc, kov1alpha1.InfrastructureDestroyedCondition)
+			return cond != nil && cond.Reason == kov1alpha1.RunInProgressReason && strings.Contains(cond.Message, apply), describeHC(hc)
+		})
+		if jobs := s.runJobs(t, name); len(jobs) != 1 {
+			t.Fatalf("%d runs while the deletion waits, want the apply only", len(jobs))
+		}
+		// The node publishes its admin.conf: the apply ends, then the destroy runs.
+		s.aws.SSM.PublishAdminKubeconfig(param, s.adminConf, 0)
+		framework.Eventually(t, 3*time.Minute, name+" gone", func() (bool, string) {
+			err := c.Get(ctx, client.ObjectKey{Namespace: "default", Name: name}, &kov1alpha1.HostCluster{})
+			return apierrors.IsNotFound(err), fmt.Sprint(err)
+		})
+		var applyJob, destroyJob *batchv1.Job
+		for _, j := range s.runJobs(t, name) {
+			switch j.Labels[api.LabelOperation] {
+			case "apply":
+				applyJob = &j
+			case "destroy":
+				destroyJob = &j
+			}
+		}
+		if applyJob == nil || destroyJob == nil || applyJob.Labels[api.LabelRun] != apply {
+			t.Fatalf("runs: apply %v destroy %v, want the apply %s and a destroy", applyJob != nil, destroyJob != nil, apply)
+		}
+		if applyJob.Status.CompletionTime == nil || destroyJob.Status.StartTime == nil || destroyJob.Status.CompletionTime == nil ||
+			destroyJob.CreationTimestamp.Before(applyJob.Status.CompletionTime) || destroyJob.Status.StartTime.Before(applyJob.Status.CompletionTime) {
+			t.Errorf("apply ended %v; destroy created %v, started %v, ended %v: want the destroy wholly after the apply",
+				applyJob.Status.CompletionTime, destroyJob.CreationTimestamp, destroyJob.Status.StartTime, destroyJob.Status.CompletionTime)
+		}
+		out, _ := s.runner.Output(destroyJob.Name)
+		if !strings.Contains(out, "Resources: 0 added, 0 changed, 3 destroyed") {
+			t.Errorf("the destroy run did not destroy what the apply built:\n%s", out)
+		}
+	})
+
+	t.Run("the provisioner refuses a second run: a retry during an apply follows it again, a destroy that lost track of it still waits", func(t *testing.T) {
+		c := s.h.WS["acme"]
+		const name = "day2-lost"
+		param := provisioning.AdminKubeconfigParameter(fp(s.h.LC["acme"]), name)
+		s.aws.SSM.Put(param, "SecureString", "PENDING")
+		s.hostCluster(t, name, kov1alpha1.HostClusterModeProvisionVanilla, kov1alpha1.TopologyVanillaKubeadm, "aws")
+		var hc *kov1alpha1.HostCluster
+		applying := func(what string) {
+			t.Helper()
+			framework.Eventually(t, 3*time.Minute, name+": "+what, func() (bool, string) {
+				hc = s.get(t, name)
+				cond := reconcile.GetCondition(hc, kov1alpha1.ProvisionedCondition)
+				return hc.Annotations[kov1alpha1.ProvisionJobIDAnnotation] != "" && hc.Status.LastHandledRetry == hc.Annotations[kov1alpha1.RetryAnnotation] &&
+					cond != nil && cond.Reason == "Applying" && strings.Contains(cond.Message, "Waiting for the control plane"), describeHC(hc)
+			})
+		}
+		applying("the apply waiting for the node")
+		apply := hc.Annotations[kov1alpha1.ProvisionJobIDAnnotation]
+
+		// A retry starts a new attempt, which drops the run's ID: the provisioner refuses a second
+		// run (409 naming the active one), and the HostCluster follows its own run again.
+		if err := reconcile.PatchAnnotations(ctx, c, hc, map[string]*string{kov1alpha1.RetryAnnotation: ptr.To("during-the-apply")}); err != nil {
+			t.Fatal(err)
+		}
+		applying("the retry handled, the same run followed")
+		if got := hc.Annotations[kov1alpha1.ProvisionJobIDAnnotation]; got != apply {
+			t.Errorf("after the retry the HostCluster follows run %s, want the active %s", got, apply)
+		}
+		if jobs := s.runJobs(t, name); len(jobs) != 1 {
+			t.Fatalf("%d runs after a retry during the apply, want the one", len(jobs))
+		}
+
+		// Deleted with Destroy, then the tenant drops the annotation that named the apply: the
+		// destroy's POST is refused while the apply runs, and the deletion says it waits.
+		hc.Spec.Provisioning.DeletionPolicy = kov1alpha1.DeletionPolicyDestroy
+		if err := c.Update(ctx, hc); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Delete(ctx, s.get(t, name)); err != nil {
+			t.Fatal(err)
+		}
+		framework.Eventually(t, time.Minute, name+"'s deletion waiting for the apply", func() (bool, string) {
+			hc = s.get(t, name)
+			cond := reconcile.GetCondition(hc, kov1alpha1.InfrastructureDestroyedCondition)
+			return cond != nil && cond.Reason == kov1alpha1.RunInProgressReason, describeHC(hc)
+		})
+		if err := reconcile.PatchAnnotations(ctx, c, hc, map[string]*string{kov1alpha1.ProvisionJobIDAnnotation: nil}); err != nil {
+			t.Fatal(err)
+		}
+		framework.Eventually(t, time.Minute, name+"'s destroy refused by the provisioner while the apply runs", func() (bool, string) {
+			hc = s.get(t, name)
+			cond := reconcile.GetCondition(hc, kov1alpha1.InfrastructureDestroyedCondition)
+			return cond != nil && cond.Reason == kov1alpha1.RunInProgressReason && strings.Contains(cond.Message, "Run "+apply+" (apply) of this cluster is still"), describeHC(hc)
+		})
+		if jobs := s.runJobs(t, name); len(jobs) != 1 {
+			t.Fatalf("%d runs while the destroy is refused, want the apply only", len(jobs))
+		}
+		s.aws.SSM.PublishAdminKubeconfig(param, s.adminConf, 0)
+		framework.Eventually(t, 3*time.Minute, name+" gone", func() (bool, string) {
+			err := c.Get(ctx, client.ObjectKey{Namespace: "default", Name: name}, &kov1alpha1.HostCluster{})
+			return apierrors.IsNotFound(err), fmt.Sprint(err)
+		})
+		var applyJob, destroyJob batchv1.Job
+		for _, j := range s.runJobs(t, name) {
+			if j.Labels[api.LabelOperation] == "destroy" {
+				destroyJob = j
+			} else {
+				applyJob = j
+			}
+		}
+		if applyJob.Labels[api.LabelRun] != apply || destroyJob.Status.StartTime == nil || applyJob.Status.CompletionTime == nil ||
+			destroyJob.Status.StartTime.Before(applyJob.Status.CompletionTime) {
+			t.Errorf("apply %s ended %v, destroy %s started %v: want the destroy after the apply", applyJob.Name, applyJob.Status.CompletionTime, destroyJob.Name, destroyJob.Status.StartTime)
 		}
 	})
 

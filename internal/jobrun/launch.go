@@ -26,9 +26,21 @@ import (
 // after the Job exists, the Job is deleted (the garbage collector takes what it owns). It returns
 // the started Job.
 func Launch(ctx context.Context, cs kubernetes.Interface, namespace string, build func(id string) *batchv1.Job, owned func(id string, job *batchv1.Job) []metav1.Object) (*batchv1.Job, error) {
+	return LaunchGated(ctx, cs, namespace, build, nil, owned)
+}
+
+// LaunchGated is Launch with a gate: called once the suspended Job exists, before anything it
+// owns; an error from it deletes the Job (it never ran) and is returned as it is (e.g. another
+// run holds the cluster's lock).
+func LaunchGated(ctx context.Context, cs kubernetes.Interface, namespace string, build func(id string) *batchv1.Job, gate func(id string, job *batchv1.Job) error, owned func(id string, job *batchv1.Job) []metav1.Object) (*batchv1.Job, error) {
 	id, job, err := createJob(ctx, cs, namespace, build)
 	if err != nil {
 		return nil, err
+	}
+	if gate != nil {
+		if err := gate(id, job); err != nil {
+			return nil, errors.Join(err, abandon(cs, job))
+		}
 	}
 	for _, o := range owned(id, job) {
 		o.SetOwnerReferences(ControllerRef(job))

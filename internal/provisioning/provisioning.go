@@ -62,21 +62,38 @@ type Cluster struct {
 type Run struct {
 	// Operation is what a new run does.
 	Operation api.Operation
-	// Annotation keeps the run's ID on the HostCluster (kov1alpha1.ProvisionJobIDAnnotation or
-	// DestroyJobIDAnnotation).
+	// Annotation keeps the run's ID on the HostCluster (kov1alpha1.ProvisionJobIDAnnotation,
+	// PlanJobIDAnnotation or DestroyJobIDAnnotation).
 	Annotation string
 	// Condition shows the run while it is in progress.
 	Condition string
 	// Again drops the run the annotation names and starts a new one (a retry after a failed
 	// run).
 	Again bool
+	// Want is the InputsHash of the current spec (apply and plan runs): a tracked run made for
+	// other inputs (an earlier spec) is waited for while it runs and then replaced by a new run.
+	// Empty: any tracked run is the one.
+	Want string
+	// PlanRun (apply runs) is the approved plan to apply: a tracked run that applies anything
+	// else is not the one.
+	PlanRun string
 }
 
-// Follow starts the run when the HostCluster tracks none and follows the one it tracks: while
-// the run is queued or running it shows it on run.Condition and returns reconcile.Waiting; once it
-// ended it returns it (succeeded or failed: the step says what that means). A run the annotation
-// names that was not started for this HostCluster stalls it (RunNotOwned), and one the provisioner
-// no longer knows stalls it with ProvisionRunLost.
+// stale reports whether p is not the run asked for: made for other module inputs than run.Want
+// (a run that does not say, created before runs carried their inputs, is taken as the current
+// one), or applying another plan than run.PlanRun.
+func stale(p api.Provision, run Run) bool {
+	return (run.Want != "" && p.InputsHash != "" && p.InputsHash != run.Want) || (run.PlanRun != "" && p.PlanRun != run.PlanRun)
+}
+
+// Follow starts the run when the HostCluster tracks none, or tracks one for an earlier spec or
+// plan that has ended (stale), and follows the one it tracks: while the run is queued or running
+// it shows it on run.Condition and returns reconcile.Waiting (a stale one still running is waited
+// for: RunInProgress); once it ended it returns it (succeeded or failed: the step says what that
+// means). A start the provisioner refuses because another run of the cluster is active (409)
+// waits for that run, or follows it when it is this HostCluster's own run of the same kind and
+// spec. A run the annotation names that was not started for this HostCluster stalls it
+// (RunNotOwned), and one the provisioner no longer knows stalls it with ProvisionRunLost.
 func (r *Runs) Follow(ctx context.Context, c Cluster, run Run) (api.Provision, error) {
 	id, err := c.TrackedJob(ctx, func(o reconcile.Object) string { return o.GetAnnotations()[run.Annotation] })
 	if err != nil {
@@ -85,16 +102,31 @@ func (r *Runs) Follow(ctx context.Context, c Cluster, run Run) (api.Provision, e
 	if run.Again {
 		id = ""
 	}
-	if id == "" {
-		p, err := r.start(ctx, c, run.Operation)
-		if err != nil {
-			return api.Provision{}, err
+	if id != "" {
+		p, err := r.follow(ctx, c, run, id)
+		if err != nil || !stale(p, run) {
+			return p, err
 		}
-		if err := c.RecordJob(ctx, run.Annotation, p.ID); err != nil {
-			return api.Provision{}, err
-		}
-		return api.Provision{}, r.show(c, run.Condition, p)
+		// A run for an earlier spec, ended: the current spec gets a run of its own, on the same
+		// state.
 	}
+	p, err := r.start(ctx, c, run)
+	if active, ok := pclient.ActiveRun(err); ok {
+		return api.Provision{}, r.activeRun(ctx, c, run, active)
+	}
+	if err != nil {
+		return api.Provision{}, err
+	}
+	if err := c.RecordJob(ctx, run.Annotation, p.ID); err != nil {
+		return api.Provision{}, err
+	}
+	return api.Provision{}, r.show(c, run.Condition, p)
+}
+
+// follow polls the tracked run id: Waiting while it runs, the run once it ended (succeeded or
+// failed) or when it was made for other inputs than run.Want (stale; while such a run runs, the
+// step waits for it: one run at a time per cluster).
+func (r *Runs) follow(ctx context.Context, c Cluster, run Run, id string) (api.Provision, error) {
 	p, err := r.Client.Get(ctx, id)
 	if err != nil {
 		return api.Provision{}, runError(id, err)
@@ -108,10 +140,68 @@ func (r *Runs) Follow(ctx context.Context, c Cluster, run Run) (api.Provision, e
 			run.Annotation, p.ID, kov1alpha1.RetryAnnotation)
 	}
 	record(c.HostCluster, p)
-	if p.Status != api.StatusSucceeded && p.Status != api.StatusFailed {
+	if stale(p, run) && !p.Status.Done() {
+		return api.Provision{}, r.wait(c, run.Condition, fmt.Sprintf(
+			"Run %s, for an earlier spec or plan, is still %s; the run for the current one starts when it has ended (one run at a time per cluster)", p.ID, p.Status))
+	}
+	if !p.Status.Done() {
 		return api.Provision{}, r.show(c, run.Condition, p)
 	}
 	return p, nil
+}
+
+// activeRun is a start refused because run active of the cluster has not ended (the
+// provisioner's 409): a run of this HostCluster doing what run asks for, for the current spec
+// (the object lost track of it: a retry dropped the annotation), is followed from now on; any
+// other is waited for, never overlapped.
+func (r *Runs) activeRun(ctx context.Context, c Cluster, run Run, active string) error {
+	p, err := r.Client.Get(ctx, active)
+	switch {
+	case pclient.IsNotFound(err):
+		// Ended and swept meanwhile: start next pass.
+		return r.wait(c, run.Condition, "Another run of this cluster has just ended; starting the next one")
+	case err != nil:
+		return runError(active, err)
+	case !p.BelongsTo(c.LogicalCluster, string(c.HostCluster.UID)):
+		// Whose it is is not said.
+		return r.wait(c, run.Condition, "Another provisioning run of this cluster's Terraform state is still active; this run starts when it has ended (one run at a time per cluster)")
+	}
+	record(c.HostCluster, p)
+	if p.Operation == run.Operation && !stale(p, run) && !p.Status.Done() {
+		if err := c.RecordJob(ctx, run.Annotation, p.ID); err != nil {
+			return err
+		}
+		return r.show(c, run.Condition, p)
+	}
+	return r.wait(c, run.Condition, fmt.Sprintf("Run %s (%s) of this cluster is still %s; the %s run starts when it has ended (one run at a time per cluster)", p.ID, p.Operation, p.Status, run.Operation))
+}
+
+// Active returns the run annotation names when it belongs to this HostCluster and has not ended:
+// what a destroy must wait for.
+func (r *Runs) Active(ctx context.Context, c Cluster, annotation string) (api.Provision, bool, error) {
+	id := c.HostCluster.GetAnnotations()[annotation]
+	if id == "" {
+		return api.Provision{}, false, nil
+	}
+	p, err := r.Client.Get(ctx, id)
+	switch {
+	case pclient.IsNotFound(err):
+		return api.Provision{}, false, nil
+	case err != nil:
+		return api.Provision{}, false, runError(id, err)
+	case !p.BelongsTo(c.LogicalCluster, string(c.HostCluster.UID)):
+		// Not this HostCluster's: nothing to wait for here (the provisioner still refuses a
+		// second run of the same state).
+		return api.Provision{}, false, nil
+	}
+	record(c.HostCluster, p)
+	return p, !p.Status.Done(), nil
+}
+
+// wait shows on cond that the step waits for another run, and polls again.
+func (r *Runs) wait(c Cluster, cond, msg string) error {
+	reconcile.MarkFalse(c.HostCluster, cond, kov1alpha1.RunInProgressReason, msg)
+	return reconcile.Waiting(kov1alpha1.RunInProgressReason, msg, r.PollInterval)
 }
 
 // Kubeconfig is the kubeconfig a succeeded run id built, as the run read it back from the
@@ -126,8 +216,9 @@ func (r *Runs) Kubeconfig(ctx context.Context, id string) ([]byte, error) {
 
 // start copies the credential and asks the provisioner for a run of op, within the workspace's
 // runs per hour.
-func (r *Runs) start(ctx context.Context, c Cluster, op api.Operation) (api.Provision, error) {
+func (r *Runs) start(ctx context.Context, c Cluster, run Run) (api.Provision, error) {
 	hc := c.HostCluster
+	op := run.Operation
 	// Over the cap nothing is made, not even the credential copy.
 	if err := r.checkQuota(ctx, c, op); err != nil {
 		return api.Provision{}, err
@@ -140,22 +231,8 @@ func (r *Runs) start(ctx context.Context, c Cluster, op api.Operation) (api.Prov
 		// Kubernetes' RBAC authorizer sees a new RoleBinding a moment later: ask next pass.
 		return api.Provision{}, reconcile.Waiting(kov1alpha1.WaitingReason, "Letting the provisioner read the credential copy", r.PollInterval)
 	}
-	pr := hc.Spec.Provisioning
-	req := api.CreateRequest{
-		ClusterID:            hc.Spec.ClusterID,
-		Region:               hc.Spec.Region,
-		Topology:             string(pr.Topology),
-		ControlPlaneCount:    pr.ControlPlaneCount,
-		NodeCount:            pr.NodeCount,
-		InstanceType:         pr.InstanceType,
-		KubernetesVersion:    pr.KubernetesVersion,
-		TerraformEnvironment: TerraformEnvironment(hc),
-		CredentialSecretRef:  api.SecretRef{Namespace: c.Namespace, Name: CredentialSecretName(hc.Spec.ClusterID)},
-		Operation:            op,
-		Workspace:            c.LogicalCluster,
-		WorkspaceFingerprint: workspaces.Fingerprint(c.LogicalCluster),
-		OwnerUID:             string(hc.UID),
-	}
+	req := Request(c, op)
+	req.PlanRun = run.PlanRun
 	if err := req.Validate(); err != nil {
 		// The schema admits only what the provisioner accepts; region is the one field it does
 		// not constrain for connected clusters.
@@ -165,6 +242,9 @@ func (r *Runs) start(ctx context.Context, c Cluster, op api.Operation) (api.Prov
 		return api.Provision{}, err
 	}
 	p, err := r.Client.Create(ctx, req)
+	if _, ok := pclient.ActiveRun(err); ok {
+		return api.Provision{}, err
+	}
 	if err != nil {
 		var pe *pclient.Error
 		if errors.As(err, &pe) && pe.Field == "credentialSecretRef" {
@@ -182,6 +262,35 @@ func (r *Runs) start(ctx context.Context, c Cluster, op api.Operation) (api.Prov
 	record(hc, p)
 	c.Event(corev1.EventTypeNormal, kov1alpha1.ProgressingReason, fmt.Sprintf("Provisioning run %s (%s) started", p.ID, op))
 	return p, nil
+}
+
+// Request is the provisioner's request for a run of op for the HostCluster: its spec's
+// provisioning fields, the platform's credential copy and whose run it is.
+func Request(c Cluster, op api.Operation) api.CreateRequest {
+	hc := c.HostCluster
+	pr := hc.Spec.Provisioning
+	return api.CreateRequest{
+		ClusterID:            hc.Spec.ClusterID,
+		Region:               hc.Spec.Region,
+		Topology:             string(pr.Topology),
+		ControlPlaneCount:    pr.ControlPlaneCount,
+		NodeCount:            pr.NodeCount,
+		InstanceType:         pr.InstanceType,
+		KubernetesVersion:    pr.KubernetesVersion,
+		TerraformEnvironment: TerraformEnvironment(hc),
+		CredentialSecretRef:  api.SecretRef{Namespace: c.Namespace, Name: CredentialSecretName(hc.Spec.ClusterID)},
+		Operation:            op,
+		Workspace:            c.LogicalCluster,
+		WorkspaceFingerprint: workspaces.Fingerprint(c.LogicalCluster),
+		OwnerUID:             string(hc.UID),
+	}
+}
+
+// InputsHash is the InputsHash of the runs the HostCluster's current spec asks for: the module
+// they render (api.CreateRequest.InputsHash).
+func InputsHash(c Cluster) string {
+	req := Request(c, api.OperationApply)
+	return req.InputsHash()
 }
 
 // show shows a run in progress on cond and polls it again.

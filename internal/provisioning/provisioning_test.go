@@ -10,6 +10,7 @@ import (
 
 	kov1alpha1 "github.com/kubeopera/kubeopera/apis/kubeopera/v1alpha1"
 	"github.com/kubeopera/kubeopera/internal/provisioner/api"
+	"github.com/kubeopera/kubeopera/internal/reconcile"
 )
 
 func TestCheckCredential(t *testing.T) {
@@ -103,5 +104,57 @@ func TestTerraformEnvironment(t *testing.T) {
 	record(hc, api.Provision{ID: "r1", Operation: api.OperationApply})
 	if reservationKey(hc, api.OperationApply) == before {
 		t.Error("a started run does not get a new reservation for the next one")
+	}
+}
+
+// A tracked run is the one a step asks for only when it was made for the current spec's module
+// inputs (and applies the approved plan, when one is asked for); runs that do not say are taken
+// as current.
+func TestStale(t *testing.T) {
+	cases := map[string]struct {
+		p    api.Provision
+		run  Run
+		want bool
+	}{
+		"same inputs":                        {p: api.Provision{InputsHash: "a"}, run: Run{Want: "a"}},
+		"an earlier spec":                    {p: api.Provision{InputsHash: "a"}, run: Run{Want: "b"}, want: true},
+		"a run from before inputs were kept": {p: api.Provision{}, run: Run{Want: "b"}},
+		"no spec asked for":                  {p: api.Provision{InputsHash: "a"}, run: Run{}},
+		"the approved plan":                  {p: api.Provision{InputsHash: "a", PlanRun: "p1"}, run: Run{Want: "a", PlanRun: "p1"}},
+		"another plan":                       {p: api.Provision{InputsHash: "a", PlanRun: "p0"}, run: Run{Want: "a", PlanRun: "p1"}, want: true},
+		"an apply that planned by itself":    {p: api.Provision{InputsHash: "a"}, run: Run{Want: "a", PlanRun: "p1"}, want: true},
+	}
+	for name, tc := range cases {
+		if got := stale(tc.p, tc.run); got != tc.want {
+			t.Errorf("%s: stale %t, want %t", name, got, tc.want)
+		}
+	}
+}
+
+// The inputs hash of a HostCluster's runs follows the module's inputs in its spec only.
+func TestInputsHashOfTheSpec(t *testing.T) {
+	hc := func(mutate func(*kov1alpha1.HostCluster)) Cluster {
+		h := &kov1alpha1.HostCluster{ObjectMeta: metav1.ObjectMeta{UID: "6f1c2b8e-3d4a-4c5b-9e7f-0a1b2c3d4e5f"}, Spec: kov1alpha1.HostClusterSpec{
+			ClusterID: "c1", Mode: kov1alpha1.HostClusterModeProvisionVanilla, Region: "eu-north-1", Domain: "a.example.com",
+			Provisioning: &kov1alpha1.HostClusterProvisioning{Topology: kov1alpha1.TopologyVanillaKubeadm, NodeCount: 2, InstanceType: "t3.medium",
+				KubernetesVersion: "1.31.0", CredentialRef: "aws", DeletionPolicy: kov1alpha1.DeletionPolicyRetain, ApprovePlan: kov1alpha1.PlanApprovalAuto}}}
+		if mutate != nil {
+			mutate(h)
+		}
+		return Cluster{Scope: &reconcile.Scope{LogicalCluster: "1bg4baqdjkcw9lz4", Namespace: "kcp-d37f1981a6be"}, HostCluster: h}
+	}
+	base := InputsHash(hc(nil))
+	for name, m := range map[string]func(*kov1alpha1.HostCluster){
+		"domain":         func(h *kov1alpha1.HostCluster) { h.Spec.Domain = "b.example.com" },
+		"deletionPolicy": func(h *kov1alpha1.HostCluster) { h.Spec.Provisioning.DeletionPolicy = kov1alpha1.DeletionPolicyDestroy },
+		"approvePlan":    func(h *kov1alpha1.HostCluster) { h.Spec.Provisioning.ApprovePlan = kov1alpha1.PlanApprovalManual },
+		"credentialRef":  func(h *kov1alpha1.HostCluster) { h.Spec.Provisioning.CredentialRef = "aws-2" },
+	} {
+		if got := InputsHash(hc(m)); got != base {
+			t.Errorf("a change of %s changes the inputs hash: nothing would be applied by a new run", name)
+		}
+	}
+	if InputsHash(hc(func(h *kov1alpha1.HostCluster) { h.Spec.Provisioning.NodeCount = 5 })) == base {
+		t.Error("nodeCount 2 to 5 leaves the inputs hash: it would never be applied")
 	}
 }

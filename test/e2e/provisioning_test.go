@@ -92,6 +92,13 @@ func (e *env) startProvisioning(target *sim.Target) (*provisioning.Env, func(), 
 // tree (clusterPath) like every HostCluster on the shared target. It returns the AWS user's keys.
 func (e *env) requestCluster(t *testing.T, c client.Client, pe *provisioning.Env, name, clusterID string) sim.AWSCredentials {
 	t.Helper()
+	return e.requestClusterWith(t, c, pe, name, clusterID, "")
+}
+
+// requestClusterWith is requestCluster with more spec.provisioning lines (YAML, four spaces
+// indented), e.g. "    approvePlan: manual\n".
+func (e *env) requestClusterWith(t *testing.T, c client.Client, pe *provisioning.Env, name, clusterID, provisioningExtra string) sim.AWSCredentials {
+	t.Helper()
 	ctx := context.Background()
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: hcNamespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
@@ -126,11 +133,11 @@ spec:
     instanceType: t3.medium
     kubernetesVersion: "1.31.0"
     credentialRef: aws-credentials
-  gitOpsRepoURL: %s
+%s  gitOpsRepoURL: %s
   gitOpsPath: %s
   gitCredentialsSecretRef: gitops-iac-credentials
   domain: my-cluster.acme.com
-`, name, hcNamespace, clusterID, e.gitops.RepoURL, clusterPath)
+`, name, hcNamespace, clusterID, provisioningExtra, e.gitops.RepoURL, clusterPath)
 	hc := &kov1alpha1.HostCluster{}
 	if err := yaml.UnmarshalStrict([]byte(y), hc); err != nil {
 		t.Fatal(err)

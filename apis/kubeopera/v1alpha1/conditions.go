@@ -120,6 +120,12 @@ const (
 	ExternalIDIgnoredReason = "ExternalIDIgnored"
 	// DestroyFailedReason: the destroy run failed; the finalizer stays until a retry succeeds.
 	DestroyFailedReason = "DestroyFailed"
+	// RunInProgressReason: another provisioning run of the cluster (the same Terraform state) is
+	// still active; the next one (a destroy, a run for a changed spec) starts when it has ended.
+	RunInProgressReason = "RunInProgress"
+	// PlanAwaitingApprovalReason: spec.provisioning.approvePlan is manual and a plan waits for the
+	// kubeopera.io/approve-plan annotation naming it.
+	PlanAwaitingApprovalReason = "PlanAwaitingApproval"
 	// FluxInstalledReason: Flux was installed by the platform.
 	FluxInstalledReason = "FluxInstalled"
 	// FluxAdoptedReason: a healthy Flux already ran on the target and was adopted as it is.

@@ -52,6 +52,9 @@ const (
 const (
 	// ProvisionJobIDAnnotation holds the cluster-provisioner job ID.
 	ProvisionJobIDAnnotation = "kubeopera.io/provision-job-id"
+	// PlanJobIDAnnotation holds the ID of the plan run followed while spec.provisioning.approvePlan
+	// is manual.
+	PlanJobIDAnnotation = "kubeopera.io/plan-job-id"
 	// DestroyJobIDAnnotation holds the ID of the destroy run of a provisioned cluster being
 	// deleted with spec.provisioning.deletionPolicy Destroy.
 	DestroyJobIDAnnotation = "kubeopera.io/destroy-job-id"
@@ -59,6 +62,10 @@ const (
 	ScaffoldJobIDAnnotation = "kubeopera.io/scaffold-job-id"
 	// ValidationStartedAnnotation holds when ValidatingAccess started (RFC 3339), for the 5-minute give-up.
 	ValidationStartedAnnotation = "kubeopera.io/validation-started-at"
+	// ApprovePlanAnnotation is the tenant's approval of the plan awaiting it
+	// (spec.provisioning.approvePlan manual): its value must be status.provisioning.plan.id, and
+	// approves that plan only; any other value approves nothing.
+	ApprovePlanAnnotation = "kubeopera.io/approve-plan"
 )
 
 // HostClusterSpec describes the cluster to connect or provision and how Flux is bootstrapped on it.
@@ -68,6 +75,7 @@ const (
 // +kubebuilder:validation:XValidation:rule="has(self.adminEmail) == has(self.adminUsername)",message="spec.adminEmail and spec.adminUsername are set together or not at all"
 // +kubebuilder:validation:XValidation:rule="self.mode == oldSelf.mode",message="spec.mode is immutable"
 // +kubebuilder:validation:XValidation:rule="self.clusterID == oldSelf.clusterID",message="spec.clusterID is immutable"
+// +kubebuilder:validation:XValidation:rule="self.mode == 'connect_existing' || (has(self.region) == has(oldSelf.region) && (!has(self.region) || self.region == oldSelf.region))",message="spec.region is immutable for provision_vanilla and provision_eks: the cluster and its Terraform state live in that region; build a new HostCluster for another region"
 type HostClusterSpec struct {
 	// clusterID is the clusters.id row this CR belongs to; it names the stored Secrets.
 	// +required
@@ -143,8 +151,13 @@ type HostClusterSpec struct {
 	AdminUsername string `json:"adminUsername,omitempty"`
 }
 
-// HostClusterProvisioning is the cluster-provisioner request.
+// HostClusterProvisioning is the cluster-provisioner request. A change of nodeCount, instanceType,
+// kubernetesVersion or controlPlaneCount on a built cluster is applied by a new run on the same
+// Terraform state; what cannot change in place is immutable.
 // +kubebuilder:validation:XValidation:rule="self.topology == 'vanilla_kubeadm' || !has(self.controlPlaneCount)",message="spec.provisioning.controlPlaneCount applies to vanilla_kubeadm only"
+// +kubebuilder:validation:XValidation:rule="self.topology == oldSelf.topology",message="spec.provisioning.topology is immutable: a cluster cannot change its topology in place; build a new HostCluster"
+// +kubebuilder:validation:XValidation:rule="has(self.terraformEnvironment) == has(oldSelf.terraformEnvironment) && (!has(self.terraformEnvironment) || self.terraformEnvironment == oldSelf.terraformEnvironment)",message="spec.provisioning.terraformEnvironment is immutable: it names the state bucket every run of this cluster works on"
+// +kubebuilder:validation:XValidation:rule="(has(self.controlPlaneCount) && self.controlPlaneCount > 1) == (has(oldSelf.controlPlaneCount) && oldSelf.controlPlaneCount > 1)",message="spec.provisioning.controlPlaneCount cannot change between 1 and more than 1: the API endpoint (a single node, or a Network Load Balancer in front of several) is fixed when the control plane is initialised"
 type HostClusterProvisioning struct {
 	// topology is vanilla_kubeadm or eks.
 	// +required
@@ -196,7 +209,24 @@ type HostClusterProvisioning struct {
 	// +optional
 	// +kubebuilder:default=Retain
 	DeletionPolicy ProvisioningDeletionPolicy `json:"deletionPolicy,omitempty"`
+
+	// approvePlan says whether a run applies what it plans at once (auto, the default) or stops
+	// after the plan (manual): the plan's summary is shown in status.provisioning.plan and nothing
+	// is applied until annotation kubeopera.io/approve-plan names that plan's id.
+	// +optional
+	// +kubebuilder:default=auto
+	ApprovePlan PlanApproval `json:"approvePlan,omitempty"`
 }
+
+// PlanApproval is how a provisioning run's plan is approved.
+// +kubebuilder:validation:Enum=auto;manual
+type PlanApproval string
+
+// Plan approvals.
+const (
+	PlanApprovalAuto   PlanApproval = "auto"
+	PlanApprovalManual PlanApproval = "manual"
+)
 
 // ProvisioningDeletionPolicy is what deleting a provisioned HostCluster does to its infrastructure.
 // +kubebuilder:validation:Enum=Retain;Destroy
@@ -212,7 +242,7 @@ const (
 type ProvisionRun struct {
 	// id of the run (its Job is provision-<id> in the provisioner's namespace).
 	ID string `json:"id"`
-	// operation is apply or destroy.
+	// operation is apply, plan (approvePlan manual) or destroy.
 	// +optional
 	Operation string `json:"operation,omitempty"`
 	// startedAt is when the run was requested.
@@ -274,6 +304,10 @@ type HostClusterStatus struct {
 	// +listType=atomic
 	ProvisionRuns []ProvisionRun `json:"provisionRuns,omitempty"`
 
+	// provisioning is what the provisioner built and what awaits approval (provision_* only).
+	// +optional
+	Provisioning *HostClusterProvisioningStatus `json:"provisioning,omitempty"`
+
 	// inventory holds facts read from the cluster.
 	// +optional
 	Inventory *HostClusterInventory `json:"inventory,omitempty"`
@@ -287,6 +321,50 @@ type HostClusterStatus struct {
 	// +listType=map
 	// +listMapKey=type
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// HostClusterProvisioningStatus ties the cluster to the spec it was built from, and shows a plan
+// awaiting approval.
+type HostClusterProvisioningStatus struct {
+	// appliedInputsHash is the hash of the module inputs (spec.region, spec.provisioning's
+	// topology, counts, instance type, version, Terraform environment) the last successful apply
+	// run applied: a spec whose inputs hash differs is provisioned again, on the same state.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	AppliedInputsHash string `json:"appliedInputsHash,omitempty"`
+	// appliedRun is the ID of that run.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	AppliedRun string `json:"appliedRun,omitempty"`
+	// plan is the plan awaiting approval (spec.provisioning.approvePlan manual), or the one being
+	// applied after approval.
+	// +optional
+	Plan *ProvisioningPlan `json:"plan,omitempty"`
+}
+
+// ProvisioningPlan is a saved Terraform plan of a plan run and its summary.
+type ProvisioningPlan struct {
+	// id is the plan's ID (the plan run's ID): annotate kubeopera.io/approve-plan=<id> to apply it.
+	// +kubebuilder:validation:MaxLength=64
+	ID string `json:"id"`
+	// inputsHash is the hash of the module inputs the plan was made for.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	InputsHash string `json:"inputsHash,omitempty"`
+	// add, change and destroy count the resources the plan creates, updates in place and
+	// destroys (a replacement counts as one add and one destroy).
+	// +optional
+	Add int32 `json:"add"`
+	// +optional
+	Change int32 `json:"change"`
+	// +optional
+	Destroy int32 `json:"destroy"`
+	// plannedAt is when the plan run ended.
+	// +optional
+	PlannedAt *metav1.Time `json:"plannedAt,omitempty"`
+	// approved is true once the annotation approved this plan and its apply run started.
+	// +optional
+	Approved bool `json:"approved,omitempty"`
 }
 
 // HostClusterInventory are facts read from the target cluster.

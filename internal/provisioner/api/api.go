@@ -9,10 +9,15 @@
 //	GET  /api/v1/provisions/{id}/kubeconfig   -> 200 {"kubeconfig": "..."}; 409 until succeeded
 //	GET  /health                              -> 200 (no key)
 //
-// Errors are ErrorResponse with 400 (naming the field), 401 (no detail), 404 (unknown id), 409.
+// Errors are ErrorResponse with 400 (naming the field), 401 (no detail), 404 (unknown id), 409
+// (a kubeconfig not there yet; or a create for a cluster whose earlier run is still active, with
+// ErrorResponse.ActiveRun naming that run: one run at a time per cluster).
 package api
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"regexp"
 	"strings"
@@ -39,10 +44,13 @@ func (s Status) Done() bool { return s == StatusSucceeded || s == StatusFailed }
 type Operation string
 
 // Operations: apply builds (or converges) the cluster; destroy tears it down (an explicit request
-// only: deleting a HostCluster never destroys by default).
+// only: deleting a HostCluster never destroys by default); plan only plans an apply, saves the
+// plan in the state bucket (PlanKey) and reports its summary, for an apply run that applies
+// exactly that plan (CreateRequest.PlanRun) once someone approved it.
 const (
 	OperationApply   Operation = "apply"
 	OperationDestroy Operation = "destroy"
+	OperationPlan    Operation = "plan"
 )
 
 // Topologies (HostCluster spec.provisioning.topology).
@@ -89,6 +97,10 @@ type CreateRequest struct {
 	CredentialSecretRef  SecretRef `json:"credentialSecretRef"`
 	// Operation is apply when empty.
 	Operation Operation `json:"operation,omitempty"`
+	// PlanRun (apply only) is a succeeded plan run of the same cluster, caller and module inputs:
+	// the run applies exactly the plan it saved, and Terraform refuses it if the state changed
+	// since (a stale plan) instead of planning again.
+	PlanRun string `json:"planRun,omitempty"`
 	// Workspace is the kcp logical cluster of the object the run is for, and
 	// WorkspaceFingerprint its fingerprint (workspaces.Fingerprint): every cloud-side name of the
 	// run is derived from the fingerprint (NamesOf). OwnerUID is that object's metadata.uid. The
@@ -113,6 +125,21 @@ type Provision struct {
 	Message    string     `json:"message"`
 	StartedAt  *time.Time `json:"startedAt,omitempty"`
 	FinishedAt *time.Time `json:"finishedAt,omitempty"`
+	// InputsHash is the request's InputsHash: which module inputs the run applies (or plans).
+	// Runs created before it existed have none.
+	InputsHash string `json:"inputsHash,omitempty"`
+	// PlanRun is the plan run whose saved plan an apply run applies (the request's).
+	PlanRun string `json:"planRun,omitempty"`
+	// Plan is a plan run's summary, once the runner reported it.
+	Plan *PlanSummary `json:"plan,omitempty"`
+}
+
+// PlanSummary counts what a plan does to resources: created, updated in place, destroyed (a
+// replacement counts once in Add and once in Destroy).
+type PlanSummary struct {
+	Add     int32 `json:"add"`
+	Change  int32 `json:"change"`
+	Destroy int32 `json:"destroy"`
 }
 
 // BelongsTo reports whether the run was started for the object ownerUID of workspace: a caller
@@ -132,6 +159,9 @@ type ErrorResponse struct {
 	Error string `json:"error"`
 	// Field names the request field at fault (400 only).
 	Field string `json:"field,omitempty"`
+	// ActiveRun names the run that is still active for the same cluster when a create is
+	// refused with 409: one run at a time per cluster, never two on one state.
+	ActiveRun string `json:"activeRun,omitempty"`
 }
 
 // FieldError says which field of a request is wrong.
@@ -160,6 +190,8 @@ var (
 	// v3, name.go: lowercase letters, digits and hyphens, 2 to 63 characters); system: clusters
 	// hold no tenant's objects.
 	logicalClusterRe = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,61}[a-z0-9]$`)
+	// runIDRe is the shape of a run ID (10 characters a-z0-9).
+	runIDRe = regexp.MustCompile(`^[a-z0-9]{10}$`)
 	// uidRe is the shape of a Kubernetes object UID (an RFC 4122 UUID as the API server makes it).
 	uidRe = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
 )
@@ -205,8 +237,12 @@ func (r *CreateRequest) Validate() error {
 		return &FieldError{"credentialSecretRef.namespace", "must be a namespace name"}
 	case len(r.CredentialSecretRef.Name) > 253 || !dnsSubdomainRe.MatchString(r.CredentialSecretRef.Name):
 		return &FieldError{"credentialSecretRef.name", "must be a Secret name"}
-	case r.Operation != "" && r.Operation != OperationApply && r.Operation != OperationDestroy:
-		return &FieldError{"operation", "must be apply or destroy"}
+	case r.Operation != "" && r.Operation != OperationApply && r.Operation != OperationDestroy && r.Operation != OperationPlan:
+		return &FieldError{"operation", "must be apply, destroy or plan"}
+	case r.PlanRun != "" && r.Operation != "" && r.Operation != OperationApply:
+		return &FieldError{"planRun", "applies to apply runs only"}
+	case r.PlanRun != "" && !runIDRe.MatchString(r.PlanRun):
+		return &FieldError{"planRun", "must be a run ID"}
 	case !logicalClusterRe.MatchString(r.Workspace):
 		return &FieldError{"workspace", "must be the kcp logical cluster name of the caller's workspace"}
 	case !fingerprintRe.MatchString(r.WorkspaceFingerprint):
@@ -246,6 +282,10 @@ const (
 	AnnotationMessage = "provisioner.kubeopera.io/message"
 	// OutputsKubeconfig is the outputs Secret's key holding the cluster's kubeconfig.
 	OutputsKubeconfig = "kubeconfig"
+	// AnnotationPlan is a plan run's PlanSummary (JSON) on its outputs Secret, written by the
+	// runner; AnnotationPlanRun (on an apply run's Job) the plan run it applies.
+	AnnotationPlan    = "provisioner.kubeopera.io/plan"
+	AnnotationPlanRun = "provisioner.kubeopera.io/plan-run"
 )
 
 // JobName is a run's Job.
@@ -276,4 +316,44 @@ const (
 	EnvOutputsSecret        = "PROVISION_OUTPUTS_SECRET"
 	EnvNamespace            = "POD_NAMESPACE"
 	EnvWorkspaceFingerprint = "PROVISION_WORKSPACE_FINGERPRINT" // the runner uses no state bucket but that workspace's (IsStateBucketOf)
+	// EnvPlanKey is the state bucket's object of a saved plan (PlanKey): where a plan run saves
+	// its plan, and whence an apply run of an approved plan loads it.
+	EnvPlanKey = "PROVISION_PLAN_KEY"
 )
+
+// AnnotationInputsHash (on the Job) and Provision.InputsHash are the run's InputsHash: which
+// inputs of the rendered module the run applies, so a caller can tell a run for its current spec
+// from a run for an earlier one without trusting anything it wrote itself.
+const AnnotationInputsHash = "provisioner.kubeopera.io/inputs-hash"
+
+// moduleInputs are the request fields the rendered root module is made of (its variables and its
+// cloud-side names), in a fixed order: the credential, the operation and whose run it is are not
+// among them.
+type moduleInputs struct {
+	ClusterID            string `json:"clusterID"`
+	Region               string `json:"region"`
+	Topology             string `json:"topology"`
+	ControlPlaneCount    int32  `json:"controlPlaneCount"`
+	NodeCount            int32  `json:"nodeCount"`
+	InstanceType         string `json:"instanceType"`
+	KubernetesVersion    string `json:"kubernetesVersion"`
+	TerraformEnvironment string `json:"terraformEnvironment"`
+	WorkspaceFingerprint string `json:"workspaceFingerprint"`
+}
+
+// InputsHash is 16 hex characters of the sha256 of the module's inputs in the request: two
+// requests with one InputsHash render the same root module on the same state. controlPlaneCount
+// is taken as a vanilla_kubeadm run builds it (1 when unset), eks has none.
+func (r *CreateRequest) InputsHash() string {
+	in := moduleInputs{
+		ClusterID: r.ClusterID, Region: r.Region, Topology: r.Topology, NodeCount: r.NodeCount,
+		InstanceType: r.InstanceType, KubernetesVersion: r.KubernetesVersion,
+		TerraformEnvironment: r.TerraformEnvironment, WorkspaceFingerprint: r.WorkspaceFingerprint,
+	}
+	if r.Topology == TopologyVanillaKubeadm {
+		in.ControlPlaneCount = r.ControlPlaneNodes()
+	}
+	raw, _ := json.Marshal(in) // a struct of strings and numbers always marshals
+	sum := sha256.Sum256(raw)
+	return hex.EncodeToString(sum[:8])
+}

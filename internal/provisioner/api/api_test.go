@@ -35,7 +35,8 @@ func TestValidate(t *testing.T) {
 		"terraformEnvironment":          func(r *CreateRequest) { r.TerraformEnvironment = "Prod.Bucket" },
 		"credentialSecretRef.namespace": func(r *CreateRequest) { r.CredentialSecretRef.Namespace = "" },
 		"credentialSecretRef.name":      func(r *CreateRequest) { r.CredentialSecretRef.Name = "../x" },
-		"operation":                     func(r *CreateRequest) { r.Operation = "plan" },
+		"operation":                     func(r *CreateRequest) { r.Operation = "refresh" },
+		"planRun":                       func(r *CreateRequest) { r.PlanRun = "../x" },
 		"workspace":                     func(r *CreateRequest) { r.Workspace = "" },
 		"workspaceFingerprint":          func(r *CreateRequest) { r.WorkspaceFingerprint = "D37F1981A6BE" },
 		"ownerUID":                      func(r *CreateRequest) { r.OwnerUID = "default/hc" },
@@ -96,5 +97,52 @@ func TestSchemaSharesTheBucketRule(t *testing.T) {
 		if len(p.XValidations) == 0 || !strings.Contains(p.XValidations[0].Rule, "'"+suffix+"'") {
 			t.Errorf("schema rule does not refuse suffix %s", suffix)
 		}
+	}
+}
+
+// InputsHash changes with every input of the rendered module and with nothing else: a run for
+// another nodeCount is a run for another spec; another credential, operation or caller is not.
+func TestInputsHash(t *testing.T) {
+	base := valid()
+	want := base.InputsHash()
+	if len(want) != 16 {
+		t.Fatalf("InputsHash %q, want 16 hex characters", want)
+	}
+	same := map[string]func(*CreateRequest){
+		"credential": func(r *CreateRequest) { r.CredentialSecretRef.Name = "other" },
+		"operation":  func(r *CreateRequest) { r.Operation = OperationDestroy },
+		"owner":      func(r *CreateRequest) { r.OwnerUID = "0f1c2b8e-3d4a-4c5b-9e7f-0a1b2c3d4e5f" },
+		"workspace":  func(r *CreateRequest) { r.Workspace = "2bg4baqdjkcw9lz4" },
+	}
+	differ := map[string]func(*CreateRequest){
+		"clusterID":            func(r *CreateRequest) { r.ClusterID = "c-other" },
+		"region":               func(r *CreateRequest) { r.Region = "eu-west-1" },
+		"topology":             func(r *CreateRequest) { r.Topology = TopologyEKS; r.ControlPlaneCount = nil },
+		"controlPlaneCount":    func(r *CreateRequest) { r.ControlPlaneCount = ptr.To[int32](5) },
+		"nodeCount":            func(r *CreateRequest) { r.NodeCount = 5 },
+		"instanceType":         func(r *CreateRequest) { r.InstanceType = "t3.large" },
+		"kubernetesVersion":    func(r *CreateRequest) { r.KubernetesVersion = "1.32.0" },
+		"terraformEnvironment": func(r *CreateRequest) { r.TerraformEnvironment = "other" },
+		"workspaceFingerprint": func(r *CreateRequest) { r.WorkspaceFingerprint = "000000000000" },
+	}
+	for name, m := range same {
+		r := valid()
+		m(&r)
+		if got := r.InputsHash(); got != want {
+			t.Errorf("another %s: InputsHash %s, want %s (the module is the same)", name, got, want)
+		}
+	}
+	for name, m := range differ {
+		r := valid()
+		m(&r)
+		if got := r.InputsHash(); got == want {
+			t.Errorf("another %s: InputsHash unchanged (%s)", name, got)
+		}
+	}
+	// vanilla_kubeadm builds one control-plane node when the count is unset.
+	a, b := valid(), valid()
+	a.ControlPlaneCount, b.ControlPlaneCount = nil, ptr.To[int32](1)
+	if a.InputsHash() != b.InputsHash() {
+		t.Error("controlPlaneCount unset and 1 hash differently, yet build the same")
 	}
 }

@@ -106,6 +106,13 @@ func IsStateBucketOf(bucket, fp string) bool {
 // https://docs.aws.amazon.com/AmazonS3/latest/userguide/object-keys.html; this one is at most 98).
 func StateKey(fp, clusterID string) string { return fp + "/" + clusterID + "/terraform.tfstate" }
 
+// PlanKey is the object of plan run runID's saved plan in the cluster's state bucket, next to the
+// state: <fp>/<clusterID>/plans/<runID>.tfplan (encrypted like the state: a plan holds state
+// values).
+func PlanKey(fp, clusterID, runID string) string {
+	return fp + "/" + clusterID + "/plans/" + runID + ".tfplan"
+}
+
 // SSMPrefix is the SSM path of a vanilla_kubeadm cluster's bootstrap parameters:
 // /kubeopera/<fp>/<clusterID>. SSM parameter names are case sensitive, made of a-zA-Z0-9_.- with
 // / between hierarchy levels, at most 15 levels deep, and may not start with "aws" or "ssm"

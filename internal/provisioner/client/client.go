@@ -47,6 +47,8 @@ type Error struct {
 	StatusCode int
 	// Message is the provisioner's error text, Field the request field at fault (400).
 	Message, Field string
+	// ActiveRun is the run still active for the cluster when a create was refused (409).
+	ActiveRun string
 }
 
 func (e *Error) Error() string {
@@ -75,6 +77,16 @@ func IsNotFound(err error) bool { return statusOf(err) == http.StatusNotFound }
 
 // IsConflict reports a 409.
 func IsConflict(err error) bool { return statusOf(err) == http.StatusConflict }
+
+// ActiveRun returns the run named by a create refused because another run of the same cluster
+// is still active (409 with activeRun): the caller waits for it to end.
+func ActiveRun(err error) (string, bool) {
+	var e *Error
+	if errors.As(err, &e) && e.StatusCode == http.StatusConflict && e.ActiveRun != "" {
+		return e.ActiveRun, true
+	}
+	return "", false
+}
 
 func statusOf(err error) int {
 	var e *Error
@@ -146,7 +158,7 @@ func (c *Client) do(ctx context.Context, method, path string, in any, want int, 
 		e := &Error{StatusCode: resp.StatusCode}
 		var er api.ErrorResponse
 		if json.Unmarshal(raw, &er) == nil {
-			e.Message, e.Field = er.Error, er.Field
+			e.Message, e.Field, e.ActiveRun = er.Error, er.Field, er.ActiveRun
 		}
 		return e
 	}

@@ -66,6 +66,11 @@ func TestProvisionerIdentityFromConfig(t *testing.T) {
 		return err == nil, ""
 	})
 	id := p.ID
+	// One run at a time per cluster, under exactly this Role (the cluster's Lease).
+	var active *jobs.ActiveRunError
+	if _, err := runs.Create(e.ctx, request(ref)); !errors.As(err, &active) || active.RunID != id {
+		t.Fatalf("a second run of the cluster as the provisioner: %v, want an ActiveRunError naming %s", err, id)
+	}
 
 	// The runner's pod, made from the Job's template as the Job controller would, is admitted by
 	// Pod Security "restricted"; a privileged one is not (the check is on).

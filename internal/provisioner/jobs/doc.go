@@ -13,7 +13,10 @@
 //	Secret         provision-<id>-outputs      empty; the runner reports progress (annotations)
 //	                                           and publishes the kubeconfig there
 //
-// then un-suspends the Job, so no pod starts before everything it mounts exists. Every object
+// then un-suspends the Job, so no pod starts before everything it mounts exists. Before the owned
+// objects, the new run takes its cluster's Lease provision-lock-<hash> (lock.go): one run at a
+// time per cluster (workspace fingerprint and clusterID, one Terraform state); while another run
+// of the cluster has not ended, Create deletes the suspended Job and returns *ActiveRunError. Every object
 // carries the run's labels (api.LabelRun, LabelCluster, LabelOperation, and whose run it is:
 // LabelWorkspaceFingerprint, LabelOwnerUID; the Job also AnnotationWorkspace) and an
 // ownerReference to the Job: deleting the Job (Sweep does, with Background propagation)

@@ -8,7 +8,7 @@ import (
 )
 
 // ErrNoKubeconfig is returned by Kubeconfig for a succeeded run whose outputs Secret holds no
-// kubeconfig: a destroy run publishes none.
+// kubeconfig: destroy and plan runs publish none.
 var ErrNoKubeconfig = errors.New("the run published no kubeconfig")
 
 // ErrNoPod is returned by Logs while the run's Job has no pod (not started yet, or the pod is

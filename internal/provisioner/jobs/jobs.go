@@ -70,8 +70,9 @@ func New(cs kubernetes.Interface, cfg Config) (*Client, error) {
 
 // Create starts a run: it validates req, reads the caller's credential Secret once, renders the
 // module, creates the run's objects (see the package documentation) and returns the queued run
-// without waiting for anything else. Errors that are the request's fault are *api.FieldError: an
-// invalid field, a credential Secret that is missing, not readable by the provisioner, one of the
+// without waiting for anything else. While another run of the same cluster has not ended it
+// creates nothing that runs and returns an *ActiveRunError. Errors that are the request's fault
+// are *api.FieldError: an invalid field, a credential Secret that is missing, not readable by the provisioner, one of the
 // provisioner's own run objects, or holds no credential (field credentialSecretRef).
 func (c *Client) Create(ctx context.Context, req api.CreateRequest) (api.Provision, error) {
 	if err := req.Validate(); err != nil {
@@ -79,6 +80,14 @@ func (c *Client) Create(ctx context.Context, req api.CreateRequest) (api.Provisi
 	}
 	cred, err := c.readCredential(ctx, req.CredentialSecretRef)
 	if err != nil {
+		return api.Provision{}, err
+	}
+	if req.PlanRun != "" {
+		if err := c.checkPlanRun(ctx, req); err != nil {
+			return api.Provision{}, err
+		}
+	}
+	if err := c.held(ctx, req); err != nil {
 		return api.Provision{}, err
 	}
 	files, err := c.cfg.Render(req)
@@ -101,11 +110,44 @@ func (c *Client) Create(ctx context.Context, req api.CreateRequest) (api.Provisi
 		sa, role, binding := jobrun.RunnerIdentity(r.meta(api.ServiceAccountName(id)), api.OutputsSecretName(id))
 		return []metav1.Object{sa, role, binding, r.credentials(cred), r.module(files), r.outputs()}
 	}
-	started, err := jobrun.Launch(ctx, c.cs, c.cfg.Namespace, build, owned)
+	// One run at a time per cluster: the new run, still suspended, takes the cluster's Lease or
+	// goes before it ever ran (lock.go).
+	gate := func(id string, job *batchv1.Job) error {
+		return c.lock(ctx, run{id: id, namespace: c.cfg.Namespace, req: req}, job)
+	}
+	started, err := jobrun.LaunchGated(ctx, c.cs, c.cfg.Namespace, build, gate, owned)
 	if err != nil {
 		return api.Provision{}, err
 	}
 	return provisionFrom(started, nil, "", c.cfg.Now()), nil
+}
+
+// checkPlanRun checks that req.PlanRun is a plan the request may apply: a succeeded plan run of
+// the same workspace, owner and cluster, made for the same module inputs. Anything else is the
+// request's fault (field planRun), and says which.
+func (c *Client) checkPlanRun(ctx context.Context, req api.CreateRequest) error {
+	refuse := func(msg string) error {
+		return &api.FieldError{Field: "planRun", Message: fmt.Sprintf("run %s %s", req.PlanRun, msg)}
+	}
+	job, outputs, err := c.read(ctx, req.PlanRun)
+	switch {
+	case errors.Is(err, jobrun.ErrNotFound):
+		return refuse("does not exist (or was swept)")
+	case err != nil:
+		return err
+	case job.Labels[api.LabelOperation] != string(api.OperationPlan):
+		return refuse("is not a plan run")
+	case job.Labels[api.LabelWorkspaceFingerprint] != req.WorkspaceFingerprint || job.Labels[api.LabelOwnerUID] != req.OwnerUID ||
+		job.Annotations[AnnotationClusterID] != req.ClusterID || job.Annotations[api.AnnotationWorkspace] != req.Workspace:
+		// Whose it is is not said.
+		return refuse("is not a plan of this cluster for this caller")
+	case job.Annotations[api.AnnotationInputsHash] != req.InputsHash():
+		return refuse("planned other module inputs than this request's (the spec changed since): plan again")
+	}
+	if p := provisionFrom(job, outputs, "", c.cfg.Now()); p.Status != api.StatusSucceeded {
+		return refuse(fmt.Sprintf("has not succeeded (status %s): there is no saved plan to apply", p.Status))
+	}
+	return nil
 }
 
 // readCredential reads the caller's credential Secret and keeps its known keys. A Secret that is

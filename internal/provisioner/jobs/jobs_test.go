@@ -153,6 +153,11 @@ func (e *env) start(mutate ...func(*api.CreateRequest)) api.Provision {
 	return p
 }
 
+// cluster makes a request one of cluster id (its own state: one run at a time per cluster).
+func cluster(id string) func(*api.CreateRequest) {
+	return func(r *api.CreateRequest) { r.ClusterID, r.TerraformEnvironment = id, id }
+}
+
 func (e *env) get(id string) api.Provision {
 	e.t.Helper()
 	p, err := e.runs.Get(e.ctx, id)
@@ -446,7 +451,7 @@ func TestCreateRefusesBadRequests(t *testing.T) {
 
 func TestRunnerIdentityReachesItsOutputsOnly(t *testing.T) {
 	e := newEnv(t)
-	a, b := e.start(), e.start()
+	a, b := e.start(), e.start(cluster("prod-2"))
 	runnerA := must[kubernetes.Interface](t)(jobruntest.ServiceAccountClient(backend, e.ns, api.ServiceAccountName(a.ID)))
 	secrets := runnerA.CoreV1().Secrets(e.ns)
 
@@ -680,7 +685,8 @@ func TestLogsNeedAPod(t *testing.T) {
 
 func TestSweepDeletesOldFinishedRunsOnly(t *testing.T) {
 	e := newEnv(t)
-	succeeded, failed, running, queued := e.start().ID, e.start().ID, e.start().ID, e.start().ID
+	// Four clusters: one run at a time per cluster.
+	succeeded, failed, running, queued := e.start().ID, e.start(cluster("prod-2")).ID, e.start(cluster("prod-3")).ID, e.start(cluster("prod-4")).ID
 	must[*batchv1.Job](t)(e.jobCtl.Complete(e.ctx, succeeded))
 	must[*batchv1.Job](t)(e.jobCtl.Fail(e.ctx, failed, "BackoffLimitExceeded", "Job has reached the specified backoff limit"))
 	must[*batchv1.Job](t)(e.jobCtl.Start(e.ctx, running))

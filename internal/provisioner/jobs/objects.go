@@ -85,7 +85,10 @@ func (r run) meta(name string) metav1.ObjectMeta {
 // runs as exists.
 func (r run) job(image string, deadline time.Duration) *batchv1.Job {
 	meta := r.meta(api.JobName(r.id))
-	meta.Annotations = map[string]string{AnnotationClusterID: r.req.ClusterID, api.AnnotationWorkspace: r.req.Workspace}
+	meta.Annotations = map[string]string{AnnotationClusterID: r.req.ClusterID, api.AnnotationWorkspace: r.req.Workspace, api.AnnotationInputsHash: r.req.InputsHash()}
+	if r.req.PlanRun != "" {
+		meta.Annotations[api.AnnotationPlanRun] = r.req.PlanRun
+	}
 	env := []corev1.EnvVar{
 		{Name: api.EnvRunID, Value: r.id},
 		{Name: api.EnvOperation, Value: string(r.operation())},
@@ -102,6 +105,13 @@ func (r run) job(image string, deadline time.Duration) *batchv1.Job {
 		{Name: "TMPDIR", Value: TmpDir},
 		{Name: "TF_IN_AUTOMATION", Value: "1"},
 		{Name: "TF_INPUT", Value: "0"},
+	}
+	// A plan run saves its plan here, an apply run of an approved plan loads it from here.
+	switch {
+	case r.operation() == api.OperationPlan:
+		env = append(env, corev1.EnvVar{Name: api.EnvPlanKey, Value: api.PlanKey(r.req.WorkspaceFingerprint, r.req.ClusterID, r.id)})
+	case r.req.PlanRun != "":
+		env = append(env, corev1.EnvVar{Name: api.EnvPlanKey, Value: api.PlanKey(r.req.WorkspaceFingerprint, r.req.ClusterID, r.req.PlanRun)})
 	}
 	return jobrun.NewRunnerJob(jobrun.RunnerJob{
 		Meta:           meta,

@@ -1,6 +1,7 @@
 package jobs
 
 import (
+	"encoding/json"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -31,10 +32,19 @@ func provisionFrom(job *batchv1.Job, outputs *corev1.Secret, podProblem string, 
 		WorkspaceFingerprint: job.Labels[api.LabelWorkspaceFingerprint],
 		OwnerUID:             job.Labels[api.LabelOwnerUID],
 		StartedAt:            jobrun.TimeOf(job.Status.StartTime),
+		InputsHash:           job.Annotations[api.AnnotationInputsHash],
+		PlanRun:              job.Annotations[api.AnnotationPlanRun],
 	}
 	var phase, message string
 	if outputs != nil {
 		phase, message = outputs.Annotations[api.AnnotationPhase], jobrun.Truncate(outputs.Annotations[api.AnnotationMessage])
+		if raw := outputs.Annotations[api.AnnotationPlan]; raw != "" && p.Operation == api.OperationPlan {
+			var ps api.PlanSummary
+			// The runner writes it; anything else is no summary.
+			if json.Unmarshal([]byte(raw), &ps) == nil && ps.Add >= 0 && ps.Change >= 0 && ps.Destroy >= 0 {
+				p.Plan = &ps
+			}
+		}
 	}
 	o := jobrun.JobOutcome(job, now)
 	switch o.End {
@@ -73,7 +83,11 @@ func runningStatus(job *batchv1.Job, phase, message, podProblem string) (api.Sta
 	case runnerWaitingKC:
 		return api.StatusApplying, or(message, "waiting for the cluster's kubeconfig")
 	case runnerSucceeded, runnerFailed:
-		// The runner has finished; the Job's condition follows when its pod has exited.
+		// The runner has finished; the Job's condition follows when its pod has exited. A plan
+		// run never applies.
+		if job.Labels[api.LabelOperation] == string(api.OperationPlan) {
+			return api.StatusPlanning, or(message, "the runner is finishing")
+		}
 		return api.StatusApplying, or(message, "the runner is finishing")
 	case "":
 	default:

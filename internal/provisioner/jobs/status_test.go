@@ -224,3 +224,36 @@ func TestCheckModule(t *testing.T) {
 		}
 	}
 }
+
+// A plan run reads as planning until it ended, then succeeded with the summary the runner wrote;
+// a summary on another run, or one that is not the runner's JSON, is no summary.
+func TestProvisionFromAPlanRun(t *testing.T) {
+	plan := func(conds ...batchv1.JobCondition) *batchv1.Job {
+		j := statusJob(false, conds...)
+		j.Labels[api.LabelOperation] = string(api.OperationPlan)
+		j.Annotations[api.AnnotationInputsHash] = "0123456789abcdef"
+		return j
+	}
+	summarized := func(raw string) *corev1.Secret {
+		s := outputsWith("succeeded", "Planned: 1 to add, 2 to change, 3 to destroy")
+		s.Annotations[api.AnnotationPlan] = raw
+		return s
+	}
+	now := t0.Add(time.Hour)
+	done := []batchv1.JobCondition{cond(batchv1.JobComplete, "CompletionsReached", "")}
+	if p := provisionFrom(plan(), summarized(`{"add":1,"change":2,"destroy":3}`), "", now); p.Status != api.StatusPlanning {
+		t.Errorf("a plan run whose runner finished, Job not complete: %s, want planning", p.Status)
+	}
+	p := provisionFrom(plan(done...), summarized(`{"add":1,"change":2,"destroy":3}`), "", now)
+	if p.Status != api.StatusSucceeded || p.Plan == nil || *p.Plan != (api.PlanSummary{Add: 1, Change: 2, Destroy: 3}) || p.InputsHash != "0123456789abcdef" {
+		t.Errorf("an ended plan run: %+v (plan %+v)", p, p.Plan)
+	}
+	for name, raw := range map[string]string{"not JSON": "lots", "negative": `{"add":-1}`} {
+		if p := provisionFrom(plan(done...), summarized(raw), "", now); p.Plan != nil {
+			t.Errorf("%s summary %q read as %+v", name, raw, p.Plan)
+		}
+	}
+	if p := provisionFrom(statusJob(false, done...), summarized(`{"add":1}`), "", now); p.Plan != nil {
+		t.Errorf("an apply run with a plan annotation read as a plan: %+v", p.Plan)
+	}
+}

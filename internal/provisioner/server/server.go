@@ -124,19 +124,22 @@ func (s *Server) kubeconfig(w http.ResponseWriter, r *http.Request) {
 }
 
 // writeError answers err: the request's fault (400, naming the field), an unknown run (404), a
-// run not there yet (409), or the server's fault (500, logged; the caller learns nothing more).
+// run not there yet or another run of the cluster still active (409), or the server's fault (500, logged; the caller learns nothing more).
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	var fe *api.FieldError
 	var nd *jobs.NotDoneError
+	var active *jobs.ActiveRunError
 	switch {
 	case errors.As(err, &fe):
 		jobservice.WriteError(w, http.StatusBadRequest, fe.Error(), fe.Field)
 	case errors.Is(err, jobrun.ErrNotFound):
 		jobservice.WriteError(w, http.StatusNotFound, "provision not found", "")
+	case errors.As(err, &active):
+		jobservice.WriteJSON(w, http.StatusConflict, api.ErrorResponse{Error: active.Error(), ActiveRun: active.RunID})
 	case errors.As(err, &nd):
 		jobservice.WriteError(w, http.StatusConflict, nd.Error(), "")
 	case errors.Is(err, jobs.ErrNoKubeconfig):
-		jobservice.WriteError(w, http.StatusConflict, "the run succeeded but published no kubeconfig (a destroy run publishes none)", "")
+		jobservice.WriteError(w, http.StatusConflict, "the run succeeded but published no kubeconfig (destroy and plan runs publish none)", "")
 	case errors.Is(err, jobs.ErrNoPod):
 		jobservice.WriteError(w, http.StatusConflict, "the run has no pod yet, or no longer: no logs to show", "")
 	default:

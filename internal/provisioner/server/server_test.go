@@ -193,7 +193,10 @@ func TestAPI(t *testing.T) {
 			"terraformEnvironment reserved": {set("terraformEnvironment", "x-s3alias"), "terraformEnvironment"},
 			"credentialSecretRef.namespace": {set("credentialSecretRef", map[string]any{"namespace": "", "name": "cred"}), "credentialSecretRef.namespace"},
 			"credentialSecretRef.name":      {set("credentialSecretRef", map[string]any{"namespace": "provisioning", "name": "Bad Name"}), "credentialSecretRef.name"},
-			"operation":                     {set("operation", "plan"), "operation"},
+			"operation":                     {set("operation", "refresh"), "operation"},
+			"planRun of a destroy":          {func(m map[string]any) { m["operation"] = "destroy"; m["planRun"] = "abcdefghij" }, "planRun"},
+			"planRun not a run":             {set("planRun", "../x"), "planRun"},
+			"planRun of no run":             {set("planRun", "abcdefghij"), "planRun"},
 			"no workspace":                  {func(m map[string]any) { delete(m, "workspace") }, "workspace"},
 			"workspaceFingerprint":          {set("workspaceFingerprint", "../../etc"), "workspaceFingerprint"},
 			"no ownerUID":                   {func(m map[string]any) { delete(m, "ownerUID") }, "ownerUID"},
@@ -263,6 +266,13 @@ func TestAPI(t *testing.T) {
 		if a := s.do(http.MethodGet, path, apiKey, "", nil); a.status != http.StatusOK {
 			t.Fatalf("GET: %d %s", a.status, a.body)
 		}
+		// One run at a time per cluster: a second POST for it is refused, naming the active run.
+		second := post(validBody(func(m map[string]any) { m["nodeCount"] = 5 }))
+		var er api.ErrorResponse
+		second.decode(t, &er)
+		if second.status != http.StatusConflict || er.ActiveRun != p.ID || !strings.Contains(er.Error, "has an active run "+p.ID) {
+			t.Fatalf("a second POST for the cluster while %s is queued: %d %s, want 409 naming it", p.ID, second.status, second.body)
+		}
 		if a := s.do(http.MethodGet, path+"/logs", apiKey, "", nil); a.status != http.StatusConflict {
 			t.Fatalf("GET logs without a pod: %d %s, want 409", a.status, a.body)
 		}
@@ -292,6 +302,10 @@ func TestAPI(t *testing.T) {
 		a.decode(t, &kc)
 		if a.status != http.StatusOK || kc.Kubeconfig != kubeconfig || a.header.Get("Cache-Control") != "no-store" {
 			t.Fatalf("GET kubeconfig: %d %+v, Cache-Control %q", a.status, kc, a.header.Get("Cache-Control"))
+		}
+		// Ended: the next run of the cluster starts.
+		if a := post(validBody(func(m map[string]any) { m["nodeCount"] = 5 })); a.status != http.StatusAccepted {
+			t.Fatalf("POST after the cluster's run ended: %d %s, want 202", a.status, a.body)
 		}
 	})
 

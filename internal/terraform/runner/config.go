@@ -84,6 +84,9 @@ type Config struct {
 	SSMPollInterval, SSMPollTimeout time.Duration
 	// BackendConfigExtra are extra -backend-config values (EnvBackendConfigExtra; tests only).
 	BackendConfigExtra []string
+	// PlanKey (api.EnvPlanKey) is the state bucket's object of a saved plan: where a plan run
+	// saves its plan, and what an apply run applies instead of planning (an approved plan).
+	PlanKey string
 }
 
 // ConfigFromEnv reads the runner's configuration with lookup (os.LookupEnv). Every missing or
@@ -110,6 +113,7 @@ func ConfigFromEnv(lookup func(string) (string, bool)) (*Config, error) {
 		CredentialsDir:       required(api.EnvCredentialsDir),
 		Namespace:            required(api.EnvNamespace),
 		OutputsSecret:        required(api.EnvOutputsSecret),
+		PlanKey:              get(api.EnvPlanKey),
 	}
 	if c.StateBucket != "" && c.WorkspaceFingerprint != "" && !api.IsStateBucketOf(c.StateBucket, c.WorkspaceFingerprint) {
 		errs = append(errs, fmt.Errorf("%s %q is not a state bucket of workspace %s (%s): the runner uses no other", api.EnvStateBucket, c.StateBucket, c.WorkspaceFingerprint, api.EnvWorkspaceFingerprint))
@@ -117,9 +121,17 @@ func ConfigFromEnv(lookup func(string) (string, bool)) (*Config, error) {
 	switch c.Operation {
 	case "":
 		c.Operation = api.OperationApply
-	case api.OperationApply, api.OperationDestroy:
+	case api.OperationApply, api.OperationDestroy, api.OperationPlan:
 	default:
-		errs = append(errs, fmt.Errorf("%s must be %s or %s, not %q", api.EnvOperation, api.OperationApply, api.OperationDestroy, c.Operation))
+		errs = append(errs, fmt.Errorf("%s must be %s, %s or %s, not %q", api.EnvOperation, api.OperationApply, api.OperationDestroy, api.OperationPlan, c.Operation))
+	}
+	switch {
+	case c.Operation == api.OperationPlan && c.PlanKey == "":
+		errs = append(errs, fmt.Errorf("%s is required for a %s run: where its plan is saved", api.EnvPlanKey, api.OperationPlan))
+	case c.Operation == api.OperationDestroy && c.PlanKey != "":
+		errs = append(errs, fmt.Errorf("%s is for %s and %s runs only", api.EnvPlanKey, api.OperationPlan, api.OperationApply))
+	case c.PlanKey != "" && c.WorkspaceFingerprint != "" && !strings.HasPrefix(c.PlanKey, c.WorkspaceFingerprint+"/"):
+		errs = append(errs, fmt.Errorf("%s %q is not an object of workspace %s", api.EnvPlanKey, c.PlanKey, c.WorkspaceFingerprint))
 	}
 	// The topology decides how the kubeconfig is retrieved; a destroy needs none.
 	if c.Operation == api.OperationApply && c.Topology != api.TopologyVanillaKubeadm && c.Topology != api.TopologyEKS {

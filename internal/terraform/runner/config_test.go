@@ -64,8 +64,26 @@ func TestConfigFromEnv(t *testing.T) {
 			set:  map[string]string{api.EnvStateBucket: "kubeopera-terraform-state-dev"},
 			errs: []string{`PROVISION_STATE_BUCKET "kubeopera-terraform-state-dev" is not a state bucket of workspace d37f1981a6be`},
 		},
-		"unknown operation": {set: map[string]string{api.EnvOperation: "upgrade"}, errs: []string{`PROVISION_OPERATION must be apply or destroy, not "upgrade"`}},
-		"unknown topology":  {set: map[string]string{api.EnvTopology: "gke"}, errs: []string{`PROVISION_TOPOLOGY must be vanilla_kubeadm or eks, not "gke"`}},
+		"unknown operation": {set: map[string]string{api.EnvOperation: "upgrade"}, errs: []string{`PROVISION_OPERATION must be apply, destroy or plan, not "upgrade"`}},
+		"a plan run saves its plan in its workspace's state": {
+			set: map[string]string{api.EnvOperation: "plan", api.EnvPlanKey: "d37f1981a6be/c1/plans/r1.tfplan"},
+			verify: func(c *Config) string {
+				if c.Operation != api.OperationPlan || c.PlanKey != "d37f1981a6be/c1/plans/r1.tfplan" {
+					return "operation " + string(c.Operation) + " plan key " + c.PlanKey
+				}
+				return ""
+			},
+		},
+		"a plan run without a plan key": {set: map[string]string{api.EnvOperation: "plan"}, errs: []string{"PROVISION_PLAN_KEY is required for a plan run"}},
+		"a plan key of another workspace": {
+			set:  map[string]string{api.EnvPlanKey: "0c5e2a9f4b17/c1/plans/r0.tfplan"},
+			errs: []string{`PROVISION_PLAN_KEY "0c5e2a9f4b17/c1/plans/r0.tfplan" is not an object of workspace d37f1981a6be`},
+		},
+		"a destroy of a plan": {
+			set:  map[string]string{api.EnvOperation: "destroy", api.EnvPlanKey: "d37f1981a6be/c1/plans/r0.tfplan"},
+			errs: []string{"PROVISION_PLAN_KEY is for plan and apply runs only"},
+		},
+		"unknown topology": {set: map[string]string{api.EnvTopology: "gke"}, errs: []string{`PROVISION_TOPOLOGY must be vanilla_kubeadm or eks, not "gke"`}},
 		"destroy needs no topology": {
 			set: map[string]string{api.EnvOperation: "destroy", api.EnvTopology: ""},
 			verify: func(c *Config) string {

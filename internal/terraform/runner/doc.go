@@ -18,6 +18,13 @@
 //     anything is published;
 //  7. publish: data kubeconfig and phase succeeded (destroy: succeeded without a kubeconfig).
 //
+// A plan run (operation plan, approvePlan manual) stops after step 5's plan: it summarizes the
+// plan (terraform show -json, never logged; Summarize), saves the plan file in the state bucket
+// next to the state (api.EnvPlanKey, SavePlan) and reports succeeded with the summary
+// (api.AnnotationPlan). An apply run with api.EnvPlanKey set applies that saved plan (LoadPlan)
+// instead of planning: exactly what was approved, which Terraform refuses when the state changed
+// since the plan was made.
+//
 // Any failure is phase failed with the failing step's error (Terraform's own text for a
 // Terraform failure), trimmed and with every credential scrubbed, and a non-zero exit. A run
 // repeated by the Job controller converges: every step is idempotent and the state lives in S3.

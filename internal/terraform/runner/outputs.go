@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"unicode/utf8"
@@ -28,6 +29,20 @@ type OutputsSecret struct {
 // kubeconfig, and with dropKubeconfig it removes it (a destroyed cluster has none). It retries
 // on conflicts; the message is trimmed to MaxMessage.
 func (o *OutputsSecret) Report(ctx context.Context, phase, message string, kubeconfig []byte, dropKubeconfig bool) error {
+	return o.report(ctx, phase, message, kubeconfig, dropKubeconfig, nil)
+}
+
+// ReportPlan reports a plan run's end: phase succeeded, the message, and the plan's summary
+// (api.AnnotationPlan, JSON).
+func (o *OutputsSecret) ReportPlan(ctx context.Context, summary api.PlanSummary, message string) error {
+	raw, err := json.Marshal(summary)
+	if err != nil {
+		return err
+	}
+	return o.report(ctx, string(api.StatusSucceeded), message, nil, false, map[string]string{api.AnnotationPlan: string(raw)})
+}
+
+func (o *OutputsSecret) report(ctx context.Context, phase, message string, kubeconfig []byte, dropKubeconfig bool, extra map[string]string) error {
 	message = Trim(message, MaxMessage)
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		s, err := o.Client.CoreV1().Secrets(o.Namespace).Get(ctx, o.Name, metav1.GetOptions{})
@@ -40,6 +55,7 @@ func (o *OutputsSecret) Report(ctx context.Context, phase, message string, kubec
 		}
 		s.Annotations[api.AnnotationPhase] = phase
 		s.Annotations[api.AnnotationMessage] = message
+		maps.Copy(s.Annotations, extra)
 		switch {
 		case kubeconfig != nil:
 			if s.Data == nil {

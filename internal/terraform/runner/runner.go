@@ -25,9 +25,11 @@ import (
 // (the pod is being stopped), so the run does not end without saying so.
 const reportTimeout = 30 * time.Second
 
-// Reporter is where the runner reports progress and publishes the kubeconfig: *OutputsSecret.
+// Reporter is where the runner reports progress and publishes the kubeconfig, or a plan run's
+// summary: *OutputsSecret.
 type Reporter interface {
 	Report(ctx context.Context, phase, message string, kubeconfig []byte, dropKubeconfig bool) error
+	ReportPlan(ctx context.Context, summary api.PlanSummary, message string) error
 }
 
 // Runner runs one provisioning run.
@@ -96,7 +98,8 @@ func (r *Runner) Run(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	if err := EnsureStateBucket(ctx, s3.NewFromConfig(awsCfg), c.StateBucket, c.Region, account); err != nil {
+	s3c := s3.NewFromConfig(awsCfg)
+	if err := EnsureStateBucket(ctx, s3c, c.StateBucket, c.Region, account); err != nil {
 		return err
 	}
 
@@ -144,12 +147,39 @@ func (r *Runner) Run(ctx context.Context) (err error) {
 		return tfErr("init", err)
 	}
 	// Apply exactly what was planned: a saved plan (terraform destroy is apply of a destroy
-	// plan), so the planning phase shows every error planning can find.
+	// plan), so the planning phase shows every error planning can find. An approved plan is
+	// loaded instead of planned again: Terraform applies exactly it, or refuses it when the state
+	// changed since it was made (a stale plan).
 	plan := filepath.Join(dir, "run.tfplan")
-	stderr.Reset()
-	changes, err := tf.Plan(ctx, tfexec.Out(plan), tfexec.Destroy(destroy))
-	if err != nil {
-		return tfErr("plan", err)
+	changes := true
+	if c.Operation == api.OperationApply && c.PlanKey != "" {
+		if err := report(string(api.StatusPlanning), "Loading the approved plan "+c.PlanKey); err != nil {
+			return err
+		}
+		if err := LoadPlan(ctx, s3c, c.StateBucket, c.PlanKey, account, plan); err != nil {
+			return err
+		}
+	} else {
+		stderr.Reset()
+		if changes, err = tf.Plan(ctx, tfexec.Out(plan), tfexec.Destroy(destroy)); err != nil {
+			return tfErr("plan", err)
+		}
+	}
+	if c.Operation == api.OperationPlan {
+		// terraform show -json prints values in clear: never into the log.
+		tf.SetStdout(nil)
+		stderr.Reset()
+		shown, err := tf.ShowPlanFile(ctx, plan)
+		if err != nil {
+			return tfErr("show", err)
+		}
+		summary := Summarize(shown)
+		if err := SavePlan(ctx, s3c, c.StateBucket, c.PlanKey, account, plan); err != nil {
+			return err
+		}
+		msg := fmt.Sprintf("Planned: %d to add, %d to change, %d to destroy; the plan waits for approval", summary.Add, summary.Change, summary.Destroy)
+		log.Info("Planned", "add", summary.Add, "change", summary.Change, "destroy", summary.Destroy)
+		return r.Outputs.ReportPlan(ctx, summary, msg)
 	}
 	verb := "apply"
 	if destroy {

@@ -8,8 +8,10 @@
 // uses the AWS provider, which cannot be downloaded here, so the provisioner is given
 // OfflineModule instead of internal/terraform/render: terraform_data resources with the real
 // module's S3 backend (state bucket per environment, S3-native locking) and the real outputs'
-// names, and the real cloud-side names (api.NamesOf: state bucket and key, SSM path, EKS cluster
-// name). The real modules and renderer are checked by internal/terraform/render's tests.
+// names, the real cloud-side names (api.NamesOf: state bucket and key, SSM path, EKS cluster
+// name), and the workers' inputs (node_count, instance_type, kubernetes_version) in a resource of
+// their own, so a day-2 change of them is a change Terraform plans and applies on the same state.
+// The real modules and renderer are checked by internal/terraform/render's tests.
 package provisioning
 
 import (
@@ -244,8 +246,17 @@ resource "terraform_data" "cluster" {
     prevent_destroy = %t
   }
 }
+
+resource "terraform_data" "workers" {
+  input = {
+    node_count         = %d
+    instance_type      = %q
+    kubernetes_version = %q
+  }
+}
 `, names.StateBucket, names.StateKey, req.Region,
-		!strings.HasPrefix(req.ClusterID, QuotaPrefix), req.ClusterID, QuotaError, strings.HasPrefix(req.ClusterID, ProtectedPrefix))
+		!strings.HasPrefix(req.ClusterID, QuotaPrefix), req.ClusterID, QuotaError, strings.HasPrefix(req.ClusterID, ProtectedPrefix),
+		req.NodeCount, req.InstanceType, req.KubernetesVersion)
 	var outputs string
 	if req.Topology == api.TopologyEKS {
 		endpoint, ca := fmt.Sprintf("https://%s.gr7.%s.eks.amazonaws.com", strings.ToUpper(req.ClusterID), req.Region), clusterCA
