@@ -24,8 +24,14 @@ type Inventory struct {
 	// Provider and Region are read from the first node (by name) whose .spec.providerID
 	// ParseProviderID recognises; UnknownProvider and "" when none does.
 	Provider, Region string
-	Facts            Facts
-	Score            Score
+	// UsageSource says where Facts.CPUPercent and MemoryPercent come from; "" while they are
+	// unknown (no nodes).
+	UsageSource UsageSource
+	// InstanceTypes counts the nodes by instance type (the node.kubernetes.io/instance-type
+	// label; "" for nodes without one), for the cost estimate (PriceTable.Estimate).
+	InstanceTypes map[string]int32
+	Facts         Facts
+	Score         Score
 }
 
 // listPageSize is the page size of the node and pod lists, so a big cluster is read a page at a
@@ -61,17 +67,21 @@ const (
 // of three etcd members down is a control plane not fully healthy). Only when neither answers is
 // the control plane not Known (no points).
 //
-// CPU and memory use are requests-based, as no metrics-server is guaranteed: the requests of the
-// Running pods' containers (and sidecar init containers, plus pod overhead; pod-level requests
-// when set) divided by the sum of the nodes' allocatable. This is what the scheduler has handed
-// out, not what is consumed. Unknown (nil) when there are no nodes or the allocatable is zero.
+// CPU and memory use: what the nodes consume, from the metrics API (NodeMetricsPath, served by
+// metrics-server or another adapter) over the allocatable of the nodes it reports, when the
+// cluster serves it (UsageMetricsAPI). Otherwise (not served, not readable, unusable) the
+// requests of the Running pods' containers (and sidecar init containers, plus pod overhead;
+// pod-level requests when set) over the sum of the nodes' allocatable: what the scheduler has
+// handed out, not what is consumed (UsageRequests). Unknown (nil) when there are no nodes or the
+// allocatable is zero.
 //
 // Each list stops at lim's page and item caps (readlimit.List; zero fields: the defaults) with a
-// *readlimit.Error; the bytes and elements of each response are capped by the transport cs was
-// built with (readlimit.Apply), when the cluster is not trusted.
+// *readlimit.Error, and so does a node metrics list with more items than lim.MaxListItems; the
+// bytes and elements of each response are capped by the transport cs was built with
+// (readlimit.Apply), when the cluster is not trusted.
 func Read(ctx context.Context, cs kubernetes.Interface, lim readlimit.Limits) (Inventory, error) {
 	now := time.Now()
-	inv, cpuAllocatable, memAllocatable, err := readNodes(ctx, cs, lim)
+	inv, alloc, err := readNodes(ctx, cs, lim)
 	if err != nil {
 		return Inventory{}, err
 	}
@@ -119,8 +129,24 @@ func Read(ctx context.Context, cs kubernetes.Interface, lim readlimit.Limits) (I
 	}
 	inv.Facts.ControlPlane = controlPlaneFacts(components)
 	if len(inv.Facts.Nodes) > 0 {
-		inv.Facts.CPUPercent = percent(cpuRequested, cpuAllocatable)
-		inv.Facts.MemoryPercent = percent(memRequested, memAllocatable)
+		used, served, err := readMetricsUsage(ctx, cs, alloc, lim)
+		if err != nil {
+			return Inventory{}, err
+		}
+		if served {
+			inv.Facts.CPUPercent, inv.Facts.MemoryPercent, inv.UsageSource = used.cpu, used.memory, UsageMetricsAPI
+		} else {
+			var cpuAllocatable, memAllocatable resource.Quantity
+			for _, a := range alloc {
+				cpuAllocatable.Add(a.cpu)
+				memAllocatable.Add(a.memory)
+			}
+			inv.Facts.CPUPercent = percent(cpuRequested, cpuAllocatable)
+			inv.Facts.MemoryPercent = percent(memRequested, memAllocatable)
+			if inv.Facts.CPUPercent != nil || inv.Facts.MemoryPercent != nil {
+				inv.UsageSource = UsageRequests
+			}
+		}
 	}
 	inv.Score = Compute(inv.Facts)
 	return inv, nil
@@ -132,7 +158,7 @@ func Read(ctx context.Context, cs kubernetes.Interface, lim readlimit.Limits) (I
 // not list, such as the platform's own backend. It needs to get the server version and list nodes.
 // The node list stops at lim's caps, as in Read.
 func ReadNodes(ctx context.Context, cs kubernetes.Interface, lim readlimit.Limits) (Inventory, error) {
-	inv, _, _, err := readNodes(ctx, cs, lim)
+	inv, _, err := readNodes(ctx, cs, lim)
 	if err != nil {
 		return Inventory{}, err
 	}
@@ -140,13 +166,15 @@ func ReadNodes(ctx context.Context, cs kubernetes.Interface, lim readlimit.Limit
 	return inv, nil
 }
 
-// readNodes reads the version and the nodes into an Inventory and sums the nodes' allocatable.
-func readNodes(ctx context.Context, cs kubernetes.Interface, lim readlimit.Limits) (inv Inventory, cpuAllocatable, memAllocatable resource.Quantity, err error) {
+// readNodes reads the version and the nodes into an Inventory and returns each node's
+// allocatable by name.
+func readNodes(ctx context.Context, cs kubernetes.Interface, lim readlimit.Limits) (inv Inventory, alloc map[string]allocatable, err error) {
 	v, err := cs.Discovery().ServerVersion()
 	if err != nil {
-		return Inventory{}, resource.Quantity{}, resource.Quantity{}, fmt.Errorf("failed to get the server version: %w", err)
+		return Inventory{}, nil, fmt.Errorf("failed to get the server version: %w", err)
 	}
 	inv = Inventory{KubernetesVersion: v.GitVersion, Provider: UnknownProvider}
+	alloc = map[string]allocatable{}
 	err = EachNode(ctx, cs, listPageSize, lim, func(n *corev1.Node) {
 		facts := nodeFacts(n)
 		inv.Facts.Nodes = append(inv.Facts.Nodes, facts)
@@ -156,14 +184,17 @@ func readNodes(ctx context.Context, cs kubernetes.Interface, lim readlimit.Limit
 		if inv.Provider == UnknownProvider {
 			inv.Provider, inv.Region = ParseProviderID(n.Spec.ProviderID)
 		}
-		cpuAllocatable.Add(n.Status.Allocatable[corev1.ResourceCPU])
-		memAllocatable.Add(n.Status.Allocatable[corev1.ResourceMemory])
+		if inv.InstanceTypes == nil {
+			inv.InstanceTypes = map[string]int32{}
+		}
+		inv.InstanceTypes[instanceType(n.Labels)]++
+		alloc[n.Name] = allocatable{cpu: n.Status.Allocatable[corev1.ResourceCPU], memory: n.Status.Allocatable[corev1.ResourceMemory]}
 	})
 	if err != nil {
-		return Inventory{}, cpuAllocatable, memAllocatable, fmt.Errorf("failed to list nodes: %w", err)
+		return Inventory{}, nil, fmt.Errorf("failed to list nodes: %w", err)
 	}
 	inv.NodeCount = int32(len(inv.Facts.Nodes))
-	return inv, cpuAllocatable, memAllocatable, nil
+	return inv, alloc, nil
 }
 
 // EachNode calls fn with every node of the cluster cs talks to, in the API server's order (by

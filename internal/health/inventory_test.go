@@ -2,6 +2,7 @@ package health
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -54,11 +56,13 @@ func TestRead(t *testing.T) {
 	})
 
 	// Nodes: 4+4+2 CPUs, 3×8Gi memory allocatable.
-	createNode(t, cs, "node-a", "aws:///eu-north-1a/i-0abc", "4", "8Gi", nil)
+	// node-a has the well-known instance-type label, node-c only its deprecated beta name,
+	// node-b none.
+	createNode(t, cs, "node-a", "aws:///eu-north-1a/i-0abc", "4", "8Gi", nil, map[string]string{InstanceTypeLabel: "m5.xlarge"})
 	createNode(t, cs, "node-b", "", "4", "8Gi", map[corev1.NodeConditionType]corev1.ConditionStatus{
 		corev1.NodeReady: corev1.ConditionFalse, corev1.NodeMemoryPressure: corev1.ConditionTrue,
-	})
-	createNode(t, cs, "node-c", "aws:///eu-north-1b/i-0def", "2", "8Gi", nil)
+	}, nil)
+	createNode(t, cs, "node-c", "aws:///eu-north-1b/i-0def", "2", "8Gi", nil, map[string]string{"beta.kubernetes.io/instance-type": "c5.large"})
 
 	// Workloads: CPU requests 6 + 1.5 + 0.5 (sidecar) + 0.5 (API server) = 8.5 of 10 (85%);
 	// memory 4Gi + 2Gi of 24Gi (25%).
@@ -100,6 +104,9 @@ func TestRead(t *testing.T) {
 		ReadyNodeCount: 2,
 		Provider:       "aws",
 		Region:         "eu-north-1",
+		// No metrics API on this cluster (yet): requests over allocatable.
+		UsageSource:   UsageRequests,
+		InstanceTypes: map[string]int32{"m5.xlarge": 1, "": 1, "c5.large": 1},
 		Facts: Facts{
 			Nodes: []NodeFacts{
 				{Name: "node-a", Ready: true},
@@ -135,7 +142,7 @@ func TestRead(t *testing.T) {
 		}
 		got.KubernetesVersion = ""
 		want := Inventory{
-			NodeCount: 3, ReadyNodeCount: 2, Provider: "aws", Region: "eu-north-1",
+			NodeCount: 3, ReadyNodeCount: 2, Provider: "aws", Region: "eu-north-1", InstanceTypes: want.InstanceTypes,
 			Facts: Facts{Nodes: want.Facts.Nodes},
 			// Only the node penalties: the failed, crash-looping and control-plane pods and the
 			// CPU use are not read.
@@ -166,6 +173,57 @@ func TestRead(t *testing.T) {
 		if _, err := Read(ctx, cs, readlimit.Limits{MaxListPages: 5, MaxListItems: 10}); err != nil {
 			t.Errorf("Read() with caps the cluster fits exactly: %v", err)
 		}
+	})
+
+	// Last, as it changes what Read reads: the cluster serves the metrics API (the metrics-server
+	// actor behind the real API server's aggregation layer).
+	t.Run("usage from the metrics API when the cluster serves it", func(t *testing.T) {
+		ms := sim.StartMetricsServer(t)
+		// node-a uses 3 of its 4 CPUs and 4Gi of 8Gi; node-c 1 of 2 CPUs and 2Gi of 8Gi; node-b
+		// (not Ready) has no metrics: (3+1)/(4+2) CPU = 66.7%, (4+2)/(8+8) memory = 37.5%, of the
+		// nodes reported only.
+		ms.SetUsage("node-a", sim.NodeUsage{NanoCores: 3e9, MemoryBytes: 4 << 30})
+		ms.SetUsage("node-c", sim.NodeUsage{NanoCores: 1e9, MemoryBytes: 2 << 30})
+		// A node the cluster does not list: left out.
+		ms.SetUsage("node-gone", sim.NodeUsage{NanoCores: 64e9, MemoryBytes: 64 << 30})
+		ms.Register(t, b.Config)
+		got, err := Read(ctx, cs, readlimit.Limits{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.UsageSource != UsageMetricsAPI {
+			t.Fatalf("UsageSource = %q, want %q", got.UsageSource, UsageMetricsAPI)
+		}
+		if diff := cmp.Diff([]*float64{pct(400.0 / 6), pct(37.5)}, []*float64{got.Facts.CPUPercent, got.Facts.MemoryPercent}, cmpopts.EquateApprox(0, 1e-9)); diff != "" {
+			t.Errorf("CPU and memory from the metrics API (-want +got):\n%s", diff)
+		}
+		// The requests-based 85% CPU cost 5 points; the consumed 66.7% costs none.
+		if slices.ContainsFunc(got.Score.Penalties, func(p Penalty) bool { return p.Reason == ReasonCPUHigh }) {
+			t.Errorf("penalties %v: CPUHigh from the requests, not the usage", got.Score.Penalties)
+		}
+
+		t.Run("more node metrics than the item cap", func(t *testing.T) {
+			nodes := map[string]allocatable{"node-a": {cpu: resource.MustParse("4"), memory: resource.MustParse("8Gi")}}
+			_, _, err := readMetricsUsage(ctx, cs, nodes, readlimit.Limits{MaxListItems: 2})
+			if le, ok := readlimit.As(err); !ok || le.Error() != "the cluster's node metrics list exceeded 2 items" {
+				t.Errorf("3 node metrics over a cap of 2: %v, want the item cap", err)
+			}
+		})
+
+		t.Run("metrics-server gone: 503 from the aggregator, requests again", func(t *testing.T) {
+			ms.Stop()
+			framework.Eventually(t, time.Minute, "Read falls back to the requests", func() (bool, string) {
+				got, err := Read(ctx, cs, readlimit.Limits{})
+				if err != nil {
+					return false, err.Error()
+				}
+				return got.UsageSource == UsageRequests && got.Facts.CPUPercent != nil && *got.Facts.CPUPercent > 84.9, fmt.Sprintf("source %s cpu %v", got.UsageSource, ptr.Deref(got.Facts.CPUPercent, -1))
+			})
+			_, err := cs.Discovery().RESTClient().Get().AbsPath(NodeMetricsPath).Do(ctx).Raw()
+			if !apierrors.IsServiceUnavailable(err) {
+				t.Errorf("the aggregator answers %v for a stopped metrics-server, want 503: the test does not test the 503 path", err)
+			}
+		})
 	})
 
 	t.Run("canceled", func(t *testing.T) {
@@ -237,11 +295,11 @@ func TestPodRequests(t *testing.T) {
 
 // createNode creates a node and writes its status as a kubelet would: Ready unless conditions
 // say otherwise, and allocatable cpu and memory.
-func createNode(t *testing.T, cs kubernetes.Interface, name, providerID, cpu, memory string, conditions map[corev1.NodeConditionType]corev1.ConditionStatus) {
+func createNode(t *testing.T, cs kubernetes.Interface, name, providerID, cpu, memory string, conditions map[corev1.NodeConditionType]corev1.ConditionStatus, labels map[string]string) {
 	t.Helper()
 	ctx := t.Context()
 	n, err := cs.CoreV1().Nodes().Create(ctx, &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
 		Spec:       corev1.NodeSpec{ProviderID: providerID},
 	}, metav1.CreateOptions{})
 	if err != nil {

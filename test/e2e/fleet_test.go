@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
@@ -216,7 +217,7 @@ func TestFleetNothingOfOneWorkspaceReachesAnother(t *testing.T) {
 	}
 	for _, s := range []*side{p, q} {
 		hc := waitInventory(t, s.c, s.name)
-		if got := hc.Status.Inventory.HealthScore; got != s.target.score {
+		if got := ptr.Deref(hc.Status.Inventory.HealthScore, -1); got != s.target.score {
 			t.Errorf("%s: health score %d, want %d (its own target's)", s.name, got, s.target.score)
 		}
 		if !strings.Contains(fmt.Sprint(hc.Status.Inventory.HealthPenalties), s.target.prefix+"-") {
