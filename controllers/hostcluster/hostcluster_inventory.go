@@ -85,11 +85,14 @@ func (r *Reconciler) markUnreachable(ctx context.Context, hc *kov1alpha1.HostClu
 		hc.Status.Inventory = &kov1alpha1.HostClusterInventory{}
 	}
 	inv := hc.Status.Inventory
+	class := target.FailureClass(cause)
+	log := ctrl.LoggerFrom(ctx)
 	if inv.UnreachableSince == nil {
 		inv.UnreachableSince = ptr.To(metav1.NewTime(r.now()))
+		log.Info("The target's API server does not answer", "class", class, "error", cause.Error())
+	} else {
+		log.V(1).Info("The target's API server still does not answer", "class", class, "error", cause.Error(), "since", inv.UnreachableSince.Time)
 	}
 	inv.HealthScore, inv.HealthBand, inv.HealthPenalties = nil, HealthBandUnknown, nil
-	class := target.FailureClass(cause)
-	ctrl.LoggerFrom(ctx).Info("The target's API server did not answer", "class", class, "error", cause.Error())
 	return fmt.Sprintf("API server %s unreachable since %s (%s)", server, inv.UnreachableSince.UTC().Format(time.RFC3339), class)
 }

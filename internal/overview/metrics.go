@@ -34,7 +34,7 @@ var (
 		"Clusters of the fleet (HostClusters of every bound workspace and the self-registered cluster) by phase.",
 		[]string{"phase"}, nil)
 	healthDesc = prometheus.NewDesc("kubeopera_fleet_clusters_by_health",
-		"Clusters of the fleet by health band: green (score 80 and above), amber (60-79), red (below 60), unknown (not read yet).",
+		"Clusters of the fleet by health band: green (score 80 and above), amber (60-79), red (below 60), unknown (not read yet, or unreachable).",
 		[]string{"band"}, nil)
 	nodesDesc = prometheus.NewDesc("kubeopera_fleet_nodes",
 		"Nodes of the fleet's clusters, ready or not.",

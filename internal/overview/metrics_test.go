@@ -25,7 +25,7 @@ kubeopera_fleet_clusters{phase="Provisioning"} 1
 kubeopera_fleet_clusters{phase="Ready"} 2
 kubeopera_fleet_clusters{phase="Registered"} 1
 kubeopera_fleet_clusters{phase="ValidatingAccess"} 0
-# HELP kubeopera_fleet_clusters_by_health Clusters of the fleet by health band: green (score 80 and above), amber (60-79), red (below 60), unknown (not read yet).
+# HELP kubeopera_fleet_clusters_by_health Clusters of the fleet by health band: green (score 80 and above), amber (60-79), red (below 60), unknown (not read yet, or unreachable).
 # TYPE kubeopera_fleet_clusters_by_health gauge
 kubeopera_fleet_clusters_by_health{band="amber"} 1
 kubeopera_fleet_clusters_by_health{band="green"} 2
@@ -53,7 +53,7 @@ func TestCollectorPhases(t *testing.T) {
 		t.Errorf("%d kubeopera_fleet_clusters series, want 10 known phases + Mystery + Unknown", n)
 	}
 	want := `
-# HELP kubeopera_fleet_clusters_by_health Clusters of the fleet by health band: green (score 80 and above), amber (60-79), red (below 60), unknown (not read yet).
+# HELP kubeopera_fleet_clusters_by_health Clusters of the fleet by health band: green (score 80 and above), amber (60-79), red (below 60), unknown (not read yet, or unreachable).
 # TYPE kubeopera_fleet_clusters_by_health gauge
 kubeopera_fleet_clusters_by_health{band="amber"} 0
 kubeopera_fleet_clusters_by_health{band="green"} 0

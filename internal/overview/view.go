@@ -12,7 +12,7 @@ import (
 	"github.com/kubeopera/kubeopera/internal/health"
 )
 
-// Health bands of a row: the seed's badge colours, and unknown for a cluster not read yet.
+// Health bands of a row: the seed's badge colours, and unknown for a cluster not read yet or unreachable.
 const (
 	BandGreen   = string(health.BandGreen)
 	BandAmber   = string(health.BandAmber)
