@@ -11,10 +11,12 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
 	"github.com/kubeopera/kubeopera/internal/kubeconfig"
@@ -201,6 +203,40 @@ func TestRead(t *testing.T) {
 		if slices.ContainsFunc(got.Score.Penalties, func(p Penalty) bool { return p.Reason == ReasonCPUHigh }) {
 			t.Errorf("penalties %v: CPUHigh from the requests, not the usage", got.Score.Penalties)
 		}
+
+		t.Run("a kubeconfig that may not read the metrics API: requests", func(t *testing.T) {
+			// An identity allowed what Read needs besides (version, readyz, nodes, pods), not
+			// nodes.metrics.k8s.io: the 403 is no usable answer.
+			rbac := cs.RbacV1()
+			if _, err := rbac.ClusterRoles().Create(ctx, &rbacv1.ClusterRole{
+				ObjectMeta: metav1.ObjectMeta{Name: "inventory-without-metrics"},
+				Rules: []rbacv1.PolicyRule{
+					{APIGroups: []string{""}, Resources: []string{"nodes", "pods"}, Verbs: []string{"list"}},
+				},
+			}, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := rbac.ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
+				ObjectMeta: metav1.ObjectMeta{Name: "inventory-without-metrics"},
+				RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "inventory-without-metrics"},
+				Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "inventory-reader"}},
+			}, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			cfg := rest.CopyConfig(b.Config)
+			cfg.Impersonate = rest.ImpersonationConfig{UserName: "inventory-reader", Groups: []string{"system:authenticated"}}
+			limited := kubernetes.NewForConfigOrDie(cfg)
+			if _, err := limited.Discovery().RESTClient().Get().AbsPath(NodeMetricsPath).Do(ctx).Raw(); !apierrors.IsForbidden(err) {
+				t.Fatalf("the limited identity reads the node metrics (%v): the test does not test a 403", err)
+			}
+			got, err := Read(ctx, limited, readlimit.Limits{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.UsageSource != UsageRequests || got.Facts.CPUPercent == nil || *got.Facts.CPUPercent < 84.9 {
+				t.Errorf("UsageSource %q, CPU %v; want Requests and the requests' 85%%", got.UsageSource, got.Facts.CPUPercent)
+			}
+		})
 
 		t.Run("more node metrics than the item cap", func(t *testing.T) {
 			nodes := map[string]allocatable{"node-a": {cpu: resource.MustParse("4"), memory: resource.MustParse("8Gi")}}
