@@ -8,7 +8,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
@@ -86,7 +85,7 @@ func Read(ctx context.Context, cs kubernetes.Interface, lim readlimit.Limits) (I
 		return Inventory{}, err
 	}
 
-	var cpuRequested, memRequested resource.Quantity
+	var requested resources
 	components := map[string]bool{} // component -> healthy (all its pods Ready)
 	err = readlimit.List(ctx, lim, "pod list", listPageSize, func(ctx context.Context, opts metav1.ListOptions) ([]corev1.Pod, string, error) {
 		list, err := cs.CoreV1().Pods(metav1.NamespaceAll).List(ctx, opts)
@@ -106,9 +105,7 @@ func Read(ctx context.Context, cs kubernetes.Interface, lim readlimit.Limits) (I
 			inv.Facts.RestartingPods++
 		}
 		if p.Status.Phase == corev1.PodRunning {
-			requests := podRequests(p)
-			cpuRequested.Add(requests[corev1.ResourceCPU])
-			memRequested.Add(requests[corev1.ResourceMemory])
+			requested = requested.add(podRequests(p))
 		}
 		if c := controlPlaneComponent(p); c != "" {
 			healthy, seen := components[c]
@@ -136,13 +133,12 @@ func Read(ctx context.Context, cs kubernetes.Interface, lim readlimit.Limits) (I
 		if served {
 			inv.Facts.CPUPercent, inv.Facts.MemoryPercent, inv.UsageSource = used.cpu, used.memory, UsageMetricsAPI
 		} else {
-			var cpuAllocatable, memAllocatable resource.Quantity
+			var allocatable resources
 			for _, a := range alloc {
-				cpuAllocatable.Add(a.cpu)
-				memAllocatable.Add(a.memory)
+				allocatable = allocatable.add(a)
 			}
-			inv.Facts.CPUPercent = percent(cpuRequested, cpuAllocatable)
-			inv.Facts.MemoryPercent = percent(memRequested, memAllocatable)
+			inv.Facts.CPUPercent = percent(requested.cpu, allocatable.cpu)
+			inv.Facts.MemoryPercent = percent(requested.memory, allocatable.memory)
 			if inv.Facts.CPUPercent != nil || inv.Facts.MemoryPercent != nil {
 				inv.UsageSource = UsageRequests
 			}
@@ -168,13 +164,13 @@ func ReadNodes(ctx context.Context, cs kubernetes.Interface, lim readlimit.Limit
 
 // readNodes reads the version and the nodes into an Inventory and returns each node's
 // allocatable by name.
-func readNodes(ctx context.Context, cs kubernetes.Interface, lim readlimit.Limits) (inv Inventory, alloc map[string]allocatable, err error) {
+func readNodes(ctx context.Context, cs kubernetes.Interface, lim readlimit.Limits) (inv Inventory, alloc map[string]resources, err error) {
 	v, err := cs.Discovery().ServerVersion()
 	if err != nil {
 		return Inventory{}, nil, fmt.Errorf("failed to get the server version: %w", err)
 	}
 	inv = Inventory{KubernetesVersion: v.GitVersion, Provider: UnknownProvider}
-	alloc = map[string]allocatable{}
+	alloc = map[string]resources{}
 	err = EachNode(ctx, cs, listPageSize, lim, func(n *corev1.Node) {
 		facts := nodeFacts(n)
 		inv.Facts.Nodes = append(inv.Facts.Nodes, facts)
@@ -188,7 +184,7 @@ func readNodes(ctx context.Context, cs kubernetes.Interface, lim readlimit.Limit
 			inv.InstanceTypes = map[string]int32{}
 		}
 		inv.InstanceTypes[instanceType(n.Labels)]++
-		alloc[n.Name] = allocatable{cpu: n.Status.Allocatable[corev1.ResourceCPU], memory: n.Status.Allocatable[corev1.ResourceMemory]}
+		alloc[n.Name] = resourcesOf(n.Status.Allocatable)
 	})
 	if err != nil {
 		return Inventory{}, nil, fmt.Errorf("failed to list nodes: %w", err)
@@ -276,42 +272,29 @@ func restartedSince(s corev1.ContainerStatus, since time.Time) bool {
 	return !end.Before(since)
 }
 
-// countedResources are the resources whose use Read computes.
-var countedResources = []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory}
-
 // podRequests returns the CPU and memory a running pod holds: its pod-level requests where set,
 // else the sum of its containers' and sidecar (restartable) init containers' requests; plus its
 // overhead. Regular init containers have finished once a pod runs, so they hold nothing.
-func podRequests(p *corev1.Pod) corev1.ResourceList {
-	sum := corev1.ResourceList{}
+func podRequests(p *corev1.Pod) resources {
+	var sum resources
 	for _, c := range p.Spec.Containers {
-		addRequests(sum, c.Resources.Requests)
+		sum = sum.add(resourcesOf(c.Resources.Requests))
 	}
 	for _, c := range p.Spec.InitContainers {
 		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
-			addRequests(sum, c.Resources.Requests)
+			sum = sum.add(resourcesOf(c.Resources.Requests))
 		}
 	}
 	if p.Spec.Resources != nil {
-		for _, name := range countedResources {
-			if q, ok := p.Spec.Resources.Requests[name]; ok {
-				sum[name] = q.DeepCopy()
-			}
+		podLevel := resourcesOf(p.Spec.Resources.Requests)
+		if _, ok := p.Spec.Resources.Requests[corev1.ResourceCPU]; ok {
+			sum.cpu = podLevel.cpu
+		}
+		if _, ok := p.Spec.Resources.Requests[corev1.ResourceMemory]; ok {
+			sum.memory = podLevel.memory
 		}
 	}
-	addRequests(sum, p.Spec.Overhead)
-	return sum
-}
-
-// addRequests adds the counted resources of rl to sum.
-func addRequests(sum, rl corev1.ResourceList) {
-	for _, name := range countedResources {
-		if q, ok := rl[name]; ok {
-			total := sum[name].DeepCopy()
-			total.Add(q)
-			sum[name] = total
-		}
-	}
+	return sum.add(resourcesOf(p.Spec.Overhead))
 }
 
 // controlPlaneComponent returns the kubeadm control-plane component p runs, or "".
@@ -393,11 +376,15 @@ func controlPlaneFacts(components map[string]bool) ControlPlaneFacts {
 	return cp
 }
 
-// percent returns used/total in percent, nil when total is zero.
-func percent(used, total resource.Quantity) *float64 {
-	if total.IsZero() {
+// maxPercent caps a use in percent: use can exceed the allocatable (the metrics API counts
+// what runs outside pods too), but a cluster's answer could make it any number.
+const maxPercent = 10000
+
+// percent returns used/total in percent, at most maxPercent; nil when total is zero.
+func percent(used, total float64) *float64 {
+	if total <= 0 {
 		return nil
 	}
-	p := used.AsApproximateFloat64() / total.AsApproximateFloat64() * 100
+	p := min(used/total*100, maxPercent)
 	return &p
 }

@@ -239,7 +239,7 @@ func TestRead(t *testing.T) {
 		})
 
 		t.Run("more node metrics than the item cap", func(t *testing.T) {
-			nodes := map[string]allocatable{"node-a": {cpu: resource.MustParse("4"), memory: resource.MustParse("8Gi")}}
+			nodes := map[string]resources{"node-a": {cpu: 4, memory: 8 << 30}}
 			_, _, err := readMetricsUsage(ctx, cs, nodes, readlimit.Limits{MaxListItems: 2})
 			if le, ok := readlimit.As(err); !ok || le.Error() != "the cluster's node metrics list exceeded 2 items" {
 				t.Errorf("3 node metrics over a cap of 2: %v, want the item cap", err)
@@ -315,15 +315,23 @@ func TestPodRequests(t *testing.T) {
 			spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "a"}}},
 			cpu:  "0", memory: "0",
 		},
+		// A hostile API server's values: exact arithmetic on 1e999999999 would build a number of
+		// a billion digits; such a value, and a negative one, is not counted.
+		"absurd and negative values are not counted": {
+			spec: corev1.PodSpec{Containers: []corev1.Container{
+				{Name: "a", Resources: requests("1e999999999", "-64Mi")},
+				{Name: "b", Resources: requests("100m", "64Mi")},
+			}},
+			cpu: "100m", memory: "64Mi",
+		},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			got := podRequests(&corev1.Pod{Spec: tc.spec})
-			if cpu := got[corev1.ResourceCPU]; cpu.Cmp(q(tc.cpu)) != 0 {
-				t.Errorf("cpu = %s, want %s", cpu.String(), tc.cpu)
-			}
-			if memory := got[corev1.ResourceMemory]; memory.Cmp(q(tc.memory)) != 0 {
-				t.Errorf("memory = %s, want %s", memory.String(), tc.memory)
+			value := func(s string) float64 { v := q(s); return v.AsApproximateFloat64() }
+			want := resources{cpu: value(tc.cpu), memory: value(tc.memory)}
+			if diff := cmp.Diff(want, got, cmp.AllowUnexported(resources{}), cmpopts.EquateApprox(1e-12, 0)); diff != "" {
+				t.Errorf("podRequests() (-want +got):\n%s", diff)
 			}
 		})
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -41,9 +42,40 @@ type nodeMetricsList struct {
 	} `json:"items"`
 }
 
-// allocatable is one node's allocatable CPU and memory.
-type allocatable struct {
-	cpu, memory resource.Quantity
+// resources is CPU (cores) and memory (bytes), summed as numbers: quantities from a cluster are
+// its answer and so hostile, and resource.Quantity's exact arithmetic on a value such as
+// "1e999999999" would build a number of a billion digits.
+type resources struct {
+	cpu, memory float64
+}
+
+// maxQuantity bounds one quantity read from a cluster: about 4.6e18, bytes or cores (no node has
+// an exabyte of memory, nor a pod as many cores).
+const maxQuantity = 1 << 62
+
+// quantityValue is q as a number, 0 when it is negative, not finite or beyond maxQuantity: a
+// value no real cluster has is not counted. AsApproximateFloat64 does not build the exact value.
+func quantityValue(q resource.Quantity) float64 {
+	if !countable(q) {
+		return 0
+	}
+	return q.AsApproximateFloat64()
+}
+
+// resourcesOf returns the CPU and memory of rl (0 for what it lacks or cannot be counted).
+func resourcesOf(rl corev1.ResourceList) resources {
+	return resources{cpu: quantityValue(rl[corev1.ResourceCPU]), memory: quantityValue(rl[corev1.ResourceMemory])}
+}
+
+// countable says whether q is a value quantityValue counts: zero or more, finite, at most
+// maxQuantity.
+func countable(q resource.Quantity) bool {
+	v := q.AsApproximateFloat64()
+	return !math.IsNaN(v) && !math.IsInf(v, 0) && v >= 0 && v <= maxQuantity
+}
+
+func (r resources) add(o resources) resources {
+	return resources{cpu: r.cpu + o.cpu, memory: r.memory + o.memory}
 }
 
 // usage is CPU and memory use in percent, nil when unknown.
@@ -58,7 +90,7 @@ type usage struct {
 // of the nodes or holds a negative or missing usage. Only an answer over lim's caps is an error
 // (a *readlimit.Error; the transport of cs caps its bytes and elements, lim.MaxListItems the
 // items): the metrics API is as hostile as the rest of the cluster.
-func readMetricsUsage(ctx context.Context, cs kubernetes.Interface, nodes map[string]allocatable, lim readlimit.Limits) (u usage, served bool, err error) {
+func readMetricsUsage(ctx context.Context, cs kubernetes.Interface, nodes map[string]resources, lim readlimit.Limits) (u usage, served bool, err error) {
 	rc := cs.Discovery().RESTClient()
 	if rc == nil || len(nodes) == 0 {
 		return usage{}, false, nil
@@ -81,8 +113,9 @@ func readMetricsUsage(ctx context.Context, cs kubernetes.Interface, nodes map[st
 // over the nodes it names that are in nodes, over their allocatable summed. A node named twice
 // counts once; a node the answer does not name is left out of both sums (its metrics are not
 // there yet, or it is not Ready). served is false when the answer is no NodeMetricsList, names
-// none of the nodes, or holds a negative or missing cpu or memory usage for one of them.
-func metricsUsage(body []byte, nodes map[string]allocatable, lim readlimit.Limits) (u usage, served bool, err error) {
+// none of the nodes, or holds a missing, negative, not finite or absurdly large (beyond
+// maxQuantity) cpu or memory usage for one of them.
+func metricsUsage(body []byte, nodes map[string]resources, lim readlimit.Limits) (u usage, served bool, err error) {
 	var list nodeMetricsList
 	if err := json.Unmarshal(body, &list); err != nil {
 		return usage{}, false, nil
@@ -90,7 +123,7 @@ func metricsUsage(body []byte, nodes map[string]allocatable, lim readlimit.Limit
 	if max := lim.WithDefaults().MaxListItems; len(list.Items) > max {
 		return usage{}, false, &readlimit.Error{Subject: "node metrics list", Limit: fmt.Sprintf("%d items", max)}
 	}
-	var usedCPU, usedMem, allocCPU, allocMem resource.Quantity
+	var used, alloc resources
 	seen := map[string]bool{}
 	for _, item := range list.Items {
 		a, ok := nodes[item.Metadata.Name]
@@ -100,18 +133,16 @@ func metricsUsage(body []byte, nodes map[string]allocatable, lim readlimit.Limit
 		seen[item.Metadata.Name] = true
 		cpu, okCPU := item.Usage[corev1.ResourceCPU]
 		mem, okMem := item.Usage[corev1.ResourceMemory]
-		if !okCPU || !okMem || cpu.Sign() < 0 || mem.Sign() < 0 {
+		if !okCPU || !okMem || !countable(cpu) || !countable(mem) {
 			return usage{}, false, nil
 		}
-		usedCPU.Add(cpu)
-		usedMem.Add(mem)
-		allocCPU.Add(a.cpu)
-		allocMem.Add(a.memory)
+		used = used.add(resources{cpu: quantityValue(cpu), memory: quantityValue(mem)})
+		alloc = alloc.add(a)
 	}
 	if len(seen) == 0 {
 		return usage{}, false, nil
 	}
-	u = usage{cpu: percent(usedCPU, allocCPU), memory: percent(usedMem, allocMem)}
+	u = usage{cpu: percent(used.cpu, alloc.cpu), memory: percent(used.memory, alloc.memory)}
 	if u.cpu == nil || u.memory == nil {
 		return usage{}, false, nil
 	}

@@ -5,7 +5,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
-	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/kubeopera/kubeopera/internal/readlimit"
 )
@@ -14,10 +13,7 @@ import (
 // metrics-server writes them: cpu in nanocores, memory in Ki) into use in percent of the
 // reported nodes' allocatable, and refuses what is not usable.
 func TestMetricsUsage(t *testing.T) {
-	nodes := map[string]allocatable{
-		"a": {cpu: resource.MustParse("4"), memory: resource.MustParse("8Gi")},
-		"b": {cpu: resource.MustParse("4"), memory: resource.MustParse("8Gi")},
-	}
+	nodes := map[string]resources{"a": {cpu: 4, memory: 8 << 30}, "b": {cpu: 4, memory: 8 << 30}}
 	item := func(name, cpu, mem string) string {
 		return `{"metadata":{"name":"` + name + `","creationTimestamp":"2026-12-05T09:00:00Z"},"timestamp":"2026-12-05T09:00:00Z","window":"20.05s","usage":{"cpu":"` + cpu + `","memory":"` + mem + `"}}`
 	}
@@ -46,21 +42,28 @@ func TestMetricsUsage(t *testing.T) {
 			cpu: 75, mem: 25, served: true},
 		"nodes the cluster does not list are ignored": {body: list(item("a", "1", "1Gi"), item("zz", "400", "1Ti")),
 			cpu: 25, mem: 12.5, served: true},
-		"only unknown nodes":       {body: list(item("zz", "1", "1Gi"))},
-		"no items":                 {body: list()},
-		"negative usage":           {body: list(item("a", "-1", "1Gi"))},
-		"no memory":                {body: list(`{"metadata":{"name":"a"},"usage":{"cpu":"1"}}`)},
-		"not a quantity":           {body: list(item("a", "lots", "1Gi"))},
-		"not JSON":                 {body: "<html>502 Bad Gateway</html>"},
-		"over the item cap":        {body: list(item("a", "1", "1Gi"), item("b", "1", "1Gi")), lim: readlimit.Limits{MaxListItems: 1}, capped: true},
-		"at the item cap is fine":  {body: list(item("a", "1", "1Gi"), item("b", "1", "1Gi")), lim: readlimit.Limits{MaxListItems: 2}, cpu: 25, mem: 12.5, served: true},
-		"usage above allocatable":  {body: list(item("a", "8", "16Gi")), cpu: 200, mem: 200, served: true},
-		"zero allocatable: no use": {body: list(item("z", "1", "1Gi"))},
+		"only unknown nodes": {body: list(item("zz", "1", "1Gi"))},
+		"no items":           {body: list()},
+		"negative usage":     {body: list(item("a", "-1", "1Gi"))},
+		// Exact arithmetic on it would build a number of a billion digits.
+		"an absurd usage":            {body: list(item("a", "1e999999999", "1Gi"))},
+		"beyond the bound":           {body: list(item("a", "1", "8Ei"))},
+		"no memory":                  {body: list(`{"metadata":{"name":"a"},"usage":{"cpu":"1"}}`)},
+		"not a quantity":             {body: list(item("a", "lots", "1Gi"))},
+		"not JSON":                   {body: "<html>502 Bad Gateway</html>"},
+		"over the item cap":          {body: list(item("a", "1", "1Gi"), item("b", "1", "1Gi")), lim: readlimit.Limits{MaxListItems: 1}, capped: true},
+		"at the item cap is fine":    {body: list(item("a", "1", "1Gi"), item("b", "1", "1Gi")), lim: readlimit.Limits{MaxListItems: 2}, cpu: 25, mem: 12.5, served: true},
+		"usage above allocatable":    {body: list(item("a", "8", "16Gi")), cpu: 200, mem: 200, served: true},
+		"zero allocatable: no use":   {body: list(item("z", "1", "1Gi"))},
+		"a tiny allocatable: capped": {body: list(item("t", "4", "1Gi")), cpu: 10000, mem: 10000, served: true},
 	} {
 		t.Run(name, func(t *testing.T) {
 			ns := nodes
-			if name == "zero allocatable: no use" {
-				ns = map[string]allocatable{"z": {}}
+			switch name {
+			case "zero allocatable: no use":
+				ns = map[string]resources{"z": {}}
+			case "a tiny allocatable: capped":
+				ns = map[string]resources{"t": {cpu: 1e-9, memory: 1}}
 			}
 			u, served, err := metricsUsage([]byte(tc.body), ns, tc.lim)
 			if _, ok := readlimit.As(err); ok != tc.capped || (err != nil && !ok) {
