@@ -511,7 +511,7 @@ current-context: c
 	}
 	cond := reconcile.GetCondition(hc, kov1alpha1.AccessValidatedCondition)
 	if cond == nil || cond.Reason != kov1alpha1.UnreachableReason || !strings.Contains(cond.Message, "connection refused") {
-		t.Fatalf("AccessValidated = %+v, want Unreachable with the real error", cond)
+		t.Fatalf("AccessValidated = %+v, want Unreachable, saying the connection was refused", cond)
 	}
 }
 
