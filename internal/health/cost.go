@@ -17,7 +17,7 @@ import (
 const HoursPerMonth = 730
 
 // InstanceTypeLabel is the well-known node label naming a node's instance type, set by the
-// cloud controller manager (and by EKS, GKE and AKS on their nodes);
+// cloud controller manager (as on EKS, GKE and AKS nodes);
 // deprecatedInstanceTypeLabel is its beta name, read when the new one is missing.
 const (
 	InstanceTypeLabel           = "node.kubernetes.io/instance-type"
