@@ -418,7 +418,7 @@ func TestFleetOverviewInABrowser(t *testing.T) {
 			}
 		}
 		joined := strings.Join(fleetLines, "\n")
-		for _, want := range []string{`kubeopera_fleet_clusters{phase="BootstrappingFlux"}`, `kubeopera_fleet_clusters_by_health{band="red"}`, `kubeopera_fleet_clusters_by_health{band="amber"}`} {
+		for _, want := range []string{`kubeopera_fleet_clusters{phase="BootstrappingFlux"}`, `kubeopera_fleet_clusters_by_health{band="red"}`, `kubeopera_fleet_clusters_by_health{band="amber"}`, `kubeopera_fleet_clusters_unreachable `} {
 			if !strings.Contains(joined, want) {
 				t.Errorf("metrics lack %s:\n%s", want, joined)
 			}
