@@ -20,6 +20,7 @@ import (
 	"github.com/kubeopera/kubeopera/internal/aws/ekstoken"
 	"github.com/kubeopera/kubeopera/internal/aws/externalid"
 	"github.com/kubeopera/kubeopera/internal/flux"
+	"github.com/kubeopera/kubeopera/internal/health"
 	"github.com/kubeopera/kubeopera/internal/netguard"
 	pclient "github.com/kubeopera/kubeopera/internal/provisioner/client"
 	"github.com/kubeopera/kubeopera/internal/provisioning"
@@ -131,6 +132,9 @@ type Reconciler struct {
 	// cluster's tokens. The tokens are always signed by the assumed role's session, never by this
 	// identity. nil: such a credential is refused for provision_eks (an access key is needed).
 	PlatformAWS aws.CredentialsProvider
+	// Prices is the platform admin's price table of node instance types, for each cluster's
+	// monthly cost estimate (docs/fleet.md#cost); nil: no estimate.
+	Prices *health.PriceTable
 	// Guard checks every address the controller dials on a tenant's behalf: the API server of a
 	// target, named by its kubeconfig (connected, or provisioned in the tenant's cloud), for
 	// every read and write there (access, inventory, Flux's install and sync, the admin

@@ -402,6 +402,69 @@ func TestHostCluster(t *testing.T) {
 		}
 	})
 
+	t.Run("a target that stops answering: Ready False Unreachable, health unknown; back when it answers", func(t *testing.T) {
+		// A second target without Flux's controllers, so the HostCluster waits in
+		// BootstrappingFlux and is looked at every poll interval, reached through a forwarder
+		// the test cuts as an outage would.
+		other := framework.StartCluster(t, framework.ClusterOptions{})
+		kcPath := filepath.Join(t.TempDir(), "other.kubeconfig")
+		if err := devenv.WriteKubeconfig(other.Config, kcPath, "other"); err != nil {
+			t.Fatal(err)
+		}
+		raw, err := os.ReadFile(kcPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fwd := framework.Forward(t, "127.0.0.1", other.Config.Host)
+		server := "https://" + fwd.Addr
+		s.secret(t, "outage-input", framework.KubeconfigWithServer(t, raw, server, "127.0.0.1"))
+		s.hostCluster(t, "outage", nil)
+		framework.Eventually(t, 2*time.Minute, "outage read", func() (bool, string) {
+			hc := s.get(t, "outage")
+			inv := hc.Status.Inventory
+			return inv != nil && inv.HealthScore != nil && reconcile.IsTrue(hc, kov1alpha1.AccessValidatedCondition), describe(hc)
+		})
+		if hc := s.get(t, "outage"); hc.Status.Inventory.HealthBand != "green" || *hc.Status.Inventory.HealthScore != 100 {
+			t.Errorf("inventory before the outage: %+v", hc.Status.Inventory)
+		}
+
+		cut := time.Now()
+		fwd.Cut()
+		var hc *kov1alpha1.HostCluster
+		framework.Eventually(t, 30*time.Second, "outage Unreachable", func() (bool, string) {
+			hc = s.get(t, "outage")
+			c := reconcile.GetCondition(hc, kov1alpha1.ReadyCondition)
+			return c != nil && c.Reason == kov1alpha1.UnreachableReason, describe(hc)
+		})
+		wantCondition(t, hc, kov1alpha1.ReadyCondition, metav1.ConditionFalse, kov1alpha1.UnreachableReason, "API server "+server+" unreachable since ")
+		wantCondition(t, hc, kov1alpha1.AccessValidatedCondition, metav1.ConditionFalse, kov1alpha1.UnreachableReason, "(connection refused)")
+		inv := hc.Status.Inventory
+		if inv.UnreachableSince == nil || inv.UnreachableSince.Time.Before(cut.Truncate(time.Second)) || inv.HealthScore != nil || inv.HealthBand != "unknown" || len(inv.HealthPenalties) != 0 {
+			t.Errorf("inventory while unreachable: since %v score %v band %q penalties %v; want since the cut, no score, band unknown", inv.UnreachableSince, inv.HealthScore, inv.HealthBand, inv.HealthPenalties)
+		}
+		if msg := reconcile.GetCondition(hc, kov1alpha1.ReadyCondition).Message; strings.Contains(msg, "dial tcp") || strings.Contains(msg, other.Config.Host) {
+			t.Errorf("the message quotes the error or the address behind the server: %q", msg)
+		}
+		if hc.Status.Phase != kov1alpha1.HostClusterPhaseBootstrappingFlux {
+			t.Errorf("phase %s, want it kept (BootstrappingFlux) while it is retried", hc.Status.Phase)
+		}
+
+		// Back within the give-up time: Ready's reason is no longer Unreachable, and the health
+		// is read again at once.
+		fwd.Restore(t)
+		framework.Eventually(t, 30*time.Second, "outage reached again", func() (bool, string) {
+			hc = s.get(t, "outage")
+			inv := hc.Status.Inventory
+			return reconcile.IsTrue(hc, kov1alpha1.AccessValidatedCondition) && inv.UnreachableSince == nil && inv.HealthScore != nil, describe(hc)
+		})
+		if c := reconcile.GetCondition(hc, kov1alpha1.ReadyCondition); c.Reason == kov1alpha1.UnreachableReason {
+			t.Errorf("Ready still says Unreachable: %+v", c)
+		}
+		if hc.Status.Inventory.HealthBand != "green" {
+			t.Errorf("health band %q after the outage, want green", hc.Status.Inventory.HealthBand)
+		}
+	})
+
 	t.Run("a refused kubeconfig, fixed and retried, goes on", func(t *testing.T) {
 		hc := s.get(t, "bad-garbage")
 		sec := &corev1.Secret{}

@@ -7,7 +7,6 @@ import (
 	"math"
 	"net"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
@@ -26,7 +25,6 @@ import (
 	"github.com/kubeopera/kubeopera/internal/authapi"
 	"github.com/kubeopera/kubeopera/internal/aws/ekstoken"
 	"github.com/kubeopera/kubeopera/internal/flux"
-	"github.com/kubeopera/kubeopera/internal/health"
 	"github.com/kubeopera/kubeopera/internal/kubeconfig"
 	"github.com/kubeopera/kubeopera/internal/netguard"
 	"github.com/kubeopera/kubeopera/internal/provisioner/api"
@@ -228,6 +226,8 @@ func (r *Reconciler) access(ctx context.Context, s *scope) error {
 	}
 	if hc.Status.Inventory != nil {
 		hc.Status.Inventory.KubernetesVersion = version.GitVersion
+		// It answers again, even if the inventory could not be read (its health stays unknown).
+		hc.Status.Inventory.UnreachableSince = nil
 	}
 	reconcile.MarkTrue(hc, kov1alpha1.AccessValidatedCondition, kov1alpha1.SucceededReason,
 		fmt.Sprintf("API server %s answered: Kubernetes %s", t.Server, version.GitVersion))
@@ -266,11 +266,12 @@ func refuseForbidden(steps []reconcile.Step[*scope]) []reconcile.Step[*scope] {
 }
 
 // unreachable retries a target that did not answer, until AccessGiveUp after the first failure of
-// this attempt; then the HostCluster fails with the real error. A Ready cluster that stops
-// answering is never failed for it: it waits and says so.
+// this attempt; then the HostCluster fails, saying since when and the kind of failure. A Ready
+// cluster that stops answering is never failed for it: it waits and says so (Ready False, reason
+// Unreachable, its phase kept), its health unknown (markUnreachable), until it answers again.
 func (r *Reconciler) unreachable(ctx context.Context, s *scope, server string, cause error) error {
 	hc := s.hc
-	msg := fmt.Sprintf("API server %s did not answer: %v", server, cause)
+	msg := r.markUnreachable(ctx, hc, server, cause)
 	if hc.Status.Phase == kov1alpha1.HostClusterPhaseReady {
 		return reconcile.Waiting(kov1alpha1.UnreachableReason, msg, r.PollInterval)
 	}
@@ -295,41 +296,6 @@ func (r *Reconciler) unreachable(ctx context.Context, s *scope, server string, c
 	after := min(max(elapsed/4, 2*time.Second), 30*time.Second, r.AccessGiveUp-elapsed+time.Second)
 	return reconcile.Waiting(kov1alpha1.UnreachableReason,
 		fmt.Sprintf("%s; retrying until %s", msg, started.Add(r.AccessGiveUp).UTC().Format(time.RFC3339)), after)
-}
-
-// refreshInventory reads version, nodes, provider and region and the health score, at most every
-// InventoryInterval once read (every pass while the cluster is not Ready yet is not needed: the
-// first read and the periodic refresh are).
-func (r *Reconciler) refreshInventory(ctx context.Context, s *scope) error {
-	hc := s.hc
-	if inv := hc.Status.Inventory; inv != nil && inv.ObservedAt != nil && r.now().Sub(inv.ObservedAt.Time) < r.InventoryInterval*4/5 {
-		return nil
-	}
-	inv, err := health.Read(ctx, s.target.Clientset, r.ReadLimits)
-	if err != nil {
-		return err
-	}
-	now := metav1.NewTime(r.now())
-	out := &kov1alpha1.HostClusterInventory{
-		Provider:          inv.Provider,
-		Region:            inv.Region,
-		KubernetesVersion: inv.KubernetesVersion,
-		NodeCount:         inv.NodeCount,
-		ReadyNodeCount:    inv.ReadyNodeCount,
-		Nodes:             fmt.Sprintf("%d/%d", inv.ReadyNodeCount, inv.NodeCount),
-		HealthScore:       inv.Score.Value,
-		HealthBand:        string(inv.Score.Band),
-		CPUPercent:        wholePercent(inv.Facts.CPUPercent),
-		MemoryPercent:     wholePercent(inv.Facts.MemoryPercent),
-		ObservedAt:        &now,
-	}
-	for _, p := range inv.Score.Summarize(32) {
-		out.HealthPenalties = append(out.HealthPenalties, kov1alpha1.HealthPenalty{
-			Reason: p.Reason, Detail: reconcile.Truncate(p.Detail), Points: strconv.FormatFloat(p.Points, 'f', -1, 64),
-		})
-	}
-	hc.Status.Inventory = out
-	return nil
 }
 
 // bootstrapFlux installs Flux on the target (or adopts a healthy Flux already there), seeds the

@@ -25,6 +25,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -191,6 +192,21 @@ func (s *provisionSuite) hostClusterIn(t *testing.T, ws, name string, mode kov1a
 		hc.Spec.Provisioning.ControlPlaneCount = ptr.To[int32](3)
 	}
 	if err := s.h.WS[ws].Create(t.Context(), hc); err != nil {
+		t.Fatal(err)
+	}
+	return hc
+}
+
+// edit changes HostCluster name of workspace acme as a tenant does, again on a conflict (the
+// controller writes the object meanwhile), and returns it as written.
+func (s *provisionSuite) edit(t *testing.T, name string, change func(*kov1alpha1.HostCluster)) *kov1alpha1.HostCluster {
+	t.Helper()
+	var hc *kov1alpha1.HostCluster
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		hc = s.get(t, name)
+		change(hc)
+		return s.h.WS["acme"].Update(t.Context(), hc)
+	}); err != nil {
 		t.Fatal(err)
 	}
 	return hc
@@ -631,7 +647,6 @@ func TestProvisioning(t *testing.T) {
 	})
 
 	t.Run("day-2: nodeCount 2 to 5 runs again on the same state; a change outside the module does not", func(t *testing.T) {
-		c := s.h.WS["acme"]
 		const name = "day2-grow"
 		param := provisioning.AdminKubeconfigParameter(fp(s.h.LC["acme"]), name)
 		s.aws.SSM.Put(param, "SecureString", "PENDING")
@@ -644,19 +659,13 @@ func TestProvisioning(t *testing.T) {
 		}
 
 		// The domain is not an input of the module: the new generation is provisioned already.
-		hc.Spec.Domain = "elsewhere.example.com"
-		if err := c.Update(ctx, hc); err != nil {
-			t.Fatal(err)
-		}
+		hc = s.edit(t, name, func(hc *kov1alpha1.HostCluster) { hc.Spec.Domain = "elsewhere.example.com" })
 		hc = s.waitProvisionedAt(t, name, hc.Generation)
 		if jobs := s.runJobs(t, name); len(jobs) != 1 || hc.Status.Provisioning.AppliedRun != first.AppliedRun {
 			t.Fatalf("after a domain change: %d runs, applied run %s; want still only %s", len(jobs), hc.Status.Provisioning.AppliedRun, first.AppliedRun)
 		}
 
-		hc.Spec.Provisioning.NodeCount = 5
-		if err := c.Update(ctx, hc); err != nil {
-			t.Fatal(err)
-		}
+		hc = s.edit(t, name, func(hc *kov1alpha1.HostCluster) { hc.Spec.Provisioning.NodeCount = 5 })
 		hc = s.waitProvisionedAt(t, name, hc.Generation)
 		st := hc.Status.Provisioning
 		if st.AppliedRun == first.AppliedRun || st.AppliedInputsHash == first.AppliedInputsHash {
@@ -793,10 +802,7 @@ func TestProvisioning(t *testing.T) {
 
 		// Day 2 under manual approval: a new plan for nodeCount 5; the annotation still names the
 		// first plan, which approves nothing now.
-		hc.Spec.Provisioning.NodeCount = 5
-		if err := c.Update(ctx, hc); err != nil {
-			t.Fatal(err)
-		}
+		hc = s.edit(t, name, func(hc *kov1alpha1.HostCluster) { hc.Spec.Provisioning.NodeCount = 5 })
 		hc = awaiting("the day-2 plan awaiting approval", func(hc *kov1alpha1.HostCluster, cond *metav1.Condition) bool {
 			return hc.Status.Provisioning.Plan.ID != plan.ID && strings.Contains(cond.Message, "approves nothing")
 		})
@@ -854,8 +860,12 @@ func TestProvisioning(t *testing.T) {
 				strings.Contains(cond.Message, "Waiting for the control plane"), describeHC(hc)
 		})
 		apply := hc.Annotations[kov1alpha1.ProvisionJobIDAnnotation]
-		hc.Spec.Provisioning.DeletionPolicy = kov1alpha1.DeletionPolicyDestroy
-		if err := c.Update(ctx, hc); err != nil {
+		// The controller writes the object meanwhile: the tenant's edit is retried on a conflict.
+		if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			hc = s.get(t, name)
+			hc.Spec.Provisioning.DeletionPolicy = kov1alpha1.DeletionPolicyDestroy
+			return c.Update(ctx, hc)
+		}); err != nil {
 			t.Fatal(err)
 		}
 		if err := c.Delete(ctx, s.get(t, name)); err != nil {
@@ -932,8 +942,12 @@ func TestProvisioning(t *testing.T) {
 
 		// Deleted with Destroy, then the tenant drops the annotation that named the apply: the
 		// destroy's POST is refused while the apply runs, and the deletion says it waits.
-		hc.Spec.Provisioning.DeletionPolicy = kov1alpha1.DeletionPolicyDestroy
-		if err := c.Update(ctx, hc); err != nil {
+		// The controller writes the object meanwhile: the tenant's edit is retried on a conflict.
+		if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			hc = s.get(t, name)
+			hc.Spec.Provisioning.DeletionPolicy = kov1alpha1.DeletionPolicyDestroy
+			return c.Update(ctx, hc)
+		}); err != nil {
 			t.Fatal(err)
 		}
 		if err := c.Delete(ctx, s.get(t, name)); err != nil {
@@ -982,8 +996,12 @@ func TestProvisioning(t *testing.T) {
 			hc = s.get(t, name)
 			return reconcile.IsTrue(hc, kov1alpha1.ProvisionedCondition), describeHC(hc)
 		})
-		hc.Spec.Provisioning.DeletionPolicy = kov1alpha1.DeletionPolicyDestroy
-		if err := c.Update(ctx, hc); err != nil {
+		// The controller writes the object meanwhile: the tenant's edit is retried on a conflict.
+		if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			hc = s.get(t, name)
+			hc.Spec.Provisioning.DeletionPolicy = kov1alpha1.DeletionPolicyDestroy
+			return c.Update(ctx, hc)
+		}); err != nil {
 			t.Fatal(err)
 		}
 		if err := c.Delete(ctx, s.get(t, name)); err != nil {
@@ -1004,11 +1022,7 @@ func TestProvisioning(t *testing.T) {
 
 	t.Run("deletionPolicy Destroy runs terraform destroy before the HostCluster goes; Retain leaves it", func(t *testing.T) {
 		c := s.h.WS["acme"]
-		hc := s.get(t, "vanilla-1")
-		hc.Spec.Provisioning.DeletionPolicy = kov1alpha1.DeletionPolicyDestroy
-		if err := c.Update(ctx, hc); err != nil {
-			t.Fatal(err)
-		}
+		s.edit(t, "vanilla-1", func(hc *kov1alpha1.HostCluster) { hc.Spec.Provisioning.DeletionPolicy = kov1alpha1.DeletionPolicyDestroy })
 		for _, name := range []string{"vanilla-1", "eks-1"} {
 			if err := c.Delete(ctx, s.get(t, name)); err != nil {
 				t.Fatal(err)

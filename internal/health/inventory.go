@@ -8,7 +8,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
@@ -24,8 +23,14 @@ type Inventory struct {
 	// Provider and Region are read from the first node (by name) whose .spec.providerID
 	// ParseProviderID recognises; UnknownProvider and "" when none does.
 	Provider, Region string
-	Facts            Facts
-	Score            Score
+	// UsageSource says where Facts.CPUPercent and MemoryPercent come from; "" while they are
+	// unknown (no nodes).
+	UsageSource UsageSource
+	// InstanceTypes counts the nodes by instance type (the node.kubernetes.io/instance-type
+	// label; "" for nodes without one), for the cost estimate (PriceTable.Estimate).
+	InstanceTypes map[string]int32
+	Facts         Facts
+	Score         Score
 }
 
 // listPageSize is the page size of the node and pod lists, so a big cluster is read a page at a
@@ -61,22 +66,26 @@ const (
 // of three etcd members down is a control plane not fully healthy). Only when neither answers is
 // the control plane not Known (no points).
 //
-// CPU and memory use are requests-based, as no metrics-server is guaranteed: the requests of the
-// Running pods' containers (and sidecar init containers, plus pod overhead; pod-level requests
-// when set) divided by the sum of the nodes' allocatable. This is what the scheduler has handed
-// out, not what is consumed. Unknown (nil) when there are no nodes or the allocatable is zero.
+// CPU and memory use: what the nodes consume, from the metrics API (NodeMetricsPath, served by
+// metrics-server or another adapter) over the allocatable of the nodes it reports, when the
+// cluster serves it (UsageMetricsAPI). Otherwise (not served, not readable, unusable) the
+// requests of the Running pods' containers (and sidecar init containers, plus pod overhead;
+// pod-level requests when set) over the sum of the nodes' allocatable: what the scheduler has
+// handed out, not what is consumed (UsageRequests). Unknown (nil) when there are no nodes or the
+// allocatable is zero.
 //
 // Each list stops at lim's page and item caps (readlimit.List; zero fields: the defaults) with a
-// *readlimit.Error; the bytes and elements of each response are capped by the transport cs was
-// built with (readlimit.Apply), when the cluster is not trusted.
+// *readlimit.Error, and so does a node metrics list with more items than lim.MaxListItems; the
+// bytes and elements of each response are capped by the transport cs was built with
+// (readlimit.Apply), when the cluster is not trusted.
 func Read(ctx context.Context, cs kubernetes.Interface, lim readlimit.Limits) (Inventory, error) {
 	now := time.Now()
-	inv, cpuAllocatable, memAllocatable, err := readNodes(ctx, cs, lim)
+	inv, alloc, err := readNodes(ctx, cs, lim)
 	if err != nil {
 		return Inventory{}, err
 	}
 
-	var cpuRequested, memRequested resource.Quantity
+	var requested resources
 	components := map[string]bool{} // component -> healthy (all its pods Ready)
 	err = readlimit.List(ctx, lim, "pod list", listPageSize, func(ctx context.Context, opts metav1.ListOptions) ([]corev1.Pod, string, error) {
 		list, err := cs.CoreV1().Pods(metav1.NamespaceAll).List(ctx, opts)
@@ -96,9 +105,7 @@ func Read(ctx context.Context, cs kubernetes.Interface, lim readlimit.Limits) (I
 			inv.Facts.RestartingPods++
 		}
 		if p.Status.Phase == corev1.PodRunning {
-			requests := podRequests(p)
-			cpuRequested.Add(requests[corev1.ResourceCPU])
-			memRequested.Add(requests[corev1.ResourceMemory])
+			requested = requested.add(podRequests(p))
 		}
 		if c := controlPlaneComponent(p); c != "" {
 			healthy, seen := components[c]
@@ -119,8 +126,23 @@ func Read(ctx context.Context, cs kubernetes.Interface, lim readlimit.Limits) (I
 	}
 	inv.Facts.ControlPlane = controlPlaneFacts(components)
 	if len(inv.Facts.Nodes) > 0 {
-		inv.Facts.CPUPercent = percent(cpuRequested, cpuAllocatable)
-		inv.Facts.MemoryPercent = percent(memRequested, memAllocatable)
+		used, served, err := readMetricsUsage(ctx, cs, alloc, lim)
+		if err != nil {
+			return Inventory{}, err
+		}
+		if served {
+			inv.Facts.CPUPercent, inv.Facts.MemoryPercent, inv.UsageSource = used.cpu, used.memory, UsageMetricsAPI
+		} else {
+			var allocatable resources
+			for _, a := range alloc {
+				allocatable = allocatable.add(a)
+			}
+			inv.Facts.CPUPercent = percent(requested.cpu, allocatable.cpu)
+			inv.Facts.MemoryPercent = percent(requested.memory, allocatable.memory)
+			if inv.Facts.CPUPercent != nil || inv.Facts.MemoryPercent != nil {
+				inv.UsageSource = UsageRequests
+			}
+		}
 	}
 	inv.Score = Compute(inv.Facts)
 	return inv, nil
@@ -132,7 +154,7 @@ func Read(ctx context.Context, cs kubernetes.Interface, lim readlimit.Limits) (I
 // not list, such as the platform's own backend. It needs to get the server version and list nodes.
 // The node list stops at lim's caps, as in Read.
 func ReadNodes(ctx context.Context, cs kubernetes.Interface, lim readlimit.Limits) (Inventory, error) {
-	inv, _, _, err := readNodes(ctx, cs, lim)
+	inv, _, err := readNodes(ctx, cs, lim)
 	if err != nil {
 		return Inventory{}, err
 	}
@@ -140,13 +162,15 @@ func ReadNodes(ctx context.Context, cs kubernetes.Interface, lim readlimit.Limit
 	return inv, nil
 }
 
-// readNodes reads the version and the nodes into an Inventory and sums the nodes' allocatable.
-func readNodes(ctx context.Context, cs kubernetes.Interface, lim readlimit.Limits) (inv Inventory, cpuAllocatable, memAllocatable resource.Quantity, err error) {
+// readNodes reads the version and the nodes into an Inventory and returns each node's
+// allocatable by name.
+func readNodes(ctx context.Context, cs kubernetes.Interface, lim readlimit.Limits) (inv Inventory, alloc map[string]resources, err error) {
 	v, err := cs.Discovery().ServerVersion()
 	if err != nil {
-		return Inventory{}, resource.Quantity{}, resource.Quantity{}, fmt.Errorf("failed to get the server version: %w", err)
+		return Inventory{}, nil, fmt.Errorf("failed to get the server version: %w", err)
 	}
 	inv = Inventory{KubernetesVersion: v.GitVersion, Provider: UnknownProvider}
+	alloc = map[string]resources{}
 	err = EachNode(ctx, cs, listPageSize, lim, func(n *corev1.Node) {
 		facts := nodeFacts(n)
 		inv.Facts.Nodes = append(inv.Facts.Nodes, facts)
@@ -156,14 +180,17 @@ func readNodes(ctx context.Context, cs kubernetes.Interface, lim readlimit.Limit
 		if inv.Provider == UnknownProvider {
 			inv.Provider, inv.Region = ParseProviderID(n.Spec.ProviderID)
 		}
-		cpuAllocatable.Add(n.Status.Allocatable[corev1.ResourceCPU])
-		memAllocatable.Add(n.Status.Allocatable[corev1.ResourceMemory])
+		if inv.InstanceTypes == nil {
+			inv.InstanceTypes = map[string]int32{}
+		}
+		inv.InstanceTypes[instanceType(n.Labels)]++
+		alloc[n.Name] = resourcesOf(n.Status.Allocatable)
 	})
 	if err != nil {
-		return Inventory{}, cpuAllocatable, memAllocatable, fmt.Errorf("failed to list nodes: %w", err)
+		return Inventory{}, nil, fmt.Errorf("failed to list nodes: %w", err)
 	}
 	inv.NodeCount = int32(len(inv.Facts.Nodes))
-	return inv, cpuAllocatable, memAllocatable, nil
+	return inv, alloc, nil
 }
 
 // EachNode calls fn with every node of the cluster cs talks to, in the API server's order (by
@@ -245,42 +272,29 @@ func restartedSince(s corev1.ContainerStatus, since time.Time) bool {
 	return !end.Before(since)
 }
 
-// countedResources are the resources whose use Read computes.
-var countedResources = []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory}
-
 // podRequests returns the CPU and memory a running pod holds: its pod-level requests where set,
 // else the sum of its containers' and sidecar (restartable) init containers' requests; plus its
 // overhead. Regular init containers have finished once a pod runs, so they hold nothing.
-func podRequests(p *corev1.Pod) corev1.ResourceList {
-	sum := corev1.ResourceList{}
+func podRequests(p *corev1.Pod) resources {
+	var sum resources
 	for _, c := range p.Spec.Containers {
-		addRequests(sum, c.Resources.Requests)
+		sum = sum.add(resourcesOf(c.Resources.Requests))
 	}
 	for _, c := range p.Spec.InitContainers {
 		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
-			addRequests(sum, c.Resources.Requests)
+			sum = sum.add(resourcesOf(c.Resources.Requests))
 		}
 	}
 	if p.Spec.Resources != nil {
-		for _, name := range countedResources {
-			if q, ok := p.Spec.Resources.Requests[name]; ok {
-				sum[name] = q.DeepCopy()
-			}
+		podLevel := resourcesOf(p.Spec.Resources.Requests)
+		if _, ok := p.Spec.Resources.Requests[corev1.ResourceCPU]; ok {
+			sum.cpu = podLevel.cpu
+		}
+		if _, ok := p.Spec.Resources.Requests[corev1.ResourceMemory]; ok {
+			sum.memory = podLevel.memory
 		}
 	}
-	addRequests(sum, p.Spec.Overhead)
-	return sum
-}
-
-// addRequests adds the counted resources of rl to sum.
-func addRequests(sum, rl corev1.ResourceList) {
-	for _, name := range countedResources {
-		if q, ok := rl[name]; ok {
-			total := sum[name].DeepCopy()
-			total.Add(q)
-			sum[name] = total
-		}
-	}
+	return sum.add(resourcesOf(p.Spec.Overhead))
 }
 
 // controlPlaneComponent returns the kubeadm control-plane component p runs, or "".
@@ -362,11 +376,15 @@ func controlPlaneFacts(components map[string]bool) ControlPlaneFacts {
 	return cp
 }
 
-// percent returns used/total in percent, nil when total is zero.
-func percent(used, total resource.Quantity) *float64 {
-	if total.IsZero() {
+// maxPercent caps a use in percent: use can exceed the allocatable (the metrics API counts
+// what runs outside pods too), but a cluster's answer could make it any number.
+const maxPercent = 10000
+
+// percent returns used/total in percent, at most maxPercent; nil when total is zero.
+func percent(used, total float64) *float64 {
+	if total <= 0 {
 		return nil
 	}
-	p := used.AsApproximateFloat64() / total.AsApproximateFloat64() * 100
+	p := min(used/total*100, maxPercent)
 	return &p
 }

@@ -2,6 +2,7 @@ package health
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -10,9 +11,12 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
 	"github.com/kubeopera/kubeopera/internal/kubeconfig"
@@ -54,11 +58,13 @@ func TestRead(t *testing.T) {
 	})
 
 	// Nodes: 4+4+2 CPUs, 3×8Gi memory allocatable.
-	createNode(t, cs, "node-a", "aws:///eu-north-1a/i-0abc", "4", "8Gi", nil)
+	// node-a has the well-known instance-type label, node-c only its deprecated beta name,
+	// node-b none.
+	createNode(t, cs, "node-a", "aws:///eu-north-1a/i-0abc", "4", "8Gi", nil, map[string]string{InstanceTypeLabel: "m5.xlarge"})
 	createNode(t, cs, "node-b", "", "4", "8Gi", map[corev1.NodeConditionType]corev1.ConditionStatus{
 		corev1.NodeReady: corev1.ConditionFalse, corev1.NodeMemoryPressure: corev1.ConditionTrue,
-	})
-	createNode(t, cs, "node-c", "aws:///eu-north-1b/i-0def", "2", "8Gi", nil)
+	}, nil)
+	createNode(t, cs, "node-c", "aws:///eu-north-1b/i-0def", "2", "8Gi", nil, map[string]string{"beta.kubernetes.io/instance-type": "c5.large"})
 
 	// Workloads: CPU requests 6 + 1.5 + 0.5 (sidecar) + 0.5 (API server) = 8.5 of 10 (85%);
 	// memory 4Gi + 2Gi of 24Gi (25%).
@@ -100,6 +106,9 @@ func TestRead(t *testing.T) {
 		ReadyNodeCount: 2,
 		Provider:       "aws",
 		Region:         "eu-north-1",
+		// No metrics API on this cluster (yet): requests over allocatable.
+		UsageSource:   UsageRequests,
+		InstanceTypes: map[string]int32{"m5.xlarge": 1, "": 1, "c5.large": 1},
 		Facts: Facts{
 			Nodes: []NodeFacts{
 				{Name: "node-a", Ready: true},
@@ -135,7 +144,7 @@ func TestRead(t *testing.T) {
 		}
 		got.KubernetesVersion = ""
 		want := Inventory{
-			NodeCount: 3, ReadyNodeCount: 2, Provider: "aws", Region: "eu-north-1",
+			NodeCount: 3, ReadyNodeCount: 2, Provider: "aws", Region: "eu-north-1", InstanceTypes: want.InstanceTypes,
 			Facts: Facts{Nodes: want.Facts.Nodes},
 			// Only the node penalties: the failed, crash-looping and control-plane pods and the
 			// CPU use are not read.
@@ -166,6 +175,91 @@ func TestRead(t *testing.T) {
 		if _, err := Read(ctx, cs, readlimit.Limits{MaxListPages: 5, MaxListItems: 10}); err != nil {
 			t.Errorf("Read() with caps the cluster fits exactly: %v", err)
 		}
+	})
+
+	// Last, as it changes what Read reads: the cluster serves the metrics API (the metrics-server
+	// actor behind the real API server's aggregation layer).
+	t.Run("usage from the metrics API when the cluster serves it", func(t *testing.T) {
+		ms := sim.StartMetricsServer(t)
+		// node-a uses 3 of its 4 CPUs and 4Gi of 8Gi; node-c 1 of 2 CPUs and 2Gi of 8Gi; node-b
+		// (not Ready) has no metrics: (3+1)/(4+2) CPU = 66.7%, (4+2)/(8+8) memory = 37.5%, of the
+		// nodes reported only.
+		ms.SetUsage("node-a", sim.NodeUsage{NanoCores: 3e9, MemoryBytes: 4 << 30})
+		ms.SetUsage("node-c", sim.NodeUsage{NanoCores: 1e9, MemoryBytes: 2 << 30})
+		// A node the cluster does not list: left out.
+		ms.SetUsage("node-gone", sim.NodeUsage{NanoCores: 64e9, MemoryBytes: 64 << 30})
+		ms.Register(t, b.Config)
+		got, err := Read(ctx, cs, readlimit.Limits{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.UsageSource != UsageMetricsAPI {
+			t.Fatalf("UsageSource = %q, want %q", got.UsageSource, UsageMetricsAPI)
+		}
+		if diff := cmp.Diff([]*float64{pct(400.0 / 6), pct(37.5)}, []*float64{got.Facts.CPUPercent, got.Facts.MemoryPercent}, cmpopts.EquateApprox(0, 1e-9)); diff != "" {
+			t.Errorf("CPU and memory from the metrics API (-want +got):\n%s", diff)
+		}
+		// The requests-based 85% CPU cost 5 points; the consumed 66.7% costs none.
+		if slices.ContainsFunc(got.Score.Penalties, func(p Penalty) bool { return p.Reason == ReasonCPUHigh }) {
+			t.Errorf("penalties %v: CPUHigh from the requests, not the usage", got.Score.Penalties)
+		}
+
+		t.Run("a kubeconfig that may not read the metrics API: requests", func(t *testing.T) {
+			// An identity allowed what Read needs besides (version, readyz, nodes, pods), not
+			// nodes.metrics.k8s.io: the 403 is no usable answer.
+			rbac := cs.RbacV1()
+			if _, err := rbac.ClusterRoles().Create(ctx, &rbacv1.ClusterRole{
+				ObjectMeta: metav1.ObjectMeta{Name: "inventory-without-metrics"},
+				Rules: []rbacv1.PolicyRule{
+					{APIGroups: []string{""}, Resources: []string{"nodes", "pods"}, Verbs: []string{"list"}},
+				},
+			}, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := rbac.ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
+				ObjectMeta: metav1.ObjectMeta{Name: "inventory-without-metrics"},
+				RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "inventory-without-metrics"},
+				Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "inventory-reader"}},
+			}, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			cfg := rest.CopyConfig(b.Config)
+			cfg.Impersonate = rest.ImpersonationConfig{UserName: "inventory-reader", Groups: []string{"system:authenticated"}}
+			limited := kubernetes.NewForConfigOrDie(cfg)
+			if _, err := limited.Discovery().RESTClient().Get().AbsPath(NodeMetricsPath).Do(ctx).Raw(); !apierrors.IsForbidden(err) {
+				t.Fatalf("the limited identity reads the node metrics (%v): the test does not test a 403", err)
+			}
+			got, err := Read(ctx, limited, readlimit.Limits{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.UsageSource != UsageRequests || got.Facts.CPUPercent == nil || *got.Facts.CPUPercent < 84.9 {
+				t.Errorf("UsageSource %q, CPU %v; want Requests and the requests' 85%%", got.UsageSource, got.Facts.CPUPercent)
+			}
+		})
+
+		t.Run("more node metrics than the item cap", func(t *testing.T) {
+			nodes := map[string]resources{"node-a": {cpu: 4, memory: 8 << 30}}
+			_, _, err := readMetricsUsage(ctx, cs, nodes, readlimit.Limits{MaxListItems: 2})
+			if le, ok := readlimit.As(err); !ok || le.Error() != "the cluster's node metrics list exceeded 2 items" {
+				t.Errorf("3 node metrics over a cap of 2: %v, want the item cap", err)
+			}
+		})
+
+		t.Run("metrics-server gone: 503 from the aggregator, requests again", func(t *testing.T) {
+			ms.Stop()
+			framework.Eventually(t, time.Minute, "Read falls back to the requests", func() (bool, string) {
+				got, err := Read(ctx, cs, readlimit.Limits{})
+				if err != nil {
+					return false, err.Error()
+				}
+				return got.UsageSource == UsageRequests && got.Facts.CPUPercent != nil && *got.Facts.CPUPercent > 84.9, fmt.Sprintf("source %s cpu %v", got.UsageSource, ptr.Deref(got.Facts.CPUPercent, -1))
+			})
+			_, err := cs.Discovery().RESTClient().Get().AbsPath(NodeMetricsPath).Do(ctx).Raw()
+			if !apierrors.IsServiceUnavailable(err) {
+				t.Errorf("the aggregator answers %v for a stopped metrics-server, want 503: the test does not test the 503 path", err)
+			}
+		})
 	})
 
 	t.Run("canceled", func(t *testing.T) {
@@ -221,15 +315,23 @@ func TestPodRequests(t *testing.T) {
 			spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "a"}}},
 			cpu:  "0", memory: "0",
 		},
+		// A hostile API server's values: exact arithmetic on 1e999999999 would build a number of
+		// a billion digits; such a value, and a negative one, is not counted.
+		"absurd and negative values are not counted": {
+			spec: corev1.PodSpec{Containers: []corev1.Container{
+				{Name: "a", Resources: requests("1e999999999", "-64Mi")},
+				{Name: "b", Resources: requests("100m", "64Mi")},
+			}},
+			cpu: "100m", memory: "64Mi",
+		},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			got := podRequests(&corev1.Pod{Spec: tc.spec})
-			if cpu := got[corev1.ResourceCPU]; cpu.Cmp(q(tc.cpu)) != 0 {
-				t.Errorf("cpu = %s, want %s", cpu.String(), tc.cpu)
-			}
-			if memory := got[corev1.ResourceMemory]; memory.Cmp(q(tc.memory)) != 0 {
-				t.Errorf("memory = %s, want %s", memory.String(), tc.memory)
+			value := func(s string) float64 { v := q(s); return v.AsApproximateFloat64() }
+			want := resources{cpu: value(tc.cpu), memory: value(tc.memory)}
+			if diff := cmp.Diff(want, got, cmp.AllowUnexported(resources{}), cmpopts.EquateApprox(1e-12, 0)); diff != "" {
+				t.Errorf("podRequests() (-want +got):\n%s", diff)
 			}
 		})
 	}
@@ -237,11 +339,11 @@ func TestPodRequests(t *testing.T) {
 
 // createNode creates a node and writes its status as a kubelet would: Ready unless conditions
 // say otherwise, and allocatable cpu and memory.
-func createNode(t *testing.T, cs kubernetes.Interface, name, providerID, cpu, memory string, conditions map[corev1.NodeConditionType]corev1.ConditionStatus) {
+func createNode(t *testing.T, cs kubernetes.Interface, name, providerID, cpu, memory string, conditions map[corev1.NodeConditionType]corev1.ConditionStatus, labels map[string]string) {
 	t.Helper()
 	ctx := t.Context()
 	n, err := cs.CoreV1().Nodes().Create(ctx, &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
 		Spec:       corev1.NodeSpec{ProviderID: providerID},
 	}, metav1.CreateOptions{})
 	if err != nil {

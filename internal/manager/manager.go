@@ -48,6 +48,7 @@ import (
 	"github.com/kubeopera/kubeopera/internal/authapi"
 	"github.com/kubeopera/kubeopera/internal/aws/externalid"
 	"github.com/kubeopera/kubeopera/internal/flux"
+	"github.com/kubeopera/kubeopera/internal/health"
 	"github.com/kubeopera/kubeopera/internal/helm"
 	"github.com/kubeopera/kubeopera/internal/kcpversion"
 	"github.com/kubeopera/kubeopera/internal/kubeoperaapi"
@@ -543,6 +544,13 @@ func setupHostClusters(ctx context.Context, m *Manager) error {
 	if err != nil {
 		return err
 	}
+	var prices *health.PriceTable
+	if o.FleetPriceTable != "" {
+		if prices, err = health.LoadPriceTable(o.FleetPriceTable); err != nil {
+			return fmt.Errorf("--fleet-price-table: %w", err)
+		}
+		log.Info("Estimating HostClusters' monthly cost", "priceTable", o.FleetPriceTable, "currency", prices.Currency, "instanceTypes", len(prices.Hourly))
+	}
 	return (&hostcluster.Reconciler{
 		Workspaces:          ws,
 		Provisioner:         pc,
@@ -563,6 +571,7 @@ func setupHostClusters(ctx context.Context, m *Manager) error {
 		PlatformAWS:         platformAWS,
 		MaxPerWorkspace:     o.MaxHostClustersPerWorkspace,
 		Guard:               guard,
+		Prices:              prices,
 		// What a target answers is capped; one workspace holds a bounded share of the Flux
 		// install slots; every install has a deadline.
 		ReadLimits:           readLimits,

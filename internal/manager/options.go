@@ -115,6 +115,10 @@ type Options struct {
 	// HostClusterInventoryInterval is how often a Ready HostCluster's inventory and health score
 	// are refreshed (jittered).
 	HostClusterInventoryInterval time.Duration
+	// FleetPriceTable is the path of the platform admin's price table of node instance types
+	// (YAML or JSON: currency and hourly prices, docs/fleet.md#cost), for each HostCluster's
+	// estimated monthly cost; empty: no estimates. In a deployment, a ConfigMap mounted as a file.
+	FleetPriceTable string
 	// HostClusterConcurrency is how many HostClusters are reconciled at once.
 	HostClusterConcurrency int
 	// KubernetesClusterConcurrency, ProviderConfigConcurrency, MachineCapabilitiesConcurrency and
@@ -360,6 +364,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.HostClusterAccessGiveUp, "hostcluster-access-give-up", o.HostClusterAccessGiveUp, "how long an unreachable HostCluster target is retried before the HostCluster fails")
 	fs.DurationVar(&o.HostClusterPollInterval, "hostcluster-poll-interval", o.HostClusterPollInterval, "how often a HostCluster waiting on Flux, the scaffolder or its apps Kustomization is looked at again")
 	fs.DurationVar(&o.HostClusterInventoryInterval, "hostcluster-inventory-interval", o.HostClusterInventoryInterval, "how often a Ready HostCluster's inventory and health score are refreshed (jittered)")
+	fs.StringVar(&o.FleetPriceTable, "fleet-price-table", o.FleetPriceTable, "file (YAML or JSON) with the hourly price of each node instance type and the currency, for each HostCluster's estimated monthly cost (hourly price x 730 h per node, by its node.kubernetes.io/instance-type label); empty: no cost estimates")
 	fs.IntVar(&o.HostClusterConcurrency, "hostcluster-concurrency", o.HostClusterConcurrency, "how many HostClusters are reconciled at once, across all workspaces")
 	fs.IntVar(&o.KubernetesClusterConcurrency, "kubernetescluster-concurrency", o.KubernetesClusterConcurrency, "how many KubernetesClusters are reconciled at once, across all workspaces")
 	fs.IntVar(&o.ProviderConfigConcurrency, "providerconfig-concurrency", o.ProviderConfigConcurrency, "how many ProviderConfigs are reconciled at once, across all workspaces")

@@ -18,7 +18,7 @@
 // A cluster without a namespace (a self-registered one) has namespace "_" in paths. The page,
 // the fragment and the JSON take the same query: q (a case-insensitive substring of workspace,
 // namespace, name, clusterID, phase, provider, region or version), band (green, amber, red or
-// unknown), sort (workspace, name, phase, health, nodes, cpu, memory, version, provider, region;
+// unknown), sort (workspace, name, phase, health, nodes, cpu, memory, cost, version, provider, region;
 // default: workspace, then name) and dir (asc or desc). Unknown values sort last either way.
 //
 // # JSON
@@ -29,10 +29,11 @@
 //	{
 //	  "generatedAt": "2025-06-01T12:00:00Z",
 //	  "summary": {
-//	    "clusters": 3, "healthy": 1, "nodesReady": 7, "nodesTotal": 8,
+//	    "clusters": 3, "healthy": 1, "unreachable": 1, "nodesReady": 7, "nodesTotal": 8,
 //	    "avgCPUPercent": 41.5, "avgMemoryPercent": null,
 //	    "bands": {"green": 1, "amber": 1, "red": 0, "unknown": 1},
-//	    "hostRegistered": true
+//	    "hostRegistered": true,
+//	    "monthlyCost": [{"currency": "USD", "monthly": "231.26", "clusters": 1, "partial": true}]
 //	  },
 //	  "clusters": [{
 //	    "workspace": "root:orgs:acme", "namespace": "infra", "name": "prod-eu",
@@ -41,13 +42,21 @@
 //	    "health": {"score": 92, "band": "green",
 //	               "penalties": [{"reason": "PodsCrashLooping", "detail": "...", "points": "2.5"}]},
 //	    "nodesReady": 3, "nodesTotal": 3, "cpuPercent": 41, "memoryPercent": 63,
+//	    "usageSource": "MetricsAPI",
+//	    "cost": {"monthly": "231.26", "currency": "USD", "pricedNodes": 3, "unpricedNodes": 0, "partial": false},
 //	    "kubernetesVersion": "v1.33.1", "provider": "aws", "region": "eu-central-1",
 //	    "observedAt": "2025-06-01T11:59:30Z", "note": "..."
+//	  }, {
+//	    "name": "edge", "phase": "Ready", "ready": false,
+//	    "unreachable": true, "unreachableSince": "2025-06-01T11:49:30Z", ...
 //	  }]
 //	}
 //
-// healthy counts the clusters in phase Ready or Registered whose health band is green; the bands
-// are the seed's: green 80 and above, amber 60-79, red below 60, unknown without a health score.
+// healthy counts the clusters whose Ready condition is True (a registered host: read) and whose
+// health band is green; an unreachable cluster (a HostCluster's status.inventory.unreachableSince
+// set) has no health and counts in unreachable, never in healthy. The bands are the seed's: green
+// 80 and above, amber 60-79, red below 60, unknown without a health score (not read yet, or
+// unreachable). monthlyCost sums the clusters' cost estimates per currency (docs/fleet.md#cost).
 // GET /v1/fleet/clusters/{workspace}/{namespace}/{name} answers one element of clusters, or
 // 404 with {"error": "..."}.
 //

@@ -18,7 +18,8 @@ const (
 var observed = time.Date(2025, 6, 1, 11, 59, 30, 0, time.UTC)
 
 // fleet is a fleet with every kind of value: the platform's own cluster (no namespace, unknown
-// memory, no penalties, a note), a ready green cluster, a ready amber one with penalties whose sum
+// memory, no penalties, a note), a ready green cluster (use from the metrics API, a cost
+// estimate), a ready amber one with penalties whose sum
 // is rounded, one not read yet (no health, nodes, CPU, memory or version) and a failed red one
 // with a hostile name. Its default order is platform, edge-9, edge-10, prod-eu, hostile.
 func fleet() []Cluster {
@@ -27,7 +28,8 @@ func fleet() []Cluster {
 			Workspace: "root:orgs:acme", Namespace: "infra", Name: prodEU, ClusterID: "prod-eu-1",
 			Source: "connect_existing", Phase: "Ready", Message: "Cluster is ready", Ready: true,
 			Health:     &Health{Score: 92, Band: "green", Penalties: []Penalty{{Reason: "PodsFailed", Detail: "4 pods failed", Points: "8"}}},
-			NodesReady: 3, NodesTotal: 3, CPUPercent: ptr.To[int32](41), MemoryPercent: ptr.To[int32](63),
+			NodesReady: 3, NodesTotal: 3, CPUPercent: ptr.To[int32](41), MemoryPercent: ptr.To[int32](63), UsageSource: "MetricsAPI",
+			Cost:    &Cost{Monthly: "231.26", Currency: "USD", PricedNodes: 3},
 			Version: "v1.33.1", Provider: "aws", Region: "eu-central-1", ObservedAt: &observed,
 		},
 		{
@@ -62,7 +64,7 @@ func fleet() []Cluster {
 				{Reason: "MemoryCritical", Detail: "memory requests at 97%", Points: "10"},
 				{Reason: "PodsCrashLooping", Detail: "5 pods crash-looping", Points: "12.5"},
 			}},
-			NodesReady: 2, NodesTotal: 3, CPUPercent: ptr.To[int32](85), MemoryPercent: ptr.To[int32](97),
+			NodesReady: 2, NodesTotal: 3, CPUPercent: ptr.To[int32](85), MemoryPercent: ptr.To[int32](97), UsageSource: "Requests",
 			Version: "v1.9.0", Provider: "hetzner", Region: "fsn1", ObservedAt: &observed,
 		},
 	}

@@ -161,11 +161,20 @@ type header struct {
 type row struct {
 	Key, Href, Workspace, Name, Namespace, Phase, PhaseClass, Message string
 	IsHost                                                            bool
-	Band, Score                                                       string
-	Nodes                                                             string
-	NodesClass                                                        string
-	CPU, Memory                                                       bar
-	Version, Provider, Region                                         string
+	// Unreachable is shown next to the phase, with since when (UnreachableSince, RFC 3339).
+	Unreachable      bool
+	UnreachableSince string
+	// Cost is the monthly estimate with its currency, "—" for none; CostPartial marks one that
+	// leaves nodes out, CostTitle says which.
+	Cost, CostTitle string
+	CostPartial     bool
+	// Usage says where CPU and memory come from: "usage" (metrics API), "requests" or "".
+	Usage                     string
+	Band, Score               string
+	Nodes                     string
+	NodesClass                string
+	CPU, Memory               bar
+	Version, Provider, Region string
 }
 
 // bar is a percentage as a horizontal bar; Width is a CSS class (p0..p100) since the CSP allows
@@ -179,10 +188,10 @@ type bar struct {
 
 var columnLabels = map[string]string{
 	ColWorkspace: "Workspace", ColName: "Name", ColPhase: "Phase", ColHealth: "Health", ColNodes: "Nodes",
-	ColCPU: "CPU", ColMemory: "Memory", ColVersion: "Version", ColProvider: "Provider", ColRegion: "Region",
+	ColCPU: "CPU", ColMemory: "Memory", ColCost: "Cost/month", ColVersion: "Version", ColProvider: "Provider", ColRegion: "Region",
 }
 
-var numericColumns = map[string]bool{ColHealth: true, ColNodes: true, ColCPU: true, ColMemory: true}
+var numericColumns = map[string]bool{ColHealth: true, ColNodes: true, ColCPU: true, ColMemory: true, ColCost: true}
 
 func newFleetView(all []Cluster, q Query, now time.Time, platformWorkspace string) fleetView {
 	sum := Summarize(all)
@@ -198,10 +207,12 @@ func newFleetView(all []Cluster, q Query, now time.Time, platformWorkspace strin
 		Clock:       now.Format("15:04:05") + " UTC",
 		Cards: []card{
 			{Key: "clusters", Label: "Clusters", Value: strconv.Itoa(sum.Clusters), Hint: bandHint(sum.Bands)},
-			{Key: "healthy", Label: "Healthy", Value: fmt.Sprintf("%d/%d", sum.Healthy, sum.Clusters), Hint: "Ready and green"},
+			{Key: "healthy", Label: "Healthy", Value: fmt.Sprintf("%d/%d", sum.Healthy, sum.Clusters), Hint: "Ready, reachable and green"},
+			{Key: "unreachable", Label: "Unreachable", Value: strconv.Itoa(sum.Unreachable), Hint: "health unknown"},
 			{Key: "nodes", Label: "Nodes ready", Value: fmt.Sprintf("%d/%d", sum.NodesReady, sum.NodesTotal), Hint: "across the fleet"},
-			{Key: "cpu", Label: "Avg CPU", Value: avgText(sum.AvgCPUPercent), Hint: "requests / allocatable"},
-			{Key: "memory", Label: "Avg memory", Value: avgText(sum.AvgMemoryPercent), Hint: "requests / allocatable"},
+			{Key: "cpu", Label: "Avg CPU", Value: avgText(sum.AvgCPUPercent), Hint: "use / allocatable"},
+			{Key: "memory", Label: "Avg memory", Value: avgText(sum.AvgMemoryPercent), Hint: "use / allocatable"},
+			costCard(sum.MonthlyCost),
 		},
 	}
 	for _, col := range Columns {
@@ -211,6 +222,35 @@ func newFleetView(all []Cluster, q Query, now time.Time, platformWorkspace strin
 		fv.Rows = append(fv.Rows, newRow(&cs[i]))
 	}
 	return fv
+}
+
+// costCard is the card of the fleet's estimated monthly cost.
+func costCard(totals []CostTotal) card {
+	c := card{Key: "cost", Label: "Est. monthly cost", Value: "—", Hint: "no price table, or no priced nodes"}
+	if len(totals) == 0 {
+		return c
+	}
+	var values []string
+	partial := false
+	clusters := 0
+	for _, t := range totals {
+		values = append(values, t.Monthly+" "+t.Currency)
+		partial = partial || t.Partial
+		clusters += t.Clusters
+	}
+	c.Value = strings.Join(values, " + ")
+	c.Hint = fmt.Sprintf("%d cluster%s with an estimate", clusters, plural(clusters))
+	if partial {
+		c.Hint += "; partial"
+	}
+	return c
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
 }
 
 func bandHint(bands map[string]int) string {
@@ -260,6 +300,31 @@ func newRow(c *Cluster) row {
 	}
 	if c.Health != nil {
 		r.Score = strconv.Itoa(int(c.Health.Score))
+	}
+	if c.Unreachable {
+		r.Unreachable = true
+		if c.UnreachableSince != nil {
+			r.UnreachableSince = c.UnreachableSince.UTC().Format(time.RFC3339)
+		}
+	}
+	r.Cost = "—"
+	if c.Cost != nil {
+		r.Cost = c.Cost.Monthly + " " + c.Cost.Currency
+		r.CostPartial = c.Cost.Partial
+		r.CostTitle = fmt.Sprintf("%d node%s priced", c.Cost.PricedNodes, plural(int(c.Cost.PricedNodes)))
+		if c.Cost.Partial {
+			r.CostTitle += fmt.Sprintf("; %d left out (no instance type, or one the price table does not list", c.Cost.UnpricedNodes)
+			if len(c.Cost.UnpricedInstanceTypes) > 0 {
+				r.CostTitle += ": " + strings.Join(c.Cost.UnpricedInstanceTypes, ", ")
+			}
+			r.CostTitle += ")"
+		}
+	}
+	switch c.UsageSource {
+	case string(kov1alpha1.UsageSourceMetricsAPI):
+		r.Usage = "usage"
+	case string(kov1alpha1.UsageSourceRequests):
+		r.Usage = "requests"
 	}
 	if c.NodesTotal > 0 {
 		r.Nodes = fmt.Sprintf("%d/%d", c.NodesReady, c.NodesTotal)

@@ -34,8 +34,11 @@ var (
 		"Clusters of the fleet (HostClusters of every bound workspace and the self-registered cluster) by phase.",
 		[]string{"phase"}, nil)
 	healthDesc = prometheus.NewDesc("kubeopera_fleet_clusters_by_health",
-		"Clusters of the fleet by health band: green (score 80 and above), amber (60-79), red (below 60), unknown (not read yet).",
+		"Clusters of the fleet by health band: green (score 80 and above), amber (60-79), red (below 60), unknown (not read yet, or unreachable).",
 		[]string{"band"}, nil)
+	unreachableDesc = prometheus.NewDesc("kubeopera_fleet_clusters_unreachable",
+		"Clusters of the fleet whose API server the platform cannot reach now (their health is unknown).",
+		nil, nil)
 	nodesDesc = prometheus.NewDesc("kubeopera_fleet_nodes",
 		"Nodes of the fleet's clusters, ready or not.",
 		[]string{"state"}, nil)
@@ -47,8 +50,8 @@ type collector struct {
 }
 
 // NewCollector returns a collector of the fleet's gauges, computed from src on each scrape:
-// kubeopera_fleet_clusters{phase}, kubeopera_fleet_clusters_by_health{band} and
-// kubeopera_fleet_nodes{state="ready|not_ready"}. No label names a cluster or a workspace. A
+// kubeopera_fleet_clusters{phase}, kubeopera_fleet_clusters_by_health{band},
+// kubeopera_fleet_clusters_unreachable and kubeopera_fleet_nodes{state="ready|not_ready"}. No label names a cluster or a workspace. A
 // failing Source makes the scrape fail with its error.
 func NewCollector(src Source) prometheus.Collector {
 	return &collector{src: src}
@@ -58,6 +61,7 @@ func NewCollector(src Source) prometheus.Collector {
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- clustersDesc
 	ch <- healthDesc
+	ch <- unreachableDesc
 	ch <- nodesDesc
 }
 
@@ -68,7 +72,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	cs, err := c.src.Clusters(ctx)
 	if err != nil {
 		err = fmt.Errorf("failed to list the fleet's clusters: %w", err)
-		for _, d := range []*prometheus.Desc{clustersDesc, healthDesc, nodesDesc} {
+		for _, d := range []*prometheus.Desc{clustersDesc, healthDesc, unreachableDesc, nodesDesc} {
 			ch <- prometheus.NewInvalidMetric(d, err)
 		}
 		return
@@ -82,7 +86,11 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		bands[b] = 0
 	}
 	var ready, total int64
+	unreachable := 0
 	for i := range cs {
+		if cs[i].Unreachable {
+			unreachable++
+		}
 		phase := cs[i].Phase
 		if phase == "" {
 			phase = "Unknown"
@@ -98,6 +106,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	for _, b := range Bands {
 		ch <- prometheus.MustNewConstMetric(healthDesc, prometheus.GaugeValue, float64(bands[b]), b)
 	}
+	ch <- prometheus.MustNewConstMetric(unreachableDesc, prometheus.GaugeValue, float64(unreachable))
 	ch <- prometheus.MustNewConstMetric(nodesDesc, prometheus.GaugeValue, float64(ready), "ready")
 	ch <- prometheus.MustNewConstMetric(nodesDesc, prometheus.GaugeValue, float64(max(total-ready, 0)), "not_ready")
 }

@@ -11,7 +11,8 @@ import (
 )
 
 func TestCollector(t *testing.T) {
-	c := NewCollector(SourceFunc(func(context.Context) ([]Cluster, error) { return fleet(), nil }))
+	cs := append(fleet(), Cluster{Workspace: "root:orgs:acme", Name: "gone", Phase: "Ready", Unreachable: true})
+	c := NewCollector(SourceFunc(func(context.Context) ([]Cluster, error) { return cs, nil }))
 	want := `
 # HELP kubeopera_fleet_clusters Clusters of the fleet (HostClusters of every bound workspace and the self-registered cluster) by phase.
 # TYPE kubeopera_fleet_clusters gauge
@@ -22,15 +23,18 @@ kubeopera_fleet_clusters{phase="GeneratingGitOpsTree"} 0
 kubeopera_fleet_clusters{phase="InstallingKubeOpera"} 0
 kubeopera_fleet_clusters{phase="Pending"} 0
 kubeopera_fleet_clusters{phase="Provisioning"} 1
-kubeopera_fleet_clusters{phase="Ready"} 2
+kubeopera_fleet_clusters{phase="Ready"} 3
 kubeopera_fleet_clusters{phase="Registered"} 1
 kubeopera_fleet_clusters{phase="ValidatingAccess"} 0
-# HELP kubeopera_fleet_clusters_by_health Clusters of the fleet by health band: green (score 80 and above), amber (60-79), red (below 60), unknown (not read yet).
+# HELP kubeopera_fleet_clusters_by_health Clusters of the fleet by health band: green (score 80 and above), amber (60-79), red (below 60), unknown (not read yet, or unreachable).
 # TYPE kubeopera_fleet_clusters_by_health gauge
 kubeopera_fleet_clusters_by_health{band="amber"} 1
 kubeopera_fleet_clusters_by_health{band="green"} 2
 kubeopera_fleet_clusters_by_health{band="red"} 1
-kubeopera_fleet_clusters_by_health{band="unknown"} 1
+kubeopera_fleet_clusters_by_health{band="unknown"} 2
+# HELP kubeopera_fleet_clusters_unreachable Clusters of the fleet whose API server the platform cannot reach now (their health is unknown).
+# TYPE kubeopera_fleet_clusters_unreachable gauge
+kubeopera_fleet_clusters_unreachable 1
 # HELP kubeopera_fleet_nodes Nodes of the fleet's clusters, ready or not.
 # TYPE kubeopera_fleet_nodes gauge
 kubeopera_fleet_nodes{state="not_ready"} 3
@@ -53,7 +57,7 @@ func TestCollectorPhases(t *testing.T) {
 		t.Errorf("%d kubeopera_fleet_clusters series, want 10 known phases + Mystery + Unknown", n)
 	}
 	want := `
-# HELP kubeopera_fleet_clusters_by_health Clusters of the fleet by health band: green (score 80 and above), amber (60-79), red (below 60), unknown (not read yet).
+# HELP kubeopera_fleet_clusters_by_health Clusters of the fleet by health band: green (score 80 and above), amber (60-79), red (below 60), unknown (not read yet, or unreachable).
 # TYPE kubeopera_fleet_clusters_by_health gauge
 kubeopera_fleet_clusters_by_health{band="amber"} 0
 kubeopera_fleet_clusters_by_health{band="green"} 0
@@ -64,8 +68,8 @@ kubeopera_fleet_clusters_by_health{band="unknown"} 2
 		t.Error(err)
 	}
 	empty := NewCollector(SourceFunc(func(context.Context) ([]Cluster, error) { return nil, nil }))
-	if n := testutil.CollectAndCount(empty); n != 10+4+2 {
-		t.Errorf("an empty fleet has %d series, want 16", n)
+	if n := testutil.CollectAndCount(empty); n != 10+4+1+2 {
+		t.Errorf("an empty fleet has %d series, want 17", n)
 	}
 }
 

@@ -34,14 +34,27 @@ type Cluster struct {
 	// Ready is the Ready condition's status.
 	Ready bool `json:"ready"`
 
-	// Health is nil until the cluster's inventory was read.
+	// Unreachable is true while the platform cannot reach the cluster's API server (a
+	// HostCluster's status.inventory.unreachableSince is set): its health is unknown then, and
+	// the other facts are as last read (ObservedAt).
+	Unreachable bool `json:"unreachable,omitempty"`
+	// UnreachableSince is when the platform first failed to reach it.
+	UnreachableSince *time.Time `json:"unreachableSince,omitempty"`
+
+	// Health is nil until the cluster's inventory was read, and while it is unreachable.
 	Health *Health `json:"health,omitempty"`
 	// NodesReady and NodesTotal count the cluster's nodes.
 	NodesReady int32 `json:"nodesReady"`
 	NodesTotal int32 `json:"nodesTotal"`
-	// CPUPercent and MemoryPercent are requests over allocatable, nil when unknown.
+	// CPUPercent and MemoryPercent are use over allocatable, nil when unknown; UsageSource says
+	// what use: MetricsAPI (consumed, from the metrics API) or Requests (requested by running
+	// pods).
 	CPUPercent    *int32 `json:"cpuPercent,omitempty"`
 	MemoryPercent *int32 `json:"memoryPercent,omitempty"`
+	UsageSource   string `json:"usageSource,omitempty"`
+	// Cost is the estimated monthly cost of the cluster's nodes, nil where there is no estimate
+	// (no price table, no priced instance type, or not read yet).
+	Cost *Cost `json:"cost,omitempty"`
 	// Version, Provider and Region as read from the cluster.
 	Version  string `json:"kubernetesVersion,omitempty"`
 	Provider string `json:"provider,omitempty"`
@@ -71,6 +84,21 @@ type Health struct {
 	Band string `json:"band"`
 	// Penalties that applied, and why.
 	Penalties []Penalty `json:"penalties"`
+}
+
+// Cost is a cluster's estimated monthly cost (docs/fleet.md#cost).
+type Cost struct {
+	// Monthly is the estimate, a decimal with two digits, e.g. "60.74".
+	Monthly string `json:"monthly"`
+	// Currency of the price table, e.g. USD.
+	Currency string `json:"currency"`
+	// PricedNodes are the nodes the estimate covers; UnpricedNodes those it leaves out (no
+	// instance type, or one the price table does not list), named in UnpricedInstanceTypes.
+	PricedNodes           int32    `json:"pricedNodes"`
+	UnpricedNodes         int32    `json:"unpricedNodes"`
+	UnpricedInstanceTypes []string `json:"unpricedInstanceTypes,omitempty"`
+	// Partial is true when some nodes are left out.
+	Partial bool `json:"partial"`
 }
 
 // Penalty is one penalty of a health score.

@@ -110,7 +110,7 @@ func TestIndexPage(t *testing.T) {
 	if diff := cmp.Diff([]string{keyPlatform, keyEdge9, keyEdge10, keyProdEU, keyHostile}, rowKeys(r.body)); diff != "" {
 		t.Errorf("rows (-want +got):\n%s", diff)
 	}
-	wantCards := map[string]string{"clusters": "5", "healthy": "2/5", "nodes": "6/9", "cpu": "34.5%", "memory": "55%"}
+	wantCards := map[string]string{"clusters": "5", "healthy": "2/5", "unreachable": "0", "nodes": "6/9", "cpu": "34.5%", "memory": "55%", "cost": "231.26 USD"}
 	if diff := cmp.Diff(wantCards, cards(r.body)); diff != "" {
 		t.Errorf("cards (-want +got):\n%s", diff)
 	}
@@ -243,7 +243,7 @@ func TestGetStarted(t *testing.T) {
 
 func TestEmptyFleet(t *testing.T) {
 	r := get(t, newTestServer(t, nil).Handler(), "/")
-	want := map[string]string{"clusters": "0", "healthy": "0/0", "nodes": "0/0", "cpu": "—", "memory": "—"}
+	want := map[string]string{"clusters": "0", "healthy": "0/0", "unreachable": "0", "nodes": "0/0", "cpu": "—", "memory": "—", "cost": "—"}
 	if diff := cmp.Diff(want, cards(r.body)); diff != "" {
 		t.Errorf("cards (-want +got):\n%s", diff)
 	}
@@ -306,7 +306,8 @@ func TestClusterPage(t *testing.T) {
 			`<span class="phase phase-ok">Ready</span>`,
 			`<dt>Cluster ID</dt><dd><code>edge-9</code></dd>`,
 			`<dt>Nodes ready</dt><dd>2/3</dd>`,
-			`<dt>CPU requests</dt><dd>85%</dd>`,
+			`<dt>CPU</dt><dd>85% <span class="muted">requested (no metrics API)</span></dd>`,
+			`<dt>Est. monthly cost</dt><dd>—</dd>`,
 			`<dt>Kubernetes version</dt><dd>v1.9.0</dd>`,
 			`<dt>Provider</dt><dd>hetzner</dd>`,
 			`<dt>Region</dt><dd>fsn1</dd>`,
@@ -333,7 +334,7 @@ func TestClusterPage(t *testing.T) {
 			`<strong>Note:</strong> pods not read: the platform may not list them`,
 			`<dt>Namespace</dt><dd>—</dd>`,
 			`<dt>Source</dt><dd>self_registered</dd>`,
-			`<dt>Memory requests</dt><dd>—</dd>`,
+			`<dt>Memory</dt><dd>—</dd>`,
 			`<span class="phase phase-ok">Registered</span>`,
 		} {
 			if !strings.Contains(r.body, want) {
@@ -416,8 +417,9 @@ func TestFleetJSON(t *testing.T) {
 	}
 	wantSummary := map[string]any{
 		"clusters": 5.0, "healthy": 2.0, "nodesReady": 6.0, "nodesTotal": 9.0,
-		"avgCPUPercent": 34.5, "avgMemoryPercent": 55.0, "hostRegistered": true,
-		"bands": map[string]any{"green": 2.0, "amber": 1.0, "red": 1.0, "unknown": 1.0},
+		"avgCPUPercent": 34.5, "avgMemoryPercent": 55.0, "hostRegistered": true, "unreachable": 0.0,
+		"bands":       map[string]any{"green": 2.0, "amber": 1.0, "red": 1.0, "unknown": 1.0},
+		"monthlyCost": []any{map[string]any{"currency": "USD", "monthly": "231.26", "clusters": 1.0, "partial": true}},
 	}
 	if diff := cmp.Diff(wantSummary, summary); diff != "" {
 		t.Errorf("summary (-want +got):\n%s", diff)
@@ -769,5 +771,94 @@ func TestPlainOverviewAnswersLoopbackHostsOnly(t *testing.T) {
 		if got := get(t, h, "/v1/fleet", "Host", host); got.status != want {
 			t.Errorf("Host %s: %d, want %d", host, got.status, want)
 		}
+	}
+}
+
+// TestUnreachableCluster: a cluster the platform cannot reach shows Unreachable next to its phase
+// (kept Ready), with since when, an unknown health badge, and is counted unreachable, not
+// healthy, on the page and in the JSON.
+func TestUnreachableCluster(t *testing.T) {
+	since := observed.Add(-10 * time.Minute)
+	cs := append(fleet(), Cluster{
+		Workspace: "root:orgs:acme", Namespace: "infra", Name: "gone", ClusterID: "gone",
+		Source: "connect_existing", Phase: "Ready", Message: "API server https://gone.example:6443 unreachable since 2025-06-01T11:49:30Z (connection refused)",
+		Unreachable: true, UnreachableSince: &since,
+		NodesReady: 3, NodesTotal: 3, Version: "v1.33.1", ObservedAt: &observed,
+	})
+	h := newTestServer(t, cs).Handler()
+	r := get(t, h, "/")
+	if got := cards(r.body); got["unreachable"] != "1" || got["healthy"] != "2/6" {
+		t.Errorf("cards unreachable %q healthy %q, want 1 and 2/6", got["unreachable"], got["healthy"])
+	}
+	rowRE := regexp.MustCompile(`(?s)<tr data-key="root:orgs:acme/infra/gone" data-band="([a-z]+)">(.*?)</tr>`)
+	m := rowRE.FindStringSubmatch(r.body)
+	if m == nil {
+		t.Fatalf("no row of the unreachable cluster:\n%s", r.body)
+	}
+	if m[1] != BandUnknown {
+		t.Errorf("band %q, want unknown", m[1])
+	}
+	for _, want := range []string{
+		`<span class="phase phase-ok"`, `>Ready</span>`,
+		`<span class="chip chip-unreachable" data-unreachable="true" title="the platform cannot reach its API server since 2025-06-01T11:49:30Z; health unknown">Unreachable</span>`,
+		`<span class="badge badge-unknown" data-band="unknown"`,
+	} {
+		if !strings.Contains(m[2], want) {
+			t.Errorf("row lacks %s:\n%s", want, m[2])
+		}
+	}
+	if n := strings.Count(r.body, `data-unreachable="true"`); n != 1 {
+		t.Errorf("%d rows marked unreachable, want 1", n)
+	}
+
+	page := get(t, h, "/clusters/root:orgs:acme/infra/gone")
+	for _, want := range []string{
+		`since <time datetime="2025-06-01T11:49:30Z">`,
+		`Health unknown: the cluster is unreachable`,
+	} {
+		if !strings.Contains(page.body, want) {
+			t.Errorf("cluster page lacks %s", want)
+		}
+	}
+
+	js := get(t, h, "/v1/fleet?band=unknown")
+	var body FleetResponse
+	if err := json.Unmarshal([]byte(js.body), &body); err != nil {
+		t.Fatal(err)
+	}
+	if body.Summary.Unreachable != 1 || body.Summary.Healthy != 2 {
+		t.Errorf("summary unreachable %d healthy %d, want 1 and 2", body.Summary.Unreachable, body.Summary.Healthy)
+	}
+	var gone *Cluster
+	for i := range body.Clusters {
+		if body.Clusters[i].Name == "gone" {
+			gone = &body.Clusters[i]
+		}
+	}
+	if gone == nil || !gone.Unreachable || gone.UnreachableSince == nil || !gone.UnreachableSince.Equal(since) || gone.Health != nil {
+		t.Errorf("the unreachable cluster in the JSON: %+v", gone)
+	}
+}
+
+// TestCostColumn: the estimate with its currency, partial ones marked, sortable by amount.
+func TestCostColumn(t *testing.T) {
+	cs := fleet()
+	cs[1].Cost = &Cost{Monthly: "30.37", Currency: "USD", PricedNodes: 1, UnpricedNodes: 1, UnpricedInstanceTypes: []string{"g5.48xlarge"}, Partial: true}
+	h := newTestServer(t, cs).Handler()
+	r := get(t, h, "/?sort=cost&dir=desc")
+	if diff := cmp.Diff([]string{keyProdEU, keyHostile, keyPlatform, keyEdge9, keyEdge10}, rowKeys(r.body)); diff != "" {
+		t.Errorf("rows by cost, descending, none last (-want +got):\n%s", diff)
+	}
+	for _, want := range []string{
+		`<td class="num cost" title="3 nodes priced">231.26 USD</td>`,
+		`<td class="num cost" title="1 node priced; 1 left out (no instance type, or one the price table does not list: g5.48xlarge)">30.37 USD <span class="partial" aria-label="partial estimate">(partial)</span></td>`,
+		`<td class="num cost">—</td>`,
+	} {
+		if !strings.Contains(r.body, want) {
+			t.Errorf("page lacks %s", want)
+		}
+	}
+	if got := cards(r.body)["cost"]; got != "261.63 USD" {
+		t.Errorf("cost card %q, want 261.63 USD", got)
 	}
 }

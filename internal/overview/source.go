@@ -90,18 +90,31 @@ func hostClusterRow(lc string, hc *kov1alpha1.HostCluster) Cluster {
 		row.Phase = string(kov1alpha1.HostClusterPhasePending)
 	}
 	inv := hc.Status.Inventory
+	if inv != nil && inv.UnreachableSince != nil {
+		row.Unreachable, row.UnreachableSince = true, timeOf(inv.UnreachableSince)
+	}
 	if inv == nil || inv.ObservedAt == nil {
 		return row
 	}
 	row.NodesReady, row.NodesTotal = inv.ReadyNodeCount, inv.NodeCount
-	row.CPUPercent, row.MemoryPercent = inv.CPUPercent, inv.MemoryPercent
+	row.CPUPercent, row.MemoryPercent, row.UsageSource = inv.CPUPercent, inv.MemoryPercent, string(inv.UsageSource)
+	if c := inv.Cost; c != nil {
+		row.Cost = &Cost{
+			Monthly: c.Monthly, Currency: c.Currency, PricedNodes: c.PricedNodes, UnpricedNodes: c.UnpricedNodes,
+			UnpricedInstanceTypes: c.UnpricedInstanceTypes, Partial: c.UnpricedNodes > 0,
+		}
+	}
 	row.Version = inv.KubernetesVersion
 	// What was read from the nodes wins over what the tenant wrote in the spec.
 	if inv.Provider != "" {
 		row.Provider, row.Region = inv.Provider, inv.Region
 	}
 	row.ObservedAt = timeOf(inv.ObservedAt)
-	h := &Health{Score: inv.HealthScore, Band: inv.HealthBand, Penalties: []Penalty{}}
+	if row.Unreachable || inv.HealthScore == nil {
+		// Its last score says nothing of it now.
+		return row
+	}
+	h := &Health{Score: *inv.HealthScore, Band: inv.HealthBand, Penalties: []Penalty{}}
 	for _, p := range inv.HealthPenalties {
 		h.Penalties = append(h.Penalties, Penalty{Reason: p.Reason, Detail: p.Detail, Points: p.Points})
 	}

@@ -37,14 +37,14 @@ func TestHostClusterRow(t *testing.T) {
 			hc.Status.Conditions = []metav1.Condition{{Type: kov1alpha1.ReadyCondition, Status: metav1.ConditionTrue}}
 			hc.Status.Inventory = &kov1alpha1.HostClusterInventory{
 				Provider: "gce", Region: "europe-west1", KubernetesVersion: "v1.34.0", NodeCount: 3, ReadyNodeCount: 2,
-				CPUPercent: ptr.To[int32](40), MemoryPercent: ptr.To[int32](70), HealthScore: 95, HealthBand: "green",
+				CPUPercent: ptr.To[int32](40), MemoryPercent: ptr.To[int32](70), HealthScore: ptr.To[int32](95), HealthBand: "green", UsageSource: kov1alpha1.UsageSourceRequests,
 				HealthPenalties: []kov1alpha1.HealthPenalty{{Reason: "NodeNotReady", Detail: "node n-2 is not Ready", Points: "5"}},
 				ObservedAt:      &metav1.Time{Time: observed},
 			}
 		},
 		want: Cluster{Workspace: "lc", Namespace: "kubeopera-system", Name: "edge", ClusterID: "c-1", Source: "connect_existing",
 			Phase: "Ready", Message: "ready", Ready: true, Provider: "gce", Region: "europe-west1", Version: "v1.34.0",
-			NodesReady: 2, NodesTotal: 3, CPUPercent: ptr.To[int32](40), MemoryPercent: ptr.To[int32](70), ObservedAt: &observed,
+			NodesReady: 2, NodesTotal: 3, CPUPercent: ptr.To[int32](40), MemoryPercent: ptr.To[int32](70), UsageSource: "Requests", ObservedAt: &observed,
 			Health: &Health{Score: 95, Band: "green", Penalties: []Penalty{{Reason: "NodeNotReady", Detail: "node n-2 is not Ready", Points: "5"}}}},
 	}, {
 		name: "an inventory never read (no observedAt) is no health, not a score of 0",
@@ -54,6 +54,46 @@ func TestHostClusterRow(t *testing.T) {
 		},
 		want: Cluster{Workspace: "lc", Namespace: "kubeopera-system", Name: "edge", ClusterID: "c-1", Source: "connect_existing",
 			Phase: "ValidatingAccess", Provider: "aws", Region: "eu-north-1"},
+	}, {
+		name: "usage from the metrics API and a partial cost estimate",
+		hc: func(hc *kov1alpha1.HostCluster) {
+			hc.Status.Phase = kov1alpha1.HostClusterPhaseReady
+			hc.Status.Conditions = []metav1.Condition{{Type: kov1alpha1.ReadyCondition, Status: metav1.ConditionTrue}}
+			hc.Status.Inventory = &kov1alpha1.HostClusterInventory{
+				NodeCount: 3, ReadyNodeCount: 3, CPUPercent: ptr.To[int32](12), MemoryPercent: ptr.To[int32](30),
+				UsageSource: kov1alpha1.UsageSourceMetricsAPI, HealthScore: ptr.To[int32](100), HealthBand: "green",
+				Cost:       &kov1alpha1.HostClusterCost{Monthly: "60.74", Currency: "USD", PricedNodes: 2, UnpricedNodes: 1, UnpricedInstanceTypes: []string{"g5.48xlarge"}},
+				ObservedAt: &metav1.Time{Time: observed},
+			}
+		},
+		want: Cluster{Workspace: "lc", Namespace: "kubeopera-system", Name: "edge", ClusterID: "c-1", Source: "connect_existing",
+			Phase: "Ready", Ready: true, Provider: "aws", Region: "eu-north-1",
+			NodesReady: 3, NodesTotal: 3, CPUPercent: ptr.To[int32](12), MemoryPercent: ptr.To[int32](30), UsageSource: "MetricsAPI", ObservedAt: &observed,
+			Cost:   &Cost{Monthly: "60.74", Currency: "USD", PricedNodes: 2, UnpricedNodes: 1, UnpricedInstanceTypes: []string{"g5.48xlarge"}, Partial: true},
+			Health: &Health{Score: 100, Band: "green", Penalties: []Penalty{}}},
+	}, {
+		name: "unreachable after it was read: Ready False, the facts as last read, no health",
+		hc: func(hc *kov1alpha1.HostCluster) {
+			hc.Status.Phase = kov1alpha1.HostClusterPhaseReady
+			hc.Status.Message = "API server https://edge.example:6443 unreachable since 2026-11-30T04:00:00Z (connection refused)"
+			hc.Status.Conditions = []metav1.Condition{{Type: kov1alpha1.ReadyCondition, Status: metav1.ConditionFalse, Reason: kov1alpha1.UnreachableReason}}
+			hc.Status.Inventory = &kov1alpha1.HostClusterInventory{
+				KubernetesVersion: "v1.34.0", NodeCount: 3, ReadyNodeCount: 3, HealthBand: "unknown",
+				ObservedAt: &metav1.Time{Time: observed}, UnreachableSince: &metav1.Time{Time: observed.Add(time.Hour)},
+			}
+		},
+		want: Cluster{Workspace: "lc", Namespace: "kubeopera-system", Name: "edge", ClusterID: "c-1", Source: "connect_existing",
+			Phase: "Ready", Message: "API server https://edge.example:6443 unreachable since 2026-11-30T04:00:00Z (connection refused)",
+			Unreachable: true, UnreachableSince: ptr.To(observed.Add(time.Hour)),
+			Provider: "aws", Region: "eu-north-1", Version: "v1.34.0", NodesReady: 3, NodesTotal: 3, ObservedAt: &observed},
+	}, {
+		name: "unreachable and never read",
+		hc: func(hc *kov1alpha1.HostCluster) {
+			hc.Status.Phase = kov1alpha1.HostClusterPhaseValidatingAccess
+			hc.Status.Inventory = &kov1alpha1.HostClusterInventory{HealthBand: "unknown", UnreachableSince: &metav1.Time{Time: observed}}
+		},
+		want: Cluster{Workspace: "lc", Namespace: "kubeopera-system", Name: "edge", ClusterID: "c-1", Source: "connect_existing",
+			Phase: "ValidatingAccess", Provider: "aws", Region: "eu-north-1", Unreachable: true, UnreachableSince: &observed},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			hc := base.DeepCopy()

@@ -2,16 +2,17 @@ package overview
 
 import (
 	"cmp"
+	"fmt"
 	"math"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 
-	kov1alpha1 "github.com/kubeopera/kubeopera/apis/kubeopera/v1alpha1"
 	"github.com/kubeopera/kubeopera/internal/health"
 )
 
-// Health bands of a row: the seed's badge colours, and unknown for a cluster not read yet.
+// Health bands of a row: the seed's badge colours, and unknown for a cluster not read yet or unreachable.
 const (
 	BandGreen   = string(health.BandGreen)
 	BandAmber   = string(health.BandAmber)
@@ -34,10 +35,11 @@ const (
 	ColVersion   = "version"
 	ColProvider  = "provider"
 	ColRegion    = "region"
+	ColCost      = "cost"
 )
 
 // Columns in the order the table shows them.
-var Columns = []string{ColWorkspace, ColName, ColPhase, ColHealth, ColNodes, ColCPU, ColMemory, ColVersion, ColProvider, ColRegion}
+var Columns = []string{ColWorkspace, ColName, ColPhase, ColHealth, ColNodes, ColCPU, ColMemory, ColCost, ColVersion, ColProvider, ColRegion}
 
 // Sort directions.
 const (
@@ -219,6 +221,28 @@ var sortKeys = map[string]func(c *Cluster) sortKey{
 	ColVersion:  func(c *Cluster) sortKey { return textKey(c.Version) },
 	ColProvider: func(c *Cluster) sortKey { return textKey(c.Provider) },
 	ColRegion:   func(c *Cluster) sortKey { return textKey(c.Region) },
+	// Cost sorts by the monthly estimate in cents (clusters of another currency are not
+	// converted: one price table has one currency).
+	ColCost: func(c *Cluster) sortKey {
+		cents, ok := costCents(c.Cost)
+		if !ok {
+			return sortKey{unknown: true}
+		}
+		return sortKey{nums: []int64{cents}}
+	},
+}
+
+// costCents is a cost's monthly estimate in cents; false when there is none or it is not a
+// decimal.
+func costCents(c *Cost) (int64, bool) {
+	if c == nil {
+		return 0, false
+	}
+	v, err := strconv.ParseFloat(c.Monthly, 64)
+	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
+		return 0, false
+	}
+	return int64(math.Round(v * 100)), true
 }
 
 // compareText compares a and b ignoring case, runs of digits by their value (node-10 after
@@ -258,9 +282,12 @@ func digitRun(s string) int {
 type Summary struct {
 	// clusters is the number of clusters.
 	Clusters int `json:"clusters"`
-	// healthy counts the clusters that are Ready (or Registered, the platform's own cluster) and
-	// in the green band.
+	// healthy counts the clusters whose Ready condition is True (the platform's own cluster:
+	// registered and read) and whose health is in the green band; an unreachable cluster never
+	// counts (its health is unknown).
 	Healthy int `json:"healthy"`
+	// unreachable counts the clusters the platform cannot reach now.
+	Unreachable int `json:"unreachable"`
 	// nodesReady and nodesTotal sum the clusters' nodes.
 	NodesReady int64 `json:"nodesReady"`
 	NodesTotal int64 `json:"nodesTotal"`
@@ -272,11 +299,32 @@ type Summary struct {
 	Bands map[string]int `json:"bands"`
 	// hostRegistered is true when a cluster is the one the platform runs on (isHost).
 	HostRegistered bool `json:"hostRegistered"`
+	// monthlyCost sums the clusters' cost estimates, one entry per currency; empty when no
+	// cluster has one.
+	MonthlyCost []CostTotal `json:"monthlyCost"`
+}
+
+// CostTotal is the sum of the clusters' monthly cost estimates in one currency.
+type CostTotal struct {
+	// Currency, e.g. USD.
+	Currency string `json:"currency"`
+	// Monthly is the sum, a decimal with two digits.
+	Monthly string `json:"monthly"`
+	// Clusters is how many clusters have an estimate in this currency.
+	Clusters int `json:"clusters"`
+	// Partial is true when an estimate leaves nodes out, or a cluster has none.
+	Partial bool `json:"partial"`
 }
 
 // Summarize computes the summary of cs.
 func Summarize(cs []Cluster) Summary {
-	s := Summary{Clusters: len(cs), Bands: map[string]int{}}
+	s := Summary{Clusters: len(cs), Bands: map[string]int{}, MonthlyCost: []CostTotal{}}
+	type total struct {
+		cents    int64
+		clusters int
+		partial  bool
+	}
+	costs := map[string]total{}
 	for _, b := range Bands {
 		s.Bands[b] = 0
 	}
@@ -285,8 +333,17 @@ func Summarize(cs []Cluster) Summary {
 		c := &cs[i]
 		band := BandOf(c)
 		s.Bands[band]++
-		if (c.Phase == string(kov1alpha1.HostClusterPhaseReady) || c.Phase == PhaseRegistered) && band == BandGreen {
+		if c.Unreachable {
+			s.Unreachable++
+		} else if c.Ready && band == BandGreen {
 			s.Healthy++
+		}
+		if cents, ok := costCents(c.Cost); ok {
+			t := costs[c.Cost.Currency]
+			t.cents += cents
+			t.clusters++
+			t.partial = t.partial || c.Cost.Partial
+			costs[c.Cost.Currency] = t
 		}
 		s.NodesReady += int64(c.NodesReady)
 		s.NodesTotal += int64(c.NodesTotal)
@@ -295,6 +352,13 @@ func Summarize(cs []Cluster) Summary {
 		s.HostRegistered = s.HostRegistered || c.IsHost
 	}
 	s.AvgCPUPercent, s.AvgMemoryPercent = cpu.value(), mem.value()
+	for cur, t := range costs {
+		s.MonthlyCost = append(s.MonthlyCost, CostTotal{
+			Currency: cur, Monthly: fmt.Sprintf("%d.%02d", t.cents/100, t.cents%100), Clusters: t.clusters,
+			Partial: t.partial || t.clusters < len(cs),
+		})
+	}
+	slices.SortFunc(s.MonthlyCost, func(a, b CostTotal) int { return cmp.Compare(a.Currency, b.Currency) })
 	return s
 }
 

@@ -150,6 +150,8 @@ func TestSummarize(t *testing.T) {
 		AvgMemoryPercent: ptr.To(55.0),
 		Bands:            map[string]int{BandGreen: 2, BandAmber: 1, BandRed: 1, BandUnknown: 1},
 		HostRegistered:   true,
+		// prod-eu's estimate alone: partial, as four clusters have none.
+		MonthlyCost: []CostTotal{{Currency: "USD", Monthly: "231.26", Clusters: 1, Partial: true}},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Summarize (-want +got):\n%s", diff)
@@ -160,14 +162,44 @@ func TestSummarize(t *testing.T) {
 		t.Errorf("Summarize(nil) = %+v, want zero counts, no averages, no host", empty)
 	}
 
-	// A green cluster that is not Ready is not healthy; a Ready one without health is not either.
-	notReady := Summarize([]Cluster{
-		{Phase: "InstallingKubeOpera", Health: &Health{Score: 95}},
-		{Phase: "Ready"},
-		{Phase: "Ready", Health: &Health{Score: 80}},
+	// Healthy: the Ready condition True, reachable, green. Unreachable is counted on its own.
+	for name, tc := range map[string]struct {
+		c                    Cluster
+		healthy, unreachable int
+	}{
+		"Ready and green":                       {Cluster{Phase: "Ready", Ready: true, Health: &Health{Score: 80}}, 1, 0},
+		"Registered and green":                  {Cluster{Phase: PhaseRegistered, Ready: true, Health: &Health{Score: 100}}, 1, 0},
+		"green, not Ready yet":                  {Cluster{Phase: "InstallingKubeOpera", Health: &Health{Score: 95}}, 0, 0},
+		"Ready without health":                  {Cluster{Phase: "Ready", Ready: true}, 0, 0},
+		"Ready and amber":                       {Cluster{Phase: "Ready", Ready: true, Health: &Health{Score: 79}}, 0, 0},
+		"phase Ready, condition Ready not True": {Cluster{Phase: "Ready", Health: &Health{Score: 95}}, 0, 0},
+		"phase Ready, unreachable":              {Cluster{Phase: "Ready", Unreachable: true, UnreachableSince: &observed}, 0, 1},
+		// Never the case from a HostCluster (unreachable means no health): even so, not healthy.
+		"unreachable with a stale green score": {Cluster{Phase: "Ready", Ready: true, Unreachable: true, Health: &Health{Score: 100}}, 0, 1},
+		"unreachable, never read":              {Cluster{Phase: "ValidatingAccess", Unreachable: true}, 0, 1},
+	} {
+		t.Run(name, func(t *testing.T) {
+			got := Summarize([]Cluster{tc.c})
+			if got.Healthy != tc.healthy || got.Unreachable != tc.unreachable {
+				t.Errorf("Healthy, Unreachable = %d, %d; want %d, %d", got.Healthy, got.Unreachable, tc.healthy, tc.unreachable)
+			}
+		})
+	}
+
+	// Cost: summed per currency, partial when an estimate leaves nodes out or a cluster has none.
+	costs := Summarize([]Cluster{
+		{Cost: &Cost{Monthly: "60.74", Currency: "USD"}},
+		{Cost: &Cost{Monthly: "0.26", Currency: "USD", Partial: true}},
+		{Cost: &Cost{Monthly: "100.00", Currency: "EUR"}},
+		{Cost: &Cost{Monthly: "not a number", Currency: "EUR"}},
 	})
-	if notReady.Healthy != 1 {
-		t.Errorf("Healthy = %d, want 1", notReady.Healthy)
+	wantCosts := []CostTotal{{Currency: "EUR", Monthly: "100.00", Clusters: 1, Partial: true}, {Currency: "USD", Monthly: "61.00", Clusters: 2, Partial: true}}
+	if diff := cmp.Diff(wantCosts, costs.MonthlyCost); diff != "" {
+		t.Errorf("MonthlyCost (-want +got):\n%s", diff)
+	}
+	whole := Summarize([]Cluster{{Cost: &Cost{Monthly: "30.37", Currency: "USD"}}})
+	if diff := cmp.Diff([]CostTotal{{Currency: "USD", Monthly: "30.37", Clusters: 1}}, whole.MonthlyCost); diff != "" {
+		t.Errorf("MonthlyCost of one whole estimate (-want +got):\n%s", diff)
 	}
 	// Averages keep one decimal.
 	avg := Summarize([]Cluster{{CPUPercent: ptr.To[int32](1)}, {CPUPercent: ptr.To[int32](1)}, {CPUPercent: ptr.To[int32](2)}})

@@ -290,6 +290,10 @@ func (e *env) startManager() error {
 	}
 	e.metricsAddr, e.probeAddr = fmt.Sprintf("127.0.0.1:%d", ports[0]), fmt.Sprintf("127.0.0.1:%d", ports[1])
 	e.overviewAddr = fmt.Sprintf("127.0.0.1:%d", ports[2])
+	prices := filepath.Join(e.dir, "fleet-prices.yaml")
+	if err := os.WriteFile(prices, []byte(fleetPriceTable), 0o600); err != nil {
+		return err
+	}
 	cmd := exec.Command(e.managerBin,
 		"--kcp-kubeconfig", e.kcp.KubeconfigPath,
 		"--kcp-context", "user",
@@ -312,6 +316,9 @@ func (e *env) startManager() error {
 		"--hostcluster-poll-interval", "1s",
 		"--kubernetescluster-poll-interval", "1s",
 		"--hostcluster-access-give-up", "20s",
+		// A Ready HostCluster's target is checked every 30 s (jittered), so an outage shows soon.
+		"--hostcluster-inventory-interval", "30s",
+		"--fleet-price-table", prices,
 		"--terminator-poll-interval", "1s",
 		"--orphan-sweep-interval", "1h",
 		"--orphan-sweep-kcp-context", "system:admin",

@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
@@ -41,17 +42,30 @@ type fleetTarget struct {
 }
 
 // fleetTargetSpecs are the targets: scores 85, 70 and 40 fall in the green, amber and red bands.
+// Their nodes' instance types (the node.kubernetes.io/instance-type label a cloud controller
+// manager sets) against fleetPriceTable: n85's four m5.large are priced, n70's six t3.medium are
+// and its last node's x9.exotic is not (a partial estimate), n40's c5.xlarge are not (none).
 var fleetTargetSpecs = []struct {
 	prefix              string
 	nodes, notReady     int
 	cpuPercent, memPct  int32
 	wantScore           int32
 	allocCPU, allocMemG int64
+	// instanceType labels every node but the last, lastType the last one.
+	instanceType, lastType string
 }{
-	{prefix: "n85", nodes: 4, notReady: 3, cpuPercent: 50, memPct: 30, wantScore: 85, allocCPU: 4, allocMemG: 16},
-	{prefix: "n70", nodes: 7, notReady: 6, cpuPercent: 25, memPct: 60, wantScore: 70, allocCPU: 4, allocMemG: 16},
-	{prefix: "n40", nodes: 13, notReady: 12, cpuPercent: 75, memPct: 45, wantScore: 40, allocCPU: 4, allocMemG: 16},
+	{prefix: "n85", nodes: 4, notReady: 3, cpuPercent: 50, memPct: 30, wantScore: 85, allocCPU: 4, allocMemG: 16, instanceType: "m5.large", lastType: "m5.large"},
+	{prefix: "n70", nodes: 7, notReady: 6, cpuPercent: 25, memPct: 60, wantScore: 70, allocCPU: 4, allocMemG: 16, instanceType: "t3.medium", lastType: "x9.exotic"},
+	{prefix: "n40", nodes: 13, notReady: 12, cpuPercent: 75, memPct: 45, wantScore: 40, allocCPU: 4, allocMemG: 16, instanceType: "c5.xlarge", lastType: "c5.xlarge"},
 }
+
+// fleetPriceTable is the platform admin's price table the suite's manager reads
+// (--fleet-price-table): hourly prices in USD.
+const fleetPriceTable = `currency: USD
+hourly:
+  m5.large: 0.096
+  t3.medium: 0.0416
+`
 
 var fleetTargets lazy[map[int32]*fleetTarget]
 
@@ -89,7 +103,7 @@ func (e *env) startFleetTargets() (targets map[int32]*fleetTarget, stop func(), 
 		if err != nil {
 			return nil, nil, err
 		}
-		if err := populateTarget(cfg, spec.prefix, spec.nodes, spec.notReady, spec.allocCPU, spec.allocMemG, spec.cpuPercent, spec.memPct); err != nil {
+		if err := populateTarget(cfg, spec.prefix, spec.nodes, spec.notReady, spec.allocCPU, spec.allocMemG, spec.cpuPercent, spec.memPct, spec.instanceType, spec.lastType); err != nil {
 			return nil, nil, fmt.Errorf("target %s: %w", spec.prefix, err)
 		}
 		targets[spec.wantScore] = &fleetTarget{prefix: spec.prefix, score: spec.wantScore, cpuPercent: spec.cpuPercent, config: cfg, kubeconfig: kc}
@@ -98,9 +112,11 @@ func (e *env) startFleetTargets() (targets map[int32]*fleetTarget, stop func(), 
 }
 
 // populateTarget writes nodes as kubelets register them (allocatable, a Ready condition, True or
-// False), and one Running pod bound to the first node requesting cpuPct and memPct of the
-// cluster's allocatable (spec.nodeName set at creation, phase Running as its kubelet reports it).
-func populateTarget(cfg *rest.Config, prefix string, nodes, notReady int, cpu, memG int64, cpuPct, memPct int32) error {
+// False; the instance-type label, instanceType on all but the last, lastType on the last, as the
+// cloud controller manager labels them), and one Running pod bound to the first node requesting
+// cpuPct and memPct of the cluster's allocatable (spec.nodeName set at creation, phase Running as
+// its kubelet reports it).
+func populateTarget(cfg *rest.Config, prefix string, nodes, notReady int, cpu, memG int64, cpuPct, memPct int32, instanceType, lastType string) error {
 	ctx := context.Background()
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
@@ -113,7 +129,13 @@ func populateTarget(cfg *rest.Config, prefix string, nodes, notReady int, cpu, m
 		if i >= nodes-notReady {
 			ready, reason = corev1.ConditionFalse, "KubeletNotReady"
 		}
-		n, err := cs.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d", prefix, i)}}, metav1.CreateOptions{})
+		it := instanceType
+		if i == nodes-1 {
+			it = lastType
+		}
+		n, err := cs.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{
+			Name: fmt.Sprintf("%s-%d", prefix, i), Labels: map[string]string{"node.kubernetes.io/instance-type": it},
+		}}, metav1.CreateOptions{})
 		if err != nil {
 			return err
 		}
@@ -216,7 +238,7 @@ func TestFleetNothingOfOneWorkspaceReachesAnother(t *testing.T) {
 	}
 	for _, s := range []*side{p, q} {
 		hc := waitInventory(t, s.c, s.name)
-		if got := hc.Status.Inventory.HealthScore; got != s.target.score {
+		if got := ptr.Deref(hc.Status.Inventory.HealthScore, -1); got != s.target.score {
 			t.Errorf("%s: health score %d, want %d (its own target's)", s.name, got, s.target.score)
 		}
 		if !strings.Contains(fmt.Sprint(hc.Status.Inventory.HealthPenalties), s.target.prefix+"-") {

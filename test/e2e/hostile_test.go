@@ -81,7 +81,7 @@ func TestHostileTargetsCannotStallOrKillTheManager(t *testing.T) {
 		"endless": {kov1alpha1.ReadLimitExceededReason, fmt.Sprintf("the cluster's node list exceeded %d pages", pageCap)},
 		"bomb":    {kov1alpha1.ReadLimitExceededReason, "the cluster's response to GET /api/v1/nodes exceeded 32 MiB (decompressed)"},
 		"items":   {kov1alpha1.ReadLimitExceededReason, "the cluster's response to GET /api/v1/nodes exceeded 150000 array elements"},
-		"hang":    {kov1alpha1.UnreachableReason, "did not answer"},
+		"hang":    {kov1alpha1.UnreachableReason, "(timed out)"},
 	}
 	hcs := map[string]*kov1alpha1.HostCluster{}
 	for deadline := time.Now().Add(5 * time.Minute); ; time.Sleep(time.Second) {

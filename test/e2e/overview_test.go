@@ -14,6 +14,11 @@ import (
 	"github.com/kubeopera/kubeopera/workspaces/bootstrap"
 
 	"github.com/chromedp/chromedp"
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	kov1alpha1 "github.com/kubeopera/kubeopera/apis/kubeopera/v1alpha1"
 
 	"github.com/kubeopera/kubeopera/internal/devenv"
 	"github.com/kubeopera/kubeopera/internal/overview"
@@ -43,6 +48,15 @@ func TestFleetOverviewInABrowser(t *testing.T) {
 
 	a, lcA, _ := e.tenantWorkspace(t, "fleet-a")
 	b, lcB, _ := e.tenantWorkspace(t, "fleet-b")
+	// A cluster that goes Ready (the suite's target, with Flux, through a forwarder the test
+	// cuts later as an outage would), in a workspace of its own so the other checks' rows stay
+	// as they are.
+	c, lcC, _ := e.tenantWorkspace(t, "fleet-c")
+	outageTarget := e.hostTarget(t)
+	outageLink := framework.Forward(t, "127.0.0.1", outageTarget.Cluster.Config.Host)
+	e.connect(t, c, e.seedHostCluster(t, "outage", "fleet-outage", clusterPath, false),
+		framework.KubeconfigWithServer(t, outageTarget.Kubeconfig, "https://"+outageLink.Addr, "127.0.0.1"))
+	outageKey := lcC + "/" + hcNamespace + "/outage"
 	e.connectFleetCluster(t, a, "edge-eu", "edge-eu", targets[85].kubeconfig)
 	e.connectFleetCluster(t, a, "batch-us", "batch-us", targets[40].kubeconfig)
 	e.connectFleetCluster(t, b, "core-de", "core-de", targets[70].kubeconfig)
@@ -107,6 +121,27 @@ func TestFleetOverviewInABrowser(t *testing.T) {
 				if c.CPUPercent == nil || *c.CPUPercent != targets[85].cpuPercent || c.NodesReady != 1 || c.NodesTotal != 4 {
 					t.Errorf("edge-eu: cpu %v nodes %d/%d, want %d%% and 1/4", c.CPUPercent, c.NodesReady, c.NodesTotal, targets[85].cpuPercent)
 				}
+				// No metrics API on the fleet targets: requests over allocatable.
+				if c.UsageSource != "Requests" {
+					t.Errorf("edge-eu: usageSource %q, want Requests", c.UsageSource)
+				}
+			}
+		}
+		// The monthly cost where the data exists: 4 m5.large at 0.096/h × 730 h; core-de's six
+		// t3.medium at 0.0416/h, its x9.exotic left out; batch-us's c5.xlarge are not in the
+		// price table: no estimate.
+		wantCost := map[string]*overview.Cost{
+			key(lcA, "edge-eu"):  {Monthly: "280.32", Currency: "USD", PricedNodes: 4},
+			key(lcB, "core-de"):  {Monthly: "182.21", Currency: "USD", PricedNodes: 6, UnpricedNodes: 1, UnpricedInstanceTypes: []string{"x9.exotic"}, Partial: true},
+			key(lcA, "batch-us"): nil,
+		}
+		for _, c := range fleet.Clusters {
+			want, ok := wantCost[c.Workspace+"/"+c.Namespace+"/"+c.Name]
+			if !ok {
+				continue
+			}
+			if diff := cmp.Diff(want, c.Cost); diff != "" {
+				t.Errorf("%s/%s cost (-want +got):\n%s", c.Workspace, c.Name, diff)
 			}
 		}
 	})
@@ -291,6 +326,84 @@ func TestFleetOverviewInABrowser(t *testing.T) {
 		browser.Screenshot(t, tab, "fleet-overview-breakdown")
 	})
 
+	t.Run("the cost column", func(t *testing.T) {
+		step("back to the overview", chromedp.Navigate(base+"/"), chromedp.WaitVisible(chromedp.CSS(`#clusters`)))
+		until("edge-eu's cost shown", fmt.Sprintf(`!!%s`, row(key(lcA, "edge-eu"))))
+		for k, want := range map[string]string{
+			key(lcA, "edge-eu"):  "280.32 USD",
+			key(lcB, "core-de"):  "182.21 USD (partial)",
+			key(lcA, "batch-us"): "—",
+		} {
+			if got := eval(row(k) + `.querySelector('td.cost').innerText.trim()`); got != want {
+				t.Errorf("%s: cost cell %q, want %q", k, got, want)
+			}
+		}
+	})
+
+	t.Run("an unreachable cluster is shown Unreachable and not counted healthy", func(t *testing.T) {
+		// First Ready and green, so counted healthy.
+		waitHostClusterPhase(t, c, "outage", kov1alpha1.HostClusterPhaseReady, 6*time.Minute)
+		fleetRow := func() (overview.Cluster, bool) {
+			code, body := metricsGet(t, base+"/v1/fleet?q=fleet-outage", viewer)
+			var fleet overview.FleetResponse
+			if code != http.StatusOK || json.Unmarshal([]byte(body), &fleet) != nil {
+				return overview.Cluster{}, false
+			}
+			for _, c := range fleet.Clusters {
+				if c.Workspace == lcC && c.Name == "outage" {
+					return c, true
+				}
+			}
+			return overview.Cluster{}, false
+		}
+		framework.Eventually(t, time.Minute, "outage Ready and green in the JSON", func() (bool, string) {
+			c, ok := fleetRow()
+			return ok && c.Ready && !c.Unreachable && c.Health != nil && overview.BandOf(&c) == overview.BandGreen, fmt.Sprintf("%+v", c)
+		})
+		until("outage's row green", fmt.Sprintf(`!!%s && %s.querySelector('.badge').dataset.band === 'green' && !%s.querySelector('[data-unreachable]')`, row(outageKey), row(outageKey), row(outageKey)))
+
+		// The outage: the platform cannot reach the target any more.
+		cut := time.Now()
+		outageLink.Cut()
+		var hc *kov1alpha1.HostCluster
+		framework.Eventually(t, 2*time.Minute, "outage Ready False, reason Unreachable", func() (bool, string) {
+			hc = getHostCluster(t, c, "outage")
+			cond := meta.FindStatusCondition(hc.Status.Conditions, kov1alpha1.ReadyCondition)
+			return cond != nil && cond.Status == metav1.ConditionFalse && cond.Reason == kov1alpha1.UnreachableReason, describeHC(hc)
+		})
+		if msg := meta.FindStatusCondition(hc.Status.Conditions, kov1alpha1.ReadyCondition).Message; !strings.Contains(msg, "unreachable since ") || !strings.Contains(msg, "(connection refused)") {
+			t.Errorf("Ready's message %q does not say since when and the kind of failure", msg)
+		}
+		if hc.Status.Phase != kov1alpha1.HostClusterPhaseReady || hc.Status.Inventory.HealthScore != nil || hc.Status.Inventory.HealthBand != "unknown" {
+			t.Errorf("while unreachable: phase %s score %v band %q; want the phase kept, no score, band unknown", hc.Status.Phase, hc.Status.Inventory.HealthScore, hc.Status.Inventory.HealthBand)
+		}
+
+		until("outage's row says Unreachable, health unknown", fmt.Sprintf(`(() => { const r = %s; const chip = r && r.querySelector('[data-unreachable]');
+			return !!chip && chip.textContent.trim() === 'Unreachable' && r.querySelector('.badge').dataset.band === 'unknown' })()`, row(outageKey)))
+		browser.Screenshot(t, tab, "fleet-overview-unreachable")
+		if got := eval(row(outageKey) + `.querySelector('.phase').textContent.trim()`); got != "Ready" {
+			t.Errorf("outage's phase cell %q, want Ready (the phase is kept; the chip says Unreachable)", got)
+		}
+		if got := eval(`getComputedStyle(` + row(outageKey) + `.querySelector('.badge')).backgroundColor`); got != "rgb(110, 119, 129)" {
+			t.Errorf("outage's badge colour %s, want the unknown band's grey", got)
+		}
+		if got := eval(`document.querySelector('[data-card="unreachable"] .card-value').textContent.trim()`); got == "0" || got == "" {
+			t.Errorf("the Unreachable card says %q, want at least this cluster", got)
+		}
+		cl, ok := fleetRow()
+		if !ok || !cl.Unreachable || cl.Ready || cl.Health != nil || cl.UnreachableSince == nil || cl.UnreachableSince.Before(cut.Add(-time.Second)) {
+			t.Errorf("outage in the JSON: %+v; want unreachable since the cut, not Ready, no health (so not counted healthy)", cl)
+		}
+
+		// Back: Ready again, read again.
+		outageLink.Restore(t)
+		framework.Eventually(t, 2*time.Minute, "outage Ready again", func() (bool, string) {
+			hc = getHostCluster(t, c, "outage")
+			return meta.IsStatusConditionTrue(hc.Status.Conditions, kov1alpha1.ReadyCondition) && hc.Status.Inventory.HealthScore != nil, describeHC(hc)
+		})
+		until("outage's row green again", fmt.Sprintf(`%s.querySelector('.badge').dataset.band === 'green' && !%s.querySelector('[data-unreachable]')`, row(outageKey), row(outageKey)))
+	})
+
 	t.Run("fleet metrics have no per-cluster labels", func(t *testing.T) {
 		reader, _ := e.metricsTokens(t)
 		metrics, _ := e.addrs()
@@ -305,7 +418,7 @@ func TestFleetOverviewInABrowser(t *testing.T) {
 			}
 		}
 		joined := strings.Join(fleetLines, "\n")
-		for _, want := range []string{`kubeopera_fleet_clusters{phase="BootstrappingFlux"}`, `kubeopera_fleet_clusters_by_health{band="red"}`, `kubeopera_fleet_clusters_by_health{band="amber"}`} {
+		for _, want := range []string{`kubeopera_fleet_clusters{phase="BootstrappingFlux"}`, `kubeopera_fleet_clusters_by_health{band="red"}`, `kubeopera_fleet_clusters_by_health{band="amber"}`, `kubeopera_fleet_clusters_unreachable `} {
 			if !strings.Contains(joined, want) {
 				t.Errorf("metrics lack %s:\n%s", want, joined)
 			}

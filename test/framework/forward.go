@@ -29,6 +29,7 @@ type Forwarder struct {
 	// open are the piped connections, both sides, closed when the test ends (closed).
 	open   map[net.Conn]bool
 	closed bool
+	wg     sync.WaitGroup
 }
 
 // Forward listens on ip (a free port) and forwards every connection to the server at to (its
@@ -43,7 +44,25 @@ func Forward(t testing.TB, ip, to string) *Forwarder {
 		t.Fatalf("failed to listen on %s: %v", ip, err)
 	}
 	f := &Forwarder{Addr: ln.Addr().String(), ln: ln, to: to, marks: map[string]bool{}, seenMark: make(chan struct{}, 1), open: map[net.Conn]bool{}}
-	var wg sync.WaitGroup
+	f.serve(ln)
+	// When the test ends the forwarder goes away as a server does: the listener and every
+	// connection through it are closed, so no client's keep-alive connection holds the cleanup
+	// until it idles out.
+	t.Cleanup(func() {
+		f.mu.Lock()
+		f.closed = true
+		_ = f.ln.Close()
+		for c := range f.open {
+			_ = c.Close()
+		}
+		f.mu.Unlock()
+		f.wg.Wait()
+	})
+	return f
+}
+
+// serve accepts connections on ln until it is closed.
+func (f *Forwarder) serve(ln net.Listener) {
 	go func() {
 		for {
 			c, err := ln.Accept()
@@ -61,24 +80,34 @@ func Forward(t testing.TB, ip, to string) *Forwarder {
 				f.seenMark <- struct{}{}
 				continue
 			}
-			wg.Add(1)
-			go func() { defer wg.Done(); f.pipe(c) }()
+			f.wg.Add(1)
+			go func() { defer f.wg.Done(); f.pipe(c) }()
 		}
 	}()
-	// When the test ends the forwarder goes away as a server does: the listener and every
-	// connection through it are closed, so no client's keep-alive connection holds the cleanup
-	// until it idles out.
-	t.Cleanup(func() {
-		_ = ln.Close()
-		f.mu.Lock()
-		f.closed = true
-		for c := range f.open {
-			_ = c.Close()
-		}
-		f.mu.Unlock()
-		wg.Wait()
-	})
-	return f
+}
+
+// Cut takes the server off the network as an outage does: the forwarder stops listening (a new
+// connection is refused) and drops every connection through it.
+func (f *Forwarder) Cut() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	_ = f.ln.Close()
+	for c := range f.open {
+		_ = c.Close()
+	}
+}
+
+// Restore listens on Addr again after Cut: the server is back at the same address.
+func (f *Forwarder) Restore(t testing.TB) {
+	t.Helper()
+	ln, err := net.Listen("tcp", f.Addr)
+	if err != nil {
+		t.Fatalf("failed to listen on %s again: %v", f.Addr, err)
+	}
+	f.mu.Lock()
+	f.ln = ln
+	f.mu.Unlock()
+	f.serve(ln)
 }
 
 // pipe copies both ways between c and a new connection to the server.

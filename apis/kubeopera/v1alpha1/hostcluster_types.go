@@ -387,8 +387,9 @@ type HostClusterInventory struct {
 	// nodes is "<ready>/<total>", for the printer column.
 	// +optional
 	Nodes string `json:"nodes,omitempty"`
-	// cpuPercent is the share of the nodes' allocatable CPU that running Pods request (what the
-	// scheduler has handed out, not what is consumed), in whole percent; unset when unknown.
+	// cpuPercent is the share of the nodes' allocatable CPU in use, in whole percent, as
+	// usageSource says: what the nodes consume (MetricsAPI) or what running Pods request
+	// (Requests); unset when unknown.
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	CPUPercent *int32 `json:"cpuPercent,omitempty"`
@@ -396,11 +397,21 @@ type HostClusterInventory struct {
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	MemoryPercent *int32 `json:"memoryPercent,omitempty"`
-	// healthScore is 0-100, computed with the fleet's penalty table (100 minus the penalties).
+	// usageSource says where cpuPercent and memoryPercent come from: MetricsAPI (the nodes'
+	// usage from metrics.k8s.io, which the cluster serves, e.g. with metrics-server) or Requests
+	// (the requests of running Pods, when the cluster does not serve the metrics API).
 	// +optional
-	HealthScore int32 `json:"healthScore"`
-	// healthBand is green (80 and above), amber (60-79) or red (below 60).
+	UsageSource UsageSource `json:"usageSource,omitempty"`
+	// healthScore is 0-100, computed with the fleet's penalty table (100 minus the penalties);
+	// unset while the health is unknown (healthBand unknown: the cluster is unreachable).
 	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100
+	HealthScore *int32 `json:"healthScore,omitempty"`
+	// healthBand is green (80 and above), amber (60-79), red (below 60), or unknown while the
+	// cluster is unreachable (unreachableSince).
+	// +optional
+	// +kubebuilder:validation:Enum=green;amber;red;unknown
 	HealthBand string `json:"healthBand,omitempty"`
 	// healthPenalties are the penalties that applied, and why.
 	// +optional
@@ -410,6 +421,58 @@ type HostClusterInventory struct {
 	// observedAt is when the inventory was read.
 	// +optional
 	ObservedAt *metav1.Time `json:"observedAt,omitempty"`
+	// unreachableSince is when the platform first failed to reach the cluster's API server
+	// since it last answered; unset while it answers. While set, the health is unknown and the
+	// facts above are as last read (observedAt).
+	// +optional
+	UnreachableSince *metav1.Time `json:"unreachableSince,omitempty"`
+	// cost is the estimated monthly cost of the cluster's nodes, from their instance types and
+	// the platform's price table; unset when the platform has no price table or no node has a
+	// priced instance type.
+	// +optional
+	Cost *HostClusterCost `json:"cost,omitempty"`
+}
+
+// UsageSource is where a cluster's CPU and memory use were read from.
+// +kubebuilder:validation:Enum=MetricsAPI;Requests
+type UsageSource string
+
+// Usage sources (docs/fleet.md#inventory).
+const (
+	// UsageSourceMetricsAPI: the nodes' usage from the metrics API (metrics.k8s.io/v1beta1
+	// NodeMetrics) over their allocatable.
+	UsageSourceMetricsAPI UsageSource = "MetricsAPI"
+	// UsageSourceRequests: the requests of running Pods over the nodes' allocatable, when the
+	// cluster does not serve the metrics API.
+	UsageSourceRequests UsageSource = "Requests"
+)
+
+// HostClusterCost is the estimated monthly cost of a cluster's nodes (docs/fleet.md#cost): each
+// node's hourly price, by its node.kubernetes.io/instance-type label, from the price table the
+// platform admin supplies, times 730 hours.
+type HostClusterCost struct {
+	// monthly is the estimate for the priced nodes, a decimal with two digits, e.g. "60.74".
+	// +required
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:Pattern=`^[0-9]+\.[0-9]{2}$`
+	Monthly string `json:"monthly"`
+	// currency of the price table, e.g. USD.
+	// +required
+	// +kubebuilder:validation:MaxLength=8
+	Currency string `json:"currency"`
+	// pricedNodes is how many nodes the estimate covers.
+	// +optional
+	PricedNodes int32 `json:"pricedNodes,omitempty"`
+	// unpricedNodes is how many nodes it leaves out: no instance-type label, or a type the price
+	// table does not list. The estimate is partial when this is not zero.
+	// +optional
+	UnpricedNodes int32 `json:"unpricedNodes,omitempty"`
+	// unpricedInstanceTypes are the instance types not in the price table, the first 8 by name.
+	// +optional
+	// +kubebuilder:validation:MaxItems=8
+	// +kubebuilder:validation:items:MaxLength=63
+	// +listType=atomic
+	UnpricedInstanceTypes []string `json:"unpricedInstanceTypes,omitempty"`
 }
 
 // HealthPenalty is one penalty of the health score.

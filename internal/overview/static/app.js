@@ -146,6 +146,7 @@
           value: cpu !== null && cpu > 0 ? cpu : minimum,
           cpu: cpu,
           band: b,
+          unreachable: !!c.unreachable,
           workspace: c.workspace,
           href: clusterHref(c),
           itemStyle: { color: BAND_COLORS[b] }
@@ -164,7 +165,8 @@
             var d = p.data || {};
             return '<strong>' + escapeHTML(d.name || '') + '</strong><br>' +
               escapeHTML(d.workspace || '') + '<br>CPU ' +
-              (d.cpu === null || d.cpu === undefined ? 'unknown' : escapeHTML(d.cpu) + '%');
+              (d.cpu === null || d.cpu === undefined ? 'unknown' : escapeHTML(d.cpu) + '%') +
+              (d.unreachable ? '<br>unreachable: health unknown' : '');
           }
         },
         series: [{
@@ -182,7 +184,7 @@
             overflow: 'truncate',
             formatter: function (p) {
               var d = p.data || {};
-              return d.name + (d.cpu === null || d.cpu === undefined ? '' : '\n' + d.cpu + '%');
+              return d.name + (d.unreachable ? '\nunreachable' : (d.cpu === null || d.cpu === undefined ? '' : '\n' + d.cpu + '%'));
             }
           },
           itemStyle: { borderColor: '#ffffff', borderWidth: 2, gapWidth: 2 },
