@@ -1022,7 +1022,9 @@ func TestProvisioning(t *testing.T) {
 
 	t.Run("deletionPolicy Destroy runs terraform destroy before the HostCluster goes; Retain leaves it", func(t *testing.T) {
 		c := s.h.WS["acme"]
-		s.edit(t, "vanilla-1", func(hc *kov1alpha1.HostCluster) { hc.Spec.Provisioning.DeletionPolicy = kov1alpha1.DeletionPolicyDestroy })
+		s.edit(t, "vanilla-1", func(hc *kov1alpha1.HostCluster) {
+			hc.Spec.Provisioning.DeletionPolicy = kov1alpha1.DeletionPolicyDestroy
+		})
 		for _, name := range []string{"vanilla-1", "eks-1"} {
 			if err := c.Delete(ctx, s.get(t, name)); err != nil {
 				t.Fatal(err)
