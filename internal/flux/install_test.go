@@ -30,7 +30,7 @@ import (
 // localChart is the local Flux chart hack/build-tools.sh assembles (with Flux's CRDs).
 func localChart(t *testing.T) string {
 	t.Helper()
-	dir := filepath.Join(framework.RepoRoot(), "_tools", "charts", "flux2")
+	dir := framework.FluxChart()
 	if _, err := os.Stat(filepath.Join(dir, "crds", "source.toolkit.fluxcd.io_gitrepositories.yaml")); err != nil {
 		t.Fatalf("the local Flux chart is missing from %s: run `make tools` (hack/build-tools.sh flux-chart): %v", dir, err)
 	}
