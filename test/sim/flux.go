@@ -241,7 +241,11 @@ func (f *FluxPods) Run(ctx context.Context) error {
 	if f.Target == nil || f.BinDir == "" || f.WorkDir == "" {
 		return errors.New("FluxPods needs Target, BinDir and WorkDir")
 	}
-	cs, err := kubernetes.NewForConfig(f.Target)
+	// The endpoints controller's writes of v1 Endpoints draw the API server's deprecation warning
+	// on every call; an actor's log is not the place for them.
+	cfg := rest.CopyConfig(f.Target)
+	cfg.WarningHandler = rest.NoWarnings{}
+	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return err
 	}

@@ -195,8 +195,8 @@ func (f *FluxPods) syncPodObjects(ctx context.Context, cs kubernetes.Interface) 
 // syncEndpoints writes, as the endpoints controller's syncService does
 // (pkg/controller/endpoint/endpoints_controller.go lines 348-530), the Endpoints of each Service
 // of namespace ns with a selector that matches one of pods, or whose Endpoints FluxPods wrote
-// before: one address per Pod with an IP (podToEndpointAddressForService: ip, nodeName,
-// targetRef Kind Pod with namespace, name, uid), under addresses when the Pod is Ready and
+// before: one address per Pod with an IP (podToEndpointAddressForService: ip, nodeName (none:
+// no Node runs the Pod), targetRef Kind Pod with namespace, name, uid), under addresses when the Pod is Ready and
 // notReadyAddresses when not (addEndpointSubset; publishNotReadyAddresses puts every one under
 // addresses), one port per Service port (named as the Service port, the number its targetPort
 // resolves to on the Pod's container: endpointslice.FindPort), labels the Service's plus
@@ -223,8 +223,11 @@ func (f *FluxPods) syncEndpoints(ctx context.Context, cs kubernetes.Interface, n
 			if !sel.Matches(labels.Set(pod.Labels)) || len(pod.Status.PodIPs) == 0 {
 				continue
 			}
-			addr := corev1.EndpointAddress{IP: pod.Status.PodIPs[0].IP, NodeName: ptr.To(pod.Spec.NodeName),
+			addr := corev1.EndpointAddress{IP: pod.Status.PodIPs[0].IP,
 				TargetRef: &corev1.ObjectReference{Kind: "Pod", Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID}}
+			if pod.Spec.NodeName != "" { // no Node runs the Pod here: an empty nodeName is invalid
+				addr.NodeName = ptr.To(pod.Spec.NodeName)
+			}
 			podReady := false
 			for _, c := range pod.Status.Conditions {
 				podReady = podReady || (c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue)

@@ -126,6 +126,10 @@ func startPodNet(ctx context.Context, procs *devenv.Processes, name, apiServer s
 			return nil, fmt.Errorf("ip link add %s: %v: %s", link, err, strings.TrimSpace(string(out)))
 		}
 		n.hostLink = link
+		if out, err := exec.Command("ip", "link", "set", link, "up").CombinedOutput(); err != nil {
+			n.stop()
+			return nil, fmt.Errorf("ip link set %s up: %v: %s", link, err, strings.TrimSpace(string(out)))
+		}
 		if out, err := exec.Command("ip", "route", "add", ip+"/32", "dev", link).CombinedOutput(); err != nil {
 			_ = exec.Command("ip", "link", "del", link).Run()
 			n.hostLink = ""
@@ -139,7 +143,6 @@ func startPodNet(ctx context.Context, procs *devenv.Processes, name, apiServer s
 		break
 	}
 	setup := [][]string{
-		{"ip", "link", "set", n.hostLink, "up"},
 		{"nsenter", "--net=" + n.netns, "--", "ip", "addr", "add", n.ip + "/32", "dev", "eth0"},
 		{"nsenter", "--net=" + n.netns, "--", "ip", "link", "set", "eth0", "up"},
 		{"nsenter", "--net=" + n.netns, "--", "ip", "route", "add", "default", "dev", "eth0"},
