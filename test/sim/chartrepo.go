@@ -14,8 +14,6 @@ import (
 	"helm.sh/helm/v4/pkg/chart/v2/loader"
 	chartutil "helm.sh/helm/v4/pkg/chart/v2/util"
 	repo "helm.sh/helm/v4/pkg/repo/v1"
-
-	"github.com/kubeopera/kubeopera/test/framework"
 )
 
 // ChartRepo is a Helm chart repository on 127.0.0.1, as Helm's docs describe one ("The chart
@@ -112,11 +110,12 @@ func (r *ChartRepo) Close() error {
 	return r.srv.Close()
 }
 
-// StandInCharts are the minimal charts in test/fixtures/charts that stand in, under the
-// upstream chart's name, for infrastructure charts the GitOps tree installs and that cannot be
-// fetched offline (see test/fixtures/charts/README.md). They deploy no workload.
-func StandInCharts() []string {
-	base := filepath.Join(framework.RepoRoot(), "test", "fixtures", "charts")
+// StandInCharts are the minimal charts in test/fixtures/charts of the repository at repoRoot
+// that stand in, under the upstream chart's name, for infrastructure charts the GitOps tree
+// installs and that cannot be fetched offline (see test/fixtures/charts/README.md). They deploy
+// no workload.
+func StandInCharts(repoRoot string) []string {
+	base := filepath.Join(repoRoot, "test", "fixtures", "charts")
 	out := []string{}
 	for _, name := range []string{"cert-manager", "ingress-nginx", "kube-prometheus-stack"} {
 		out = append(out, filepath.Join(base, name))

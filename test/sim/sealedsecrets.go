@@ -110,6 +110,30 @@ func InstallSealedSecrets(ctx context.Context, target *rest.Config, repoURL stri
 	return nil
 }
 
+// StartSealedSecrets is what a suite calls to have the real sealed-secrets controller on a
+// target where Flux runs under FluxPods (the local Flux chart, helm-controller included; as
+// root): it serves charts (the real sealed-secrets chart, framework.SealedSecretsChart(), and
+// any stand-ins, StandInCharts) from a new ChartRepo in dir, installs the sealed-secrets chart
+// through Flux (InstallSealedSecrets) and waits up to timeout for the controller to serve its
+// certificate (WaitSealedSecrets). It returns the repository (Close it when done; its URL is
+// what a GitOps tree's HelmRepository names) and the certificate (PEM).
+func StartSealedSecrets(ctx context.Context, target *rest.Config, dir string, timeout time.Duration, charts ...string) (*ChartRepo, []byte, error) {
+	repo, err := StartChartRepo(dir, charts...)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := InstallSealedSecrets(ctx, target, repo.URL); err != nil {
+		_ = repo.Close()
+		return nil, nil, err
+	}
+	cert, err := WaitSealedSecrets(ctx, target, timeout)
+	if err != nil {
+		_ = repo.Close()
+		return nil, nil, err
+	}
+	return repo, cert, nil
+}
+
 // WaitSealedSecrets waits until the sealed-secrets controller's Deployment is Available (as the
 // gitops-scaffolder waits before it fetches the certificate) and its certificate can be fetched
 // through the service proxy, and returns that certificate (PEM). On timeout the error says what

@@ -40,7 +40,7 @@ import (
 // each package it names, with the digest the index states; nothing else.
 func TestChartRepoServesIndexedCharts(t *testing.T) {
 	requireFile(t, filepath.Join(framework.SealedSecretsChart(), "Chart.yaml"), "hack/build-tools.sh sealed-secrets-chart")
-	repo := sim.NewChartRepo(t, append([]string{framework.SealedSecretsChart()}, sim.StandInCharts()...)...)
+	repo := sim.NewChartRepo(t, append([]string{framework.SealedSecretsChart()}, sim.StandInCharts(framework.RepoRoot())...)...)
 	if !strings.HasPrefix(repo.URL, "http://127.0.0.1:") {
 		t.Fatalf("repository URL %s is not on loopback", repo.URL)
 	}
@@ -150,15 +150,13 @@ func TestRealSealedSecretsUnsealThroughFlux(t *testing.T) {
 	})
 
 	// Flux installs the real chart from the local chart repository.
-	repo := sim.NewChartRepo(t, append([]string{framework.SealedSecretsChart()}, sim.StandInCharts()...)...)
 	start := time.Now()
-	if err := sim.InstallSealedSecrets(ctx, target.Config, repo.URL); err != nil {
-		t.Fatal(err)
-	}
-	cert, err := sim.WaitSealedSecrets(ctx, target.Config, 5*time.Minute)
+	repo, cert, err := sim.StartSealedSecrets(ctx, target.Config, t.TempDir(), 5*time.Minute,
+		append([]string{framework.SealedSecretsChart()}, sim.StandInCharts(framework.RepoRoot())...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = repo.Close() })
 	t.Logf("%s after the HelmRelease: the controller serves its certificate through the service proxy", time.Since(start).Round(time.Millisecond))
 
 	// What the kubelet and the endpoints controller were played as: a Pod with a pod-network
