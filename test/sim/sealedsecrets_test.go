@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -272,6 +273,52 @@ func TestRealSealedSecretsUnsealThroughFlux(t *testing.T) {
 	})
 	if _, err := cs.CoreV1().Secrets("default").Get(ctx, "renamed", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("a Secret was made from a SealedSecret sealed for another name: %v", err)
+	}
+
+	// The controller crashes: its Pod is not Ready and its address leaves the Endpoints' ready
+	// addresses until the kubelet restarts it (10 s back-off); it comes back with the same key.
+	key := sim.SealedSecretsNamespace + "/" + sim.SealedSecretsControllerName
+	pid := pods.PIDs()[key]
+	if pid == 0 {
+		t.Fatalf("no process for %s: %v", key, pods.PIDs())
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	podReady := func() (bool, int32, string) {
+		p, err := cs.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, 0, err.Error()
+		}
+		ready := false
+		for _, c := range p.Status.Conditions {
+			ready = ready || (c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue)
+		}
+		var restarts int32
+		if len(p.Status.ContainerStatuses) == 1 {
+			restarts = p.Status.ContainerStatuses[0].RestartCount
+		}
+		return ready, restarts, fmt.Sprintf("ready=%v restarts=%d conditions=%v", ready, restarts, p.Status.Conditions)
+	}
+	framework.Eventually(t, time.Minute, "the crashed controller's Pod to be not Ready, out of the Endpoints' ready addresses", func() (bool, string) {
+		ready, _, msg := podReady()
+		eps, err := cs.CoreV1().Endpoints(sim.SealedSecretsNamespace).Get(ctx, sim.SealedSecretsControllerName, metav1.GetOptions{}) //nolint:staticcheck // the service proxy reads Endpoints
+		if err != nil {
+			return false, err.Error()
+		}
+		notReady := len(eps.Subsets) == 1 && len(eps.Subsets[0].Addresses) == 0 && len(eps.Subsets[0].NotReadyAddresses) == 1
+		return !ready && notReady, fmt.Sprintf("%s; endpoints %+v", msg, eps.Subsets)
+	})
+	framework.Eventually(t, time.Minute, "the kubelet to restart the controller", func() (bool, string) {
+		ready, restarts, msg := podReady()
+		return ready && restarts == 1, msg
+	})
+	again, err := sim.WaitSealedSecrets(ctx, target.Config, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(again, cert) {
+		t.Error("the restarted controller serves another certificate: it did not keep its key")
 	}
 }
 
