@@ -22,9 +22,12 @@ import (
 //
 //   - The Pod's own network namespace (unshare --net), held by a sleeping process (the pause
 //     container's part), with loopback up.
-//   - A veth pair: one end in the root namespace (kp<hex of the address>), the other the Pod's
-//     eth0 with the Pod's address (/32), a host route to the address through the root end, and
-//     in the Pod a default route through eth0 (replies go back over the pair). The address comes
+//   - A veth pair, as the ptp plugin makes it: one end in the root namespace (kp<hex of the
+//     address>) holding the gateway address podGateway (/32, the same on every such end), the
+//     other the Pod's eth0 with the Pod's address (/32); a host route to the Pod's address
+//     through the root end with the gateway as source, and in the Pod a route to the gateway
+//     only: the Pod has no default route, so nothing it sends can leave this machine even where
+//     the host forwards packets. The address comes
 //     from hostPodNetwork, a part of podNetwork no other actor uses; the root namespace's route
 //     for it is taken atomically (`ip link add` fails when the name, so the address, is taken by
 //     another test on the machine), and the pair goes with the namespace when the sandbox ends.
@@ -44,6 +47,9 @@ import (
 const (
 	hostPodNetworkFirst = 128 // 10.244.128.0
 	hostPodNetworkLast  = 255 // 10.244.255.255
+	// podGateway is the root namespace's address on every Pod's veth pair: the source of what the
+	// API server (or a test) sends to a Pod, and the only address a Pod can send to.
+	podGateway = "10.244.128.1"
 )
 
 // podNet is a Pod's network: its sandbox, its address and the forwarder to the API server.
@@ -114,7 +120,7 @@ func startPodNet(ctx context.Context, procs *devenv.Processes, name, apiServer s
 			return nil, errors.New("no free Pod address in 10.244.128.0/17 after 64 tries")
 		}
 		third := hostPodNetworkFirst + rand.IntN(hostPodNetworkLast-hostPodNetworkFirst+1)
-		fourth := 1 + rand.IntN(254)
+		fourth := 2 + rand.IntN(253) // not .0, .1 (the gateway's in 10.244.128.0/24), .255
 		ip := fmt.Sprintf("10.244.%d.%d", third, fourth)
 		link := fmt.Sprintf("kp%02x%02x", third, fourth)
 		out, err := exec.Command("ip", "link", "add", link, "type", "veth", "peer", "name", "eth0", "netns", pid).CombinedOutput()
@@ -130,7 +136,11 @@ func startPodNet(ctx context.Context, procs *devenv.Processes, name, apiServer s
 			n.stop()
 			return nil, fmt.Errorf("ip link set %s up: %v: %s", link, err, strings.TrimSpace(string(out)))
 		}
-		if out, err := exec.Command("ip", "route", "add", ip+"/32", "dev", link).CombinedOutput(); err != nil {
+		if out, err := exec.Command("ip", "addr", "add", podGateway+"/32", "dev", link).CombinedOutput(); err != nil {
+			n.stop()
+			return nil, fmt.Errorf("ip addr add %s dev %s: %v: %s", podGateway, link, err, strings.TrimSpace(string(out)))
+		}
+		if out, err := exec.Command("ip", "route", "add", ip+"/32", "dev", link, "src", podGateway).CombinedOutput(); err != nil {
 			_ = exec.Command("ip", "link", "del", link).Run()
 			n.hostLink = ""
 			if strings.Contains(string(out), "exists") {
@@ -145,7 +155,7 @@ func startPodNet(ctx context.Context, procs *devenv.Processes, name, apiServer s
 	setup := [][]string{
 		{"nsenter", "--net=" + n.netns, "--", "ip", "addr", "add", n.ip + "/32", "dev", "eth0"},
 		{"nsenter", "--net=" + n.netns, "--", "ip", "link", "set", "eth0", "up"},
-		{"nsenter", "--net=" + n.netns, "--", "ip", "route", "add", "default", "dev", "eth0"},
+		{"nsenter", "--net=" + n.netns, "--", "ip", "route", "add", podGateway + "/32", "dev", "eth0"},
 	}
 	for _, c := range setup {
 		if out, err := exec.Command(c[0], c[1:]...).CombinedOutput(); err != nil {

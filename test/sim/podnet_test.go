@@ -53,8 +53,12 @@ func TestPodNetIsReachableAndReachesTheAPIServer(t *testing.T) {
 	}
 	body, _ := io.ReadAll(resp.Body)
 	_ = resp.Body.Close()
-	if !strings.HasPrefix(string(body), "pod ") {
-		t.Errorf("the Pod answered %q", body)
+	if !strings.HasPrefix(string(body), "pod "+podGateway+":") {
+		t.Errorf("the Pod answered %q, want a request from the gateway %s", body, podGateway)
+	}
+	// The Pod reaches nothing but its gateway: no default route.
+	if out, err := exec.Command("nsenter", "--net="+n.netns, "--", "ip", "route", "show", "default").CombinedOutput(); err != nil || strings.TrimSpace(string(out)) != "" {
+		t.Errorf("the Pod has a default route: %s %v", out, err)
 	}
 	// From inside: the API server's address reaches the API server.
 	var conn net.Conn
