@@ -17,12 +17,14 @@ import (
 )
 
 // The network of a Pod whose address the target's API server must reach (its service proxy):
-// what a CNI plugin (bridge/ptp with host-local IPAM, as in the CNI plugins' ptp docs) sets up
-// for a Pod, played with the tools of iproute2 and util-linux, on this machine only.
+// what a CNI plugin sets up for a Pod, here in the manner of the ptp plugin (containernetworking
+// Documentation/ptp.md: a veth pair, one end in the container and one on the host; the host
+// end's address is the container's gateway), played with iproute2 and util-linux, on this
+// machine only.
 //
 //   - The Pod's own network namespace (unshare --net), held by a sleeping process (the pause
 //     container's part), with loopback up.
-//   - A veth pair, as the ptp plugin makes it: one end in the root namespace (kp<hex of the
+//   - A veth pair: one end in the root namespace (kp<hex of the
 //     address>) holding the gateway address podGateway (/32, the same on every such end), the
 //     other the Pod's eth0 with the Pod's address (/32); a host route to the Pod's address
 //     through the root end with the gateway as source, and in the Pod a route to the gateway
