@@ -138,14 +138,17 @@ func (b fluxBinary) overridden(name string) bool {
 //     (source-controller, kustomize-controller, helm-controller, sealed-secrets-controller in
 //     BinDir) runs as a process with the container's args ($(VAR) expanded: expandVars; the
 //     image's entrypoint stands for command) and env (containerEnv; anything else there is not
-//     played and the Pod never starts), with a token of the Pod's ServiceAccount as KUBECONFIG
-//     (writePodKubeconfig; none with automountServiceAccountToken: false), in a fresh work
+//     played and the Pod never starts), a Flux controller with a token of the Pod's
+//     ServiceAccount as KUBECONFIG (writePodKubeconfig; none with
+//     automountServiceAccountToken: false), in a fresh work
 //     directory (podSandbox; its emptyDir volumes). The flags fluxBinary.overridden names are
 //     replaced (see there). A controller marked podNetwork gets, as from a CNI plugin, a network
 //     namespace and address of its own (podNet: 10.244.128.0/17 over a veth pair; needs root)
 //     and listens at that address on its container ports; FluxPods then also writes its Pod
-//     object as the kubelet does (podObject, podStatus: Running, podIP(s), Ready once the probe
-//     passes, restartCount) and, as kube-controller-manager's endpoints controller does, the
+//     object (createPodObject, as the ReplicaSet controller would; also for an inCluster one,
+//     whose token is bound to it) and its status as the kubelet does (podStatus: Running,
+//     podIP(s), Ready once the probe passes, restartCount) and, as kube-controller-manager's
+//     endpoints controller does, the
 //     Endpoints of each Service of the namespace whose selector matches the Pod (syncEndpoints),
 //     which is what the API server's service proxy reads. A controller marked inCluster gets the
 //     kube-api-access volume (token bound to the Pod, ca.crt, namespace) mounted at
@@ -158,7 +161,7 @@ func (b fluxBinary) overridden(name string) bool {
 //     is no probe. A process that exits makes its Pod not ready and is restarted with the
 //     kubelet's back-off (10s doubling to 300s). A deleted Pod's process is stopped
 //     (stopContainer, grace). A changed template is a new Pod: the old process stops, a new one
-//     starts. Images it has no binary for (e.g. helm-controller) never start.
+//     starts. Images it has no binary for (e.g. notification-controller) never start.
 //   - Deployment controller: it writes the Deployment's status as calculateStatus does
 //     (k8s.io/kubernetes v1.36.3 pkg/controller/deployment/sync.go lines 494-533):
 //     observedGeneration, replicas, updatedReplicas, readyReplicas, availableReplicas,
@@ -171,22 +174,24 @@ func (b fluxBinary) overridden(name string) bool {
 //     constants are deploymentutil's (pkg/controller/deployment/util/deployment_util.go lines
 //     73-100).
 //
-// What it does not play: Pod and ReplicaSet objects, more than one replica (one Pod runs;
+// What it does not play: ReplicaSet objects, Pod objects of Flux's controllers, more than one
+// replica (one Pod runs;
 // further replicas stay pending, so the Deployment is available only when maxUnavailable allows
 // it), rolling updates (a new template is played as Recreate), ProgressDeadlineExceeded and
 // NewReplicaSetCreated, liveness probes, probe periods (the readiness probe is tried every 250ms
 // until it first passes, rather than every periodSeconds, to keep tests quick; afterwards only an
 // exit makes the Pod unready), minReadySeconds, token rotation (Flux's controllers get
 // unbound tokens of a week; inCluster ones a Pod-bound token of 3607 s, never refreshed), service
-// links, securityContext (users, read-only root), resources, Pod objects of the Flux controllers
-// (they are reached through no Service here), a Pod object deleted by someone else, and
-// Deployments outside flux-system whose image is not an inCluster/podNetwork controller.
+// links, securityContext (users, read-only root), resources (beyond resourceFieldRef env), a Pod
+// object deleted by someone else, EndpointSlices, and Deployments outside flux-system whose
+// image is not a controller of fluxBinaries.
 type FluxPods struct {
 	// Target is the admin config of the target cluster: FluxPods reads Deployments and writes
 	// their status with it, and requests the ServiceAccount tokens the Pods run with.
 	Target *rest.Config
-	// KubeconfigPath, when set, is a kubeconfig every controller runs with instead of a token of
-	// its Pod's ServiceAccount (e.g. the target's admin kubeconfig).
+	// KubeconfigPath, when set, is a kubeconfig every Flux controller runs with instead of a
+	// token of its Pod's ServiceAccount (e.g. the target's admin kubeconfig); an inCluster
+	// controller (sealed-secrets) reads no kubeconfig and always gets its ServiceAccount's token.
 	KubeconfigPath string
 	// BinDir holds the controllers' binaries (_tools/bin).
 	BinDir string
