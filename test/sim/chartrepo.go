@@ -117,7 +117,7 @@ func (r *ChartRepo) Close() error {
 func StandInCharts(repoRoot string) []string {
 	base := filepath.Join(repoRoot, "test", "fixtures", "charts")
 	out := []string{}
-	for _, name := range []string{"cert-manager", "ingress-nginx", "kube-prometheus-stack"} {
+	for _, name := range []string{"cert-manager", "ingress-nginx", "kube-prometheus-stack", "kyverno", "aws-ebs-csi-driver"} {
 		out = append(out, filepath.Join(base, name))
 	}
 	return out

@@ -49,8 +49,11 @@ func TestChartRepoServesIndexedCharts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{"sealed-secrets", "cert-manager", "ingress-nginx", "kube-prometheus-stack"} {
-		cv, err := idx.Get(name, "")
+	// The versions the gitops-scaffolder's tree pins (internal/scaffolder/tree/templates).
+	versions := map[string]string{"sealed-secrets": "2.17.6", "cert-manager": "v1.16.2", "ingress-nginx": "4.11.3",
+		"kube-prometheus-stack": "66.3.1", "kyverno": "3.3.4", "aws-ebs-csi-driver": "2.37.0"}
+	for name, version := range versions {
+		cv, err := idx.Get(name, version)
 		if err != nil {
 			t.Errorf("index has no %s: %v", name, err)
 			continue
@@ -274,6 +277,30 @@ func TestRealSealedSecretsUnsealThroughFlux(t *testing.T) {
 	if _, err := cs.CoreV1().Secrets("default").Get(ctx, "renamed", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("a Secret was made from a SealedSecret sealed for another name: %v", err)
 	}
+
+	// A stand-in chart from the same repository installs through the real helm-controller too,
+	// deploying only its ConfigMap.
+	hrGVR := schema.GroupVersionResource{Group: "helm.toolkit.fluxcd.io", Version: "v2", Resource: "helmreleases"}
+	standIn := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "helm.toolkit.fluxcd.io/v2", "kind": "HelmRelease",
+		"metadata": map[string]any{"name": "cert-manager", "namespace": flux.Namespace},
+		"spec": map[string]any{
+			"interval": "1m", "releaseName": "cert-manager", "targetNamespace": "cert-manager",
+			"install": map[string]any{"createNamespace": true},
+			"chart": map[string]any{"spec": map[string]any{"chart": "cert-manager", "version": "v1.16.2",
+				"sourceRef": map[string]any{"kind": "HelmRepository", "name": sim.SealedSecretsRepository}}},
+		},
+	}}
+	if _, err := dc.Resource(hrGVR).Namespace(flux.Namespace).Create(ctx, standIn, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, 3*time.Minute, "the cert-manager stand-in installed by helm-controller", func() (bool, string) {
+		cm, err := cs.CoreV1().ConfigMaps("cert-manager").Get(ctx, "cert-manager-stand-in", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return strings.Contains(cm.Data["standInFor"], "cert-manager") && cm.Data["chart"] == "cert-manager-v1.16.2", fmt.Sprint(cm.Data)
+	})
 
 	// The controller crashes: its Pod is not Ready and its address leaves the Endpoints' ready
 	// addresses until the kubelet restarts it (10 s back-off); it comes back with the same key.
