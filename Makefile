@@ -14,7 +14,7 @@ GO_TEST_PARALLEL ?= 4
 all: build
 
 .PHONY: tools
-tools: ## Build kcp (with its front-proxy, cache server and apigen), kube-apiserver, etcd, kube-controller-manager, kubectl, controller-gen, Flux's source- and kustomize-controller, gotestsum, vCluster, kine, Crossplane core and function-patch-and-transform into _tools/bin, the local Flux chart and vCluster's own chart into _tools/charts, and Crossplane's CRDs and the function's package metadata into _tools/crossplane (skips what is built).
+tools: ## Build kcp (with its front-proxy, cache server and apigen), kube-apiserver, etcd, kube-controller-manager, kubectl, controller-gen, Flux's source-, kustomize- and helm-controller, the sealed-secrets controller, gotestsum, vCluster, kine, Crossplane core and function-patch-and-transform into _tools/bin, the local Flux chart, vCluster's and sealed-secrets' own charts into _tools/charts, and Crossplane's CRDs and the function's package metadata into _tools/crossplane (skips what is built).
 	hack/build-tools.sh
 
 $(CONTROLLER_GEN):

@@ -3,9 +3,16 @@
 # those already built for the pinned version. Usage: hack/build-tools.sh [tool...]
 # Tools: kcp kcp-front-proxy cache-server apigen kube-apiserver kube-controller-manager kubectl etcd
 # controller-gen source-controller kustomize-controller gotestsum flux-chart terraform
-# vcluster kine vcluster-chart crossplane function-patch-and-transform crossplane-files (default: all).
+# vcluster kine vcluster-chart crossplane function-patch-and-transform crossplane-files
+# helm-controller sealed-secrets-controller sealed-secrets-chart (default: all).
 #   flux-chart assembles the local Flux chart into _tools/charts/flux2: the project's templates
-#   (charts/flux2) plus Flux's own CRDs, copied from the Go modules of the controllers.
+#   (charts/flux2) plus Flux's own CRDs, copied from the Go modules of the controllers
+#   (source-controller, kustomize-controller and helm-controller).
+#   helm-controller is Flux's helm-controller v1.4.3 (a tools module of its own: it is built on
+#   Kubernetes 0.34, source-/kustomize-controller v1.9.6 on 0.36). sealed-secrets-controller is
+#   the sealed-secrets controller (cmd/controller of github.com/bitnami-labs/sealed-secrets);
+#   sealed-secrets-chart copies that module's real chart (helm/sealed-secrets) into
+#   _tools/charts/sealed-secrets, which the tests serve from a local chart repository.
 #   vcluster-chart copies vCluster's own chart from the vcluster tools module's chart/ directory
 #   into _tools/charts/vcluster: the real chart the tests install through the Helm SDK.
 #   crossplane is Crossplane core (`crossplane core init|start`), function-patch-and-transform
@@ -32,7 +39,8 @@ set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BIN="${ROOT}/_tools/bin"
-CHARTS="${ROOT}/_tools/charts"
+# KUBEOPERA_TOOLS_CHARTS moves the charts elsewhere (the tests read it too: framework.ToolsCharts).
+CHARTS="${KUBEOPERA_TOOLS_CHARTS:-${ROOT}/_tools/charts}"
 CROSSPLANE_FILES="${ROOT}/_tools/crossplane"
 mkdir -p "${BIN}"
 
@@ -49,6 +57,8 @@ declare -A PKG=(
   [controller-gen]="kube sigs.k8s.io/controller-tools/cmd/controller-gen"
   [source-controller]="flux github.com/fluxcd/source-controller"
   [kustomize-controller]="flux github.com/fluxcd/kustomize-controller"
+  [helm-controller]="helm-controller github.com/fluxcd/helm-controller"
+  [sealed-secrets-controller]="sealed-secrets github.com/bitnami-labs/sealed-secrets/cmd/controller"
   [gotestsum]="gotestsum gotest.tools/gotestsum"
   [vcluster]="vcluster github.com/loft-sh/vcluster/cmd/vcluster"
   [kine]="kine github.com/k3s-io/kine"
@@ -57,10 +67,13 @@ declare -A PKG=(
 )
 ALL_TOOLS=(kcp kcp-front-proxy cache-server apigen kube-apiserver kube-controller-manager kubectl etcd
   controller-gen source-controller kustomize-controller gotestsum flux-chart terraform
-  vcluster kine vcluster-chart crossplane function-patch-and-transform crossplane-files)
+  vcluster kine vcluster-chart crossplane function-patch-and-transform crossplane-files
+  helm-controller sealed-secrets-controller sealed-secrets-chart)
 
-# Flux modules whose CRDs (config/crd/bases) go into the local chart's crds/.
-FLUX_CRD_MODULES=(github.com/fluxcd/source-controller github.com/fluxcd/kustomize-controller)
+# Flux modules whose CRDs (config/crd/bases) go into the local chart's crds/, each as
+# "<tools module> <module>": the version is the one that tools module pins.
+FLUX_CRD_MODULES=("flux github.com/fluxcd/source-controller" "flux github.com/fluxcd/kustomize-controller"
+  "helm-controller github.com/fluxcd/helm-controller")
 
 tools=("$@")
 if [ ${#tools[@]} -eq 0 ]; then
@@ -123,6 +136,12 @@ ldflags_of() {
     kver="$(required_version github.com/k3s-io/kine "${moddir}/go.mod")"
     flags="${flags} -X github.com/k3s-io/kine/pkg/version.Version=${kver}"
     ;;
+  sealed-secrets)
+    # sealed-secrets' Makefile stamps the release tag (GO_LD_FLAGS = -X main.VERSION=$(VERSION));
+    # the controller logs it at start and serves it on /healthz's version header.
+    kver="$(required_version github.com/bitnami-labs/sealed-secrets "${moddir}/go.mod")"
+    flags="${flags} -X main.VERSION=${kver}"
+    ;;
   crossplane)
     # Crossplane's release builds stamp its version (nix/build.nix: internal/version.version);
     # without it `crossplane version` is empty and package dependency constraints on
@@ -162,20 +181,22 @@ exe_name() {
 
 # flux_chart assembles _tools/charts/flux2 from charts/flux2 and the Flux modules' CRDs.
 flux_chart() {
-  local src="${ROOT}/charts/flux2" dest="${CHARTS}/flux2" moddir="${ROOT}/hack/tools/flux"
+  local src="${ROOT}/charts/flux2" dest="${CHARTS}/flux2"
   local stamp="${CHARTS}/.flux2.stamp" want
-  want="$(cd "${ROOT}" && find charts/flux2 hack/tools/flux/go.mod hack/tools/flux/go.sum -type f | LC_ALL=C sort |
+  want="$(cd "${ROOT}" && find charts/flux2 hack/tools/flux/go.mod hack/tools/flux/go.sum \
+    hack/tools/helm-controller/go.mod hack/tools/helm-controller/go.sum -type f | LC_ALL=C sort |
     while read -r f; do echo "${f}"; cat "${f}"; done | sha256sum | cut -c1-16)"
   if [ -f "${dest}/Chart.yaml" ] && [ -f "${stamp}" ] && [ "$(cat "${stamp}")" = "${want}" ]; then
     return
   fi
-  echo ">> assembling the local Flux chart into _tools/charts/flux2"
+  echo ">> assembling the local Flux chart into ${dest}"
   rm -rf "${dest}" "${stamp}"
   mkdir -p "${dest}/crds"
   cp -R "${src}/." "${dest}/"
-  local mod dir
-  for mod in "${FLUX_CRD_MODULES[@]}"; do
-    dir="$(cd "${moddir}" && go mod download "${mod}" && go list -m -f '{{.Dir}}' "${mod}")"
+  local entry tools mod dir
+  for entry in "${FLUX_CRD_MODULES[@]}"; do
+    read -r tools mod <<<"${entry}"
+    dir="$(cd "${ROOT}/hack/tools/${tools}" && go mod download "${mod}" && go list -m -f '{{.Dir}}' "${mod}")"
     if [ -z "${dir}" ] || ! ls "${dir}"/config/crd/bases/*.yaml >/dev/null 2>&1; then
       echo "no CRDs found for ${mod} (module dir '${dir}')" >&2
       exit 1
@@ -219,6 +240,29 @@ vcluster_chart() {
   else
     echo "appVersion: ${ver#v}" >>"${dest}/Chart.yaml"
   fi
+  echo "${want}" >"${stamp}"
+}
+
+# sealed_secrets_chart copies the sealed-secrets chart (helm/sealed-secrets of the module the
+# sealed-secrets tools module pins) into _tools/charts/sealed-secrets: the real chart the tests
+# serve from a local chart repository and install with Flux's helm-controller. The chart is
+# copied as it is (its Chart.yaml carries the chart's own version and appVersion: 2.17.6 and
+# 0.32.1 in module v0.32.2, which is what the published chart of that release says).
+sealed_secrets_chart() {
+  local dest="${CHARTS}/sealed-secrets" stamp="${CHARTS}/.sealed-secrets.stamp" want dir
+  want="$( (
+    declare -f sealed_secrets_chart # a change to this copy step copies again
+    cat "${ROOT}"/hack/tools/sealed-secrets/go.{mod,sum}
+  ) | sha256sum | cut -c1-16)"
+  if [ -f "${dest}/Chart.yaml" ] && [ -f "${stamp}" ] && [ "$(cat "${stamp}")" = "${want}" ]; then
+    return
+  fi
+  echo ">> copying the sealed-secrets chart into ${dest}"
+  dir="$(module_dir sealed-secrets github.com/bitnami-labs/sealed-secrets helm/sealed-secrets/Chart.yaml)"
+  rm -rf "${dest}" "${stamp}"
+  mkdir -p "${CHARTS}"
+  cp -R "${dir}/helm/sealed-secrets" "${dest}"
+  chmod -R u+w "${dest}" # the module cache is read-only
   echo "${want}" >"${stamp}"
 }
 
@@ -292,7 +336,7 @@ declare -A STALE=() LDFLAGS=() GOENV=() WANT=()
 others=()
 for tool in "${tools[@]}"; do
   case "${tool}" in
-  flux-chart | terraform | vcluster-chart | crossplane-files)
+  flux-chart | terraform | vcluster-chart | crossplane-files | sealed-secrets-chart)
     others+=("${tool}")
     continue
     ;;
@@ -372,5 +416,6 @@ for tool in "${others[@]}"; do
   terraform) terraform_tool ;;
   vcluster-chart) vcluster_chart ;;
   crossplane-files) crossplane_files ;;
+  sealed-secrets-chart) sealed_secrets_chart ;;
   esac
 done

@@ -2,7 +2,6 @@ package hostcluster_test
 
 import (
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -28,7 +27,7 @@ import (
 // room for a retried one.
 func TestHostClustersPerWorkspaceAreCapped(t *testing.T) {
 	h := fleettest.Start(t, "capped", "other")
-	installer, err := flux.NewInstaller(flux.Options{ChartRef: filepath.Join(framework.RepoRoot(), "_tools", "charts", "flux2"), CacheDir: t.TempDir()})
+	installer, err := flux.NewInstaller(flux.Options{ChartRef: framework.FluxChart(), CacheDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

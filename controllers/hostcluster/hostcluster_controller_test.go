@@ -71,7 +71,7 @@ func setup(t *testing.T) *suite {
 	go func() { defer close(done); _ = pods.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
 
-	installer, err := flux.NewInstaller(flux.Options{ChartRef: filepath.Join(framework.RepoRoot(), "_tools", "charts", "flux2"), CacheDir: t.TempDir()})
+	installer, err := flux.NewInstaller(flux.Options{ChartRef: framework.FluxChart(), CacheDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

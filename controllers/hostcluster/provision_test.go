@@ -126,7 +126,7 @@ func setupProvisioning(t *testing.T, maxRunsPerHour int, workspaceNames ...strin
 	if err != nil {
 		t.Fatal(err)
 	}
-	installer, err := flux.NewInstaller(flux.Options{ChartRef: filepath.Join(framework.RepoRoot(), "_tools", "charts", "flux2"), CacheDir: t.TempDir()})
+	installer, err := flux.NewInstaller(flux.Options{ChartRef: framework.FluxChart(), CacheDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -74,19 +74,20 @@ func containerArgs(t *testing.T, d *unstructured.Unstructured) []string {
 }
 
 // TestLocalChartShape: the local chart renders the community chart's objects for the controllers
-// it installs, with its names, labels and values keys; helm- and notification-controller are off
-// by default and their .create keys work.
+// it installs, with its names, labels and values keys; helm-controller is on by default (it is
+// built here: hack/tools/helm-controller), notification-controller off, and their .create keys
+// work.
 func TestLocalChartShape(t *testing.T) {
 	objs := render(t, nil)
 	want := []string{
 		"ClusterRole/crd-controller", "ClusterRoleBinding/cluster-reconciler", "ClusterRoleBinding/crd-controller",
-		"Deployment/kustomize-controller", "Deployment/source-controller",
-		"Service/source-controller", "ServiceAccount/kustomize-controller", "ServiceAccount/source-controller",
+		"Deployment/helm-controller", "Deployment/kustomize-controller", "Deployment/source-controller",
+		"Service/source-controller", "ServiceAccount/helm-controller", "ServiceAccount/kustomize-controller", "ServiceAccount/source-controller",
 	}
 	if got := keys(objs); !slices.Equal(got, want) {
 		t.Fatalf("objects = %v, want %v", got, want)
 	}
-	for _, name := range []string{"source-controller", "kustomize-controller"} {
+	for _, name := range []string{"source-controller", "kustomize-controller", "helm-controller"} {
 		d := objs["Deployment/"+name]
 		labels := d.GetLabels()
 		for k, v := range map[string]string{
@@ -108,7 +109,11 @@ func TestLocalChartShape(t *testing.T) {
 			t.Errorf("%s runs as ServiceAccount %q", name, sa)
 		}
 		cs, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "containers")
-		if img := cs[0].(map[string]any)["image"]; img != "ghcr.io/fluxcd/"+name+":v1.9.6" {
+		tag := map[string]string{"helm-controller": "v1.4.3"}[name] // the versions hack/tools builds
+		if tag == "" {
+			tag = "v1.9.6"
+		}
+		if img := cs[0].(map[string]any)["image"]; img != "ghcr.io/fluxcd/"+name+":"+tag {
 			t.Errorf("%s image = %v", name, img)
 		}
 		args := containerArgs(t, d)
@@ -133,6 +138,10 @@ func TestLocalChartShape(t *testing.T) {
 	subjects, _, _ := unstructured.NestedSlice(objs["ClusterRoleBinding/cluster-reconciler"].Object, "subjects")
 	if len(subjects) != 2 || subjects[0].(map[string]any)["name"] != "kustomize-controller" || subjects[0].(map[string]any)["namespace"] != "flux-system" {
 		t.Errorf("cluster-reconciler subjects = %v", subjects)
+	}
+
+	if objs := render(t, map[string]any{"helmController": map[string]any{"create": false}}); objs["Deployment/helm-controller"] != nil || objs["ServiceAccount/helm-controller"] != nil {
+		t.Errorf("helm-controller rendered with helmController.create=false")
 	}
 
 	// The other controllers' keys.

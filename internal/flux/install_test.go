@@ -30,7 +30,7 @@ import (
 // localChart is the local Flux chart hack/build-tools.sh assembles (with Flux's CRDs).
 func localChart(t *testing.T) string {
 	t.Helper()
-	dir := filepath.Join(framework.RepoRoot(), "_tools", "charts", "flux2")
+	dir := framework.FluxChart()
 	if _, err := os.Stat(filepath.Join(dir, "crds", "source.toolkit.fluxcd.io_gitrepositories.yaml")); err != nil {
 		t.Fatalf("the local Flux chart is missing from %s: run `make tools` (hack/build-tools.sh flux-chart): %v", dir, err)
 	}
@@ -90,12 +90,13 @@ func TestEnsureInstallsFlux(t *testing.T) {
 	if res.Adopted || res.Revision != 1 || res.ChartVersion != "0.1.0" || !strings.Contains(res.Message, "Installed Flux") {
 		t.Fatalf("Ensure = %+v, want revision 1 of chart 0.1.0 installed", res)
 	}
-	for _, crd := range []string{"gitrepositories.source.toolkit.fluxcd.io", "kustomizations.kustomize.toolkit.fluxcd.io", "ocirepositories.source.toolkit.fluxcd.io"} {
+	for _, crd := range []string{"gitrepositories.source.toolkit.fluxcd.io", "kustomizations.kustomize.toolkit.fluxcd.io", "ocirepositories.source.toolkit.fluxcd.io",
+		"helmrepositories.source.toolkit.fluxcd.io", "helmreleases.helm.toolkit.fluxcd.io"} {
 		if err := c.Get(ctx, client.ObjectKey{Name: crd}, &apiextensionsv1.CustomResourceDefinition{}); err != nil {
 			t.Errorf("CRD %s: %v", crd, err)
 		}
 	}
-	for _, name := range []string{flux.SourceController, flux.KustomizeController} {
+	for _, name := range []string{flux.SourceController, flux.KustomizeController, "helm-controller"} {
 		d := &appsv1.Deployment{}
 		if err := c.Get(ctx, client.ObjectKey{Namespace: flux.Namespace, Name: name}, d); err != nil {
 			t.Fatalf("Deployment %s: %v", name, err)
@@ -113,7 +114,8 @@ func TestEnsureInstallsFlux(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := "source-controller: Deployment not Available (no Available condition yet); kustomize-controller: Deployment not Available (no Available condition yet)"
+	want := "source-controller: Deployment not Available (no Available condition yet); kustomize-controller: Deployment not Available (no Available condition yet); " +
+		"helm-controller: Deployment not Available (no Available condition yet)"
 	if h.Healthy || h.Message != want {
 		t.Errorf("CheckHealth = %+v, want unhealthy: %s", h, want)
 	}

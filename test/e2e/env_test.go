@@ -312,7 +312,7 @@ func (e *env) startManager() error {
 		"--fleet-overview-secure",
 		"--fleet-overview-refresh-interval", "1s",
 		"--tenant-requeue-interval", "1s",
-		"--flux-chart", filepath.Join(framework.RepoRoot(), "_tools", "charts", "flux2"),
+		"--flux-chart", framework.FluxChart(),
 		"--hostcluster-poll-interval", "1s",
 		"--kubernetescluster-poll-interval", "1s",
 		"--hostcluster-access-give-up", "20s",

@@ -11,6 +11,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -51,8 +52,10 @@ const authAPIServiceWait = 5 * time.Minute
 //     X-Internal-Api-Key header: 401 unless the header is the key of authapi-secrets
 //     (constant-time compare), 400 naming an empty or malformed field, else the account is
 //     upserted: 201 the first time an email is seen, 200 after, {"email", "username", "created"}.
-//     It listens on a non-loopback IPv4 address of this machine (Endpoints may not hold loopback
-//     addresses) on a free port.
+//     It listens on a free port of an address of the pod network, in a network namespace of its
+//     own reached over a veth pair (podNet, as FluxPods gives the sealed-secrets controller's
+//     Pod; Endpoints may not hold loopback addresses); without root, on a non-loopback IPv4
+//     address of this machine instead (NonLoopbackIPv4), which other hosts could reach.
 //   - sealed-secrets: once the Service authapi exists in Namespace (Flux applies it from the
 //     tree), Secret authapi-secrets with a random INTERNAL_API_KEY (an existing key is kept, as
 //     an unsealed Secret keeps its value).
@@ -73,8 +76,9 @@ type AuthAPI struct {
 	Target *rest.Config
 	// Namespace of the Service, Secret, Pod and Endpoints; default kubeopera.
 	Namespace string
-	// Address is the IPv4 address to serve on; default the first non-loopback IPv4 address of
-	// an interface that is up.
+	// Address is the IPv4 address to serve on; default an address of the pod network in a
+	// network namespace of its own (podNet; as root), else the first non-loopback IPv4 address
+	// of an interface that is up.
 	Address string
 
 	once         sync.Once
@@ -162,15 +166,29 @@ func (a *AuthAPI) Run(ctx context.Context) error {
 		ns = AuthAPINamespace
 	}
 	ip := a.Address
-	if ip == "" {
-		var err error
+	var ln net.Listener
+	var err error
+	switch {
+	case ip == "" && os.Geteuid() == 0:
+		n, err := startPodNet(ctx, nil, "authapi", a.Target.Host)
+		if err != nil {
+			return fmt.Errorf("authapi's Pod network: %w", err)
+		}
+		defer n.stop()
+		ip = n.ip
+		ln, err = listenIn(n.netns, net.JoinHostPort(ip, "0"))
+		if err != nil {
+			return fmt.Errorf("authapi cannot listen on %s in its Pod: %w", ip, err)
+		}
+	case ip == "":
 		if ip, err = NonLoopbackIPv4(); err != nil {
 			return err
 		}
-	}
-	ln, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
-	if err != nil {
-		return fmt.Errorf("authapi cannot listen on %s: %w", ip, err)
+		fallthrough
+	default:
+		if ln, err = net.Listen("tcp", net.JoinHostPort(ip, "0")); err != nil {
+			return fmt.Errorf("authapi cannot listen on %s: %w", ip, err)
+		}
 	}
 	port := ln.Addr().(*net.TCPAddr).Port
 	a.mu.Lock()

@@ -3,6 +3,7 @@ package sim_test
 import (
 	"context"
 	"errors"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -103,6 +104,9 @@ func TestAuthAPIBootstrapThroughTheServiceProxy(t *testing.T) {
 	}
 	if strings.HasPrefix(actor.Addr(), "127.") {
 		t.Errorf("the actor serves on loopback %s", actor.Addr())
+	}
+	if os.Geteuid() == 0 && !strings.HasPrefix(actor.Addr(), "10.244.") {
+		t.Errorf("as root the actor serves on %s, not on an address of the pod network (its own network namespace)", actor.Addr())
 	}
 
 	if err := authapi.Bootstrap(ctx, cs, opts, admin); err != nil {

@@ -4,15 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -78,9 +81,13 @@ func podSandbox(dir string) (map[string]string, error) {
 
 // containerEnv is the environment makeEnvironmentVariables (pkg/kubelet/kubelet_pods.go:734)
 // builds from c.Env, for what the actors' Pods use: a value, with $(VAR) references to the
-// entries before it expanded once (lines 849-852), and valueFrom fieldRef metadata.namespace
-// (lines 856-857, podFieldSelectorRuntimeValue line 989). Service links' variables are not
-// played. envFrom and every other valueFrom are not played either: the error names them.
+// entries before it expanded once (lines 849-852), valueFrom fieldRef metadata.namespace
+// (lines 856-857, podFieldSelectorRuntimeValue line 989), and valueFrom resourceFieldRef
+// limits/requests of cpu and memory when the container sets them (lines 861-866,
+// containerResourceRuntimeValue -> pkg/api/v1/resource/helpers.go ExtractContainerResourceValue:
+// the quantity divided by the divisor, default 1, rounded up; cpu in millis). An unset limit
+// would be the node's allocatable, which no Node here has: not played. Service links' variables
+// are not played. envFrom and every other valueFrom are not played either: the error names them.
 func containerEnv(c *corev1.Container, namespace string) (map[string]string, error) {
 	if len(c.EnvFrom) > 0 {
 		return nil, errors.New("envFrom")
@@ -92,11 +99,39 @@ func containerEnv(c *corev1.Container, namespace string) (map[string]string, err
 			env[e.Name] = expandVars(e.Value, env)
 		case e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.namespace":
 			env[e.Name] = namespace
+		case e.ValueFrom.ResourceFieldRef != nil:
+			v, err := containerResourceValue(c, e.ValueFrom.ResourceFieldRef)
+			if err != nil {
+				return nil, fmt.Errorf("env %s: %w", e.Name, err)
+			}
+			env[e.Name] = v
 		default:
 			return nil, fmt.Errorf("env %s from a source other than fieldRef metadata.namespace", e.Name)
 		}
 	}
 	return env, nil
+}
+
+// containerResourceValue is ExtractContainerResourceValue for cpu and memory limits and requests
+// that c sets (see containerEnv).
+func containerResourceValue(c *corev1.Container, fs *corev1.ResourceFieldSelector) (string, error) {
+	if fs.ContainerName != "" && fs.ContainerName != c.Name {
+		return "", fmt.Errorf("resourceFieldRef of container %s", fs.ContainerName)
+	}
+	kind, name, _ := strings.Cut(fs.Resource, ".")
+	list := map[string]corev1.ResourceList{"limits": c.Resources.Limits, "requests": c.Resources.Requests}[kind]
+	q, ok := list[corev1.ResourceName(name)]
+	if !ok || (name != "cpu" && name != "memory") {
+		return "", fmt.Errorf("resourceFieldRef %s of a container that does not set it (or not cpu or memory)", fs.Resource)
+	}
+	divisor := fs.Divisor
+	if divisor.IsZero() {
+		divisor = resource.MustParse("1")
+	}
+	if name == "cpu" {
+		return strconv.FormatInt(int64(math.Ceil(float64(q.MilliValue())/float64(divisor.MilliValue()))), 10), nil
+	}
+	return strconv.FormatInt(int64(math.Ceil(float64(q.Value())/float64(divisor.Value()))), 10), nil
 }
 
 // expandVars is expansion.Expand(s, MappingFuncFor(env)) (third_party/forked/golang/expansion/

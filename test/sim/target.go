@@ -23,9 +23,9 @@ import (
 
 // Target is a cluster a tenant connects: a real kube-apiserver with etcd and a
 // kube-controller-manager (namespace and garbage-collector controllers), with what a kubelet would
-// run for the platform on it: Flux's source- and kustomize-controller (FluxPods, the real
-// binaries) once Flux's Deployments exist, and authapi (AuthAPI) once the GitOps tree's
-// Service exists.
+// run for the platform on it: Flux's source-, kustomize- and helm-controller (FluxPods, the real
+// binaries) once Flux's Deployments exist, the real sealed-secrets controller (FluxPods) once a
+// HelmRelease installed its chart, and authapi (AuthAPI) once the GitOps tree's Service exists.
 type Target struct {
 	Cluster *devenv.Backend
 	// KubeconfigPath is the target's admin kubeconfig and Kubeconfig its content: what a tenant
@@ -34,8 +34,11 @@ type Target struct {
 	Kubeconfig     []byte
 	// AuthAPI plays authapi on the target; its Calls count the admin bootstraps.
 	AuthAPI *AuthAPI
-	// Flux plays the kubelet for Flux's Deployments.
+	// Flux plays the kubelet for Flux's Deployments and the sealed-secrets controller's.
 	Flux *FluxPods
+	// Charts is the local chart repository serving TargetOptions.Charts (nil without): the URL
+	// a GitOps tree's HelmRepository names for them.
+	Charts *ChartRepo
 }
 
 // StartTarget starts a target with its state and logs in dir (target.kubeconfig, flux.log,
@@ -55,6 +58,9 @@ type TargetOptions struct {
 	// target-kube-controller-manager) and Flux's controllers (target-flux-<Deployment>); nil
 	// records nothing.
 	Processes *devenv.Processes
+	// Charts are chart directories to serve from a local chart repository (Target.Charts, its
+	// files in Dir/charts), e.g. the sealed-secrets chart and StandInCharts.
+	Charts []string
 }
 
 // StartTargetWith starts a target as StartTarget does, recording its processes.
@@ -109,6 +115,12 @@ func StartTargetWith(o TargetOptions) (t *Target, stop func(), err error) {
 	stops = append(stops, func() { _ = fluxLog.Close() })
 	t.Flux = &FluxPods{Target: t.Cluster.Config, KubeconfigPath: t.KubeconfigPath, BinDir: binDir, WorkDir: filepath.Join(dir, "flux"), Log: fluxLog, Processes: procs.With("flux")}
 	t.AuthAPI = &AuthAPI{Target: t.Cluster.Config}
+	if len(o.Charts) > 0 {
+		if t.Charts, err = StartChartRepo(filepath.Join(dir, "charts"), o.Charts...); err != nil {
+			return nil, nil, err
+		}
+		stops = append(stops, func() { _ = t.Charts.Close() })
+	}
 	stops = append(stops, runActor(t.Flux.Run, fluxLog), runActor(t.AuthAPI.Run, fluxLog))
 	return t, stop, nil
 }
