@@ -290,24 +290,31 @@ func run() error {
 		}
 	}
 
-	// What HostClusters need around the platform: a target cluster with Flux's controllers and
-	// authapi played on it, a git server and the gitops-scaffolder stand-in.
-	say("Starting the HostCluster target cluster (kubeconfig %s/target/target.kubeconfig); Flux's source- and kustomize-controller run there as processes once Flux is installed, authapi is played (log in %s/target/flux.log)", state, state)
-	target, stopTarget, err := sim.StartTargetWith(sim.TargetOptions{Dir: filepath.Join(dev, "target"), BinDir: bin, KeepData: true, Processes: procs})
+	// What HostClusters need around the platform: a target cluster with Flux's controllers (and
+	// the sealed-secrets controller they install) run as processes and authapi played on it, a git
+	// server, the chart mirror of the tree's infrastructure layer, and the real gitops-scaffolder
+	// whose Jobs run the real scaffold runner.
+	say("Starting the HostCluster target cluster (kubeconfig %s/target/target.kubeconfig); Flux's source-, kustomize- and helm-controller run there as processes once Flux is installed, and the sealed-secrets controller once Flux installed it (as root: it needs a Pod network), authapi is played (log in %s/target/flux.log)", state, state)
+	target, stopTarget, err := sim.StartTargetWith(sim.TargetOptions{Dir: filepath.Join(dev, "target"), BinDir: bin, KeepData: true, Processes: procs,
+		Charts: append([]string{filepath.Join(root, "_tools", "charts", "sealed-secrets")}, sim.StandInCharts(root)...)})
 	if err != nil {
 		return err
 	}
 	defer stopTarget()
-	gitAddr, scaffolderAddr := "127.0.0.1:"+envOr("KUBEOPERA_GIT_PORT", "8090"), "127.0.0.1:"+envOr("KUBEOPERA_SCAFFOLDER_PORT", "8091")
-	gitops, stopGitOps, err := sim.StartGitOps(sim.GitOpsOptions{
-		Dir: filepath.Join(dev, "gitops"), APIKey: devScaffolderAPIKey, Backend: backendCfg,
-		GitAddr: gitAddr, ScaffolderAddr: scaffolderAddr,
-	})
+	gitAddr := "127.0.0.1:" + envOr("KUBEOPERA_GIT_PORT", "8090")
+	gitops, stopGitOps, err := sim.StartGitOps(sim.GitOpsOptions{Dir: filepath.Join(dev, "gitops"), GitAddr: gitAddr})
 	if err != nil {
 		return err
 	}
 	defer stopGitOps()
-	say("Started the local git server: %s (user %s) and the gitops-scaffolder stand-in: %s", gitops.RepoURL, sim.GitUsername, gitops.Scaffolder.URL)
+	scaffolderLog, _ := os.Create(filepath.Join(logs, "scaffolder.log"))
+	defer func() { _ = scaffolderLog.Close() }()
+	scaffolder, err := startScaffolder(ctx, root, dev, backendCfg, target.Charts.URL, scaffolderLog)
+	if err != nil {
+		return err
+	}
+	defer scaffolder.Stop()
+	say("Started the local git server: %s (user %s), the chart mirror %s and the gitops-scaffolder: %s (API key in %s/%s; log in %s/logs/scaffolder.log)", gitops.RepoURL, sim.GitUsername, target.Charts.URL, scaffolder.URL, state, scaffolderKeyFile, state)
 	// Provisioned HostClusters: the provisioner, its runs and AWS, played on the embedded backend.
 	var provisioner *provisioning.Env
 	if os.Getenv("BACKEND_KUBECONFIG") == "" {
@@ -361,6 +368,8 @@ func run() error {
 		"--orphan-sweep-kcp-context", "system:admin",
 		"--flux-chart", fluxChart,
 		"--hostcluster-poll-interval", "2s",
+		// Flux on the local target looks at the tree every 10 s: a scaffold's second pass lands soon.
+		"--gitops-sync-interval", "10s",
 		"--fleet-overview-bind-address", overviewAddr,
 		// The target clusters of this environment listen on 127.0.0.1, which the manager never
 		// dials on a tenant's behalf unless allowed: exactly that address is.
@@ -370,7 +379,7 @@ func run() error {
 		mgrArgs = append(mgrArgs, "--vcluster-distro", "k8s", "--vcluster-exposure", "loadbalancer")
 	}
 	mgrEnv := append(os.Environ(), "KUBEOPERA_API_BASE_URL="+os.Getenv("KUBEOPERA_API_BASE_URL"),
-		"GITOPS_SCAFFOLDER_BASE_URL="+gitops.Scaffolder.URL, "GITOPS_SCAFFOLDER_API_KEY="+devScaffolderAPIKey)
+		"GITOPS_SCAFFOLDER_BASE_URL="+scaffolder.URL, "GITOPS_SCAFFOLDER_API_KEY="+scaffolder.APIKey)
 	if provisioner != nil {
 		// The key goes by environment (the manager has no flag for it: no secret on a command line).
 		// EKS tokens the manager mints are signed for the AWS played here.
@@ -473,7 +482,7 @@ func claims(root, dev string, kcpPort int) []devenv.Claim {
 	c := []devenv.Claim{{Port: kcpPort, What: "kcp, KCP_PORT"}}
 	for _, p := range []struct{ env, def, what string }{
 		{"KUBEOPERA_GIT_PORT", "8090", "the git server"},
-		{"KUBEOPERA_SCAFFOLDER_PORT", "8091", "the gitops-scaffolder stand-in"},
+		{"KUBEOPERA_SCAFFOLDER_PORT", "8091", "the gitops-scaffolder"},
 		{"KUBEOPERA_FLEET_OVERVIEW_PORT", "8083", "the fleet overview"},
 	} {
 		if n, err := strconv.Atoi(envOr(p.env, p.def)); err == nil {
@@ -544,8 +553,6 @@ func simulateCrossplane() error {
 	return errors.Join(err, <-errs)
 }
 
-// devScaffolderAPIKey is the API key the manager and the local gitops-scaffolder stand-in share.
-const devScaffolderAPIKey = "local-scaffolder-key"
 
 func envOr(key, def string) string {
 	if v := os.Getenv(key); v != "" {

@@ -27,9 +27,11 @@ import (
 	kov1alpha1 "github.com/kubeopera/kubeopera/apis/kubeopera/v1alpha1"
 	"github.com/kubeopera/kubeopera/internal/devenv"
 	"github.com/kubeopera/kubeopera/internal/manager"
+	"github.com/kubeopera/kubeopera/internal/scaffolder/jobs"
 	"github.com/kubeopera/kubeopera/test/framework"
 	"github.com/kubeopera/kubeopera/test/framework/platform"
 	"github.com/kubeopera/kubeopera/test/sim"
+	"github.com/kubeopera/kubeopera/test/sim/scaffolding"
 	"github.com/kubeopera/kubeopera/workspaces"
 )
 
@@ -94,10 +96,13 @@ type env struct {
 	// vclusters runs the real vCluster of every Tenant where its StatefulSet's Pod would run;
 	// the backend's load balancer controller (sim.LoadBalancers) gives their Services addresses
 	// that reach them (the manager runs with --vcluster-exposure loadbalancer).
-	vclusters  *sim.VClusterPods
-	gitops     *sim.GitOps
-	managerBin string
-	dir        string
+	vclusters *sim.VClusterPods
+	gitops    *sim.GitOps
+	// charts is the scaffolder's chart mirror; scaffolding the real gitops-scaffolder.
+	charts      *sim.ChartRepo
+	scaffolding *scaffolding.Env
+	managerBin  string
+	dir         string
 	// stops stop what startEnv started, in reverse order.
 	stops []func()
 	// workspaceSeq makes workspace names unique within the run.
@@ -208,17 +213,14 @@ func startEnv() (e *env, err error) {
 	}
 	e.api = sim.NewKubeoperaAPI()
 	e.stops = append(e.stops, e.api.Close)
-	// The git server and the gitops-scaffolder stand-in HostClusters use (the target cluster they
-	// connect is started by the first test that needs it: hostTarget).
-	g, stopGitOps, err := sim.StartGitOps(sim.GitOpsOptions{
-		Dir: filepath.Join(e.dir, "gitops"), APIKey: scaffolderAPIKey, Backend: e.backend.Config,
-		FailSlugs: map[string]string{brokenTreeSlug: brokenTreeError}, HoldSlugs: map[string]bool{heldTreeSlug: true},
-	})
-	if err != nil {
+	// What HostClusters use around the platform (the target cluster they connect is started by
+	// the first test that needs it: hostTarget): the git server, a chart repository with the
+	// real sealed-secrets chart and the stand-ins of the infrastructure layer's charts (the
+	// scaffolder's chart mirror), and the real gitops-scaffolder with the real scaffold runner
+	// in its Jobs' played Pods.
+	if err := e.startGitOps(ctx); err != nil {
 		return e, err
 	}
-	e.gitops = g
-	e.stops = append(e.stops, stopGitOps)
 	pp, err := devenv.FreePorts(1)
 	if err != nil {
 		return e, err
@@ -228,6 +230,45 @@ func startEnv() (e *env, err error) {
 		return e, err
 	}
 	return e, nil
+}
+
+// startGitOps starts the git server, the chart mirror and the gitops-scaffolder (logs in
+// scaffolder.log), until teardown.
+func (e *env) startGitOps(ctx context.Context) error {
+	g, stop, err := sim.StartGitOps(sim.GitOpsOptions{Dir: filepath.Join(e.dir, "gitops")})
+	if err != nil {
+		return err
+	}
+	e.gitops = g
+	e.stops = append(e.stops, stop)
+	charts := append([]string{framework.SealedSecretsChart()}, sim.StandInCharts(framework.RepoRoot())...)
+	if e.charts, err = sim.StartChartRepo(filepath.Join(e.dir, "charts"), charts...); err != nil {
+		return err
+	}
+	e.stops = append(e.stops, func() { _ = e.charts.Close() })
+	runner, err := framework.Command("scaffold-runner")
+	if err != nil {
+		return err
+	}
+	logf, err := os.Create(filepath.Join(e.dir, "scaffolder.log"))
+	if err != nil {
+		return err
+	}
+	e.scaffolding, err = scaffolding.Start(ctx, scaffolding.Options{
+		Backend: e.backend.Config, Root: framework.RepoRoot(), RunnerBinary: runner, Log: logf,
+		Jobs: jobs.Config{
+			ChartMirror: e.charts.URL,
+			// The git server and the targets listen on 127.0.0.1: the admin's exception.
+			AllowNetworks:        "127.0.0.1/32",
+			SealedSecretsTimeout: 5 * time.Minute,
+		},
+	})
+	if err != nil {
+		_ = logf.Close()
+		return err
+	}
+	e.stops = append(e.stops, e.scaffolding.Stop, func() { _ = logf.Close() })
+	return nil
 }
 
 // startVClusters plays the kubelet for every vCluster StatefulSet on the backend (the real
@@ -314,6 +355,8 @@ func (e *env) startManager() error {
 		"--tenant-requeue-interval", "1s",
 		"--flux-chart", framework.FluxChart(),
 		"--hostcluster-poll-interval", "1s",
+		// Flux on the targets looks at the trees every 2 s: a scaffold's second pass lands soon.
+		"--gitops-sync-interval", "2s",
 		"--kubernetescluster-poll-interval", "1s",
 		"--hostcluster-access-give-up", "20s",
 		// A Ready HostCluster's target is checked every 30 s (jittered), so an outage shows soon.
@@ -331,7 +374,7 @@ func (e *env) startManager() error {
 	cmd.Args = append(cmd.Args, e.extraArgs...)
 	cmd.Env = append(os.Environ(), "INTERNAL_SERVICE_TOKEN=e2e-token", "ENVIRONMENT=e2e", "CLUSTER_PROVISIONER_API_KEY="+provisionerAPIKey)
 	if !e.withoutScaffolder {
-		cmd.Env = append(cmd.Env, "GITOPS_SCAFFOLDER_BASE_URL="+e.gitops.Scaffolder.URL, "GITOPS_SCAFFOLDER_API_KEY="+scaffolderAPIKey)
+		cmd.Env = append(cmd.Env, "GITOPS_SCAFFOLDER_BASE_URL="+e.scaffolding.URL, "GITOPS_SCAFFOLDER_API_KEY="+e.scaffolding.APIKey)
 	}
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -25,6 +27,8 @@ import (
 	"github.com/kubeopera/kubeopera/internal/flux"
 	"github.com/kubeopera/kubeopera/internal/manager"
 	"github.com/kubeopera/kubeopera/internal/reconcile"
+	scaffoldapi "github.com/kubeopera/kubeopera/internal/scaffolder/api"
+	scaffolderclient "github.com/kubeopera/kubeopera/internal/scaffolder/client"
 	"github.com/kubeopera/kubeopera/syncer"
 	"github.com/kubeopera/kubeopera/test/framework"
 	"github.com/kubeopera/kubeopera/test/sim"
@@ -32,13 +36,9 @@ import (
 )
 
 const (
-	// scaffolderAPIKey is the API key shared by the manager and the scaffolder stand-in.
-	scaffolderAPIKey = "e2e-scaffolder-key"
-	// brokenTreeSlug is a slug whose scaffold job fails, with brokenTreeError.
-	brokenTreeSlug  = "broken-tree"
-	brokenTreeError = "generate-gitops-env: sealing failed: sealed-secrets controller not Available after 10m0s"
-	// heldTreeSlug is a slug whose scaffold job runs until the suite ends.
-	heldTreeSlug = "held-tree"
+	// brokenRepo is a repository the git server does not have: its scaffold fails with git's
+	// answer.
+	brokenRepo = "no-such-repo"
 	// clusterPath is the tree every HostCluster that goes to Ready uses: Flux on the one target
 	// syncs one repository path (GitRepository and Kustomization flux-system), which HostClusters
 	// of any workspace naming the same repository and path share.
@@ -56,6 +56,37 @@ func (e *env) hostTarget(t *testing.T) *sim.Target {
 	return sharedTarget.get(t, e, "the target cluster", func() (*sim.Target, func(), error) {
 		return sim.StartTarget(filepath.Join(e.dir, "target"), framework.ToolsBin(), false)
 	})
+}
+
+// scaffoldJobs are the gitops-scaffolder's Jobs for HostClusters of workspace lc, as an admin
+// lists them: kubectl -n kubeopera-provisioning get jobs -l scaffolder.kubeopera.io/run.
+func (e *env) scaffoldJobs(t *testing.T, lc string) []batchv1.Job {
+	t.Helper()
+	l := &batchv1.JobList{}
+	if err := e.backendC.List(context.Background(), l, client.InNamespace(scaffoldapi.DefaultJobsNamespace), client.HasLabels{scaffoldapi.LabelRun}); err != nil {
+		t.Fatal(err)
+	}
+	var out []batchv1.Job
+	for _, j := range l.Items {
+		if j.Annotations[scaffoldapi.AnnotationWorkspace] == lc {
+			out = append(out, j)
+		}
+	}
+	return out
+}
+
+// scaffold asks the gitops-scaffolder's API for scaffold id.
+func (e *env) scaffold(t *testing.T, id string) scaffoldapi.Scaffold {
+	t.Helper()
+	c, err := scaffolderclient.New(e.scaffolding.URL, e.scaffolding.APIKey, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := c.Get(context.Background(), id)
+	if err != nil {
+		t.Fatalf("scaffold %s: %v", id, err)
+	}
+	return s
 }
 
 func (e *env) targetClient(t *testing.T) client.Client {
@@ -241,13 +272,7 @@ func TestHostClusterConnectedInTwoWorkspacesWithTheSameNames(t *testing.T) {
 	// API server before a job is started, so a pass working from an older cached copy never
 	// starts a second one.
 	for _, lc := range []string{acmeLC, globexLC} {
-		n := 0
-		for _, j := range e.gitops.Scaffolder.Jobs() {
-			if j.Request.KubeconfigSecretNamespace == workspaces.Namespace(lc) {
-				n++
-			}
-		}
-		if n != 1 {
+		if n := len(e.scaffoldJobs(t, lc)); n != 1 {
 			t.Errorf("%d gitops-scaffolder jobs for the cluster of %s, want 1", n, lc)
 		}
 	}
@@ -278,6 +303,53 @@ func TestHostClusterConnectedInTwoWorkspacesWithTheSameNames(t *testing.T) {
 	if err := tc.Get(ctx, client.ObjectKey{Namespace: flux.Namespace, Name: "flux-system"}, &corev1.Secret{}); err != nil {
 		t.Errorf("the Git credentials were not seeded on the target: %v", err)
 	}
+
+	// The scaffold's two passes, in the repository: the infrastructure layer, then the apps
+	// layer with the credentials sealed against the target's real sealed-secrets controller,
+	// which unsealed them into Secrets there (authapi's key among them: the admin bootstrap
+	// above used it).
+	files := gitFiles(t, filepath.Join(e.gitops.Git.Dir, "gitops-iac.git"), clusterPath)
+	for _, f := range []string{"infrastructure/sealed-secrets.yaml", "apps/sealed/postgres-credentials.yaml", "apps/sealed/rabbitmq-credentials.yaml", "apps/sealed/authapi-secrets.yaml"} {
+		if !slices.Contains(files, f) {
+			t.Errorf("the tree lacks %s: %v", f, files)
+		}
+	}
+	for _, name := range []string{"postgres-credentials", "rabbitmq-credentials", "authapi-secrets"} {
+		sec := &corev1.Secret{}
+		if err := tc.Get(ctx, client.ObjectKey{Namespace: "kubeopera", Name: name}, sec); err != nil {
+			t.Errorf("Secret kubeopera/%s was not unsealed on the target: %v", name, err)
+			continue
+		}
+		if len(sec.OwnerReferences) != 1 || sec.OwnerReferences[0].Kind != "SealedSecret" || len(sec.Data) == 0 {
+			t.Errorf("Secret kubeopera/%s is not the sealed-secrets controller's: owners %v, %d keys", name, sec.OwnerReferences, len(sec.Data))
+		}
+	}
+	// No credential is in the repository in clear: the database's password is in the target's
+	// Secret only.
+	pg := &corev1.Secret{}
+	if err := tc.Get(ctx, client.ObjectKey{Namespace: "kubeopera", Name: "postgres-credentials"}, pg); err == nil {
+		show, err := exec.Command("git", "--git-dir", filepath.Join(e.gitops.Git.Dir, "gitops-iac.git"), "log", "-p", "main").Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pw := pg.Data["POSTGRES_PASSWORD"]; len(pw) == 0 || strings.Contains(string(show), string(pw)) {
+			t.Error("the database's password is in the repository's history in clear (or empty)")
+		}
+	}
+}
+
+// gitFiles lists the files under dir of branch main of the bare repository, relative to dir.
+func gitFiles(t *testing.T, bare, dir string) []string {
+	t.Helper()
+	out, err := exec.Command("git", "--git-dir", bare, "ls-tree", "-r", "--name-only", "main", "--", dir).Output()
+	if err != nil {
+		t.Fatalf("git ls-tree: %v", err)
+	}
+	var files []string
+	for _, f := range strings.Fields(string(out)) {
+		files = append(files, strings.TrimPrefix(f, dir+"/"))
+	}
+	return files
 }
 
 func TestHostClusterFailsWithTheScaffoldersError(t *testing.T) {
@@ -285,14 +357,18 @@ func TestHostClusterFailsWithTheScaffoldersError(t *testing.T) {
 	e := sharedEnv(t)
 	target := e.hostTarget(t)
 	c, _, _ := e.tenantWorkspace(t, "hc-broken")
-	e.connect(t, c, e.seedHostCluster(t, "broken", "broken1", "fluxcd/clusters/"+brokenTreeSlug, false), target.Kubeconfig)
-	hc := waitHostClusterPhase(t, c, "broken", kov1alpha1.HostClusterPhaseFailed, 4*time.Minute)
+	hc := e.seedHostCluster(t, "broken", "broken1", "fluxcd/clusters/broken", false)
+	hc.Spec.GitOpsRepoURL = e.gitops.Git.URL + "/" + brokenRepo + ".git"
+	e.connect(t, c, hc, target.Kubeconfig)
+	hc = waitHostClusterPhase(t, c, "broken", kov1alpha1.HostClusterPhaseFailed, 4*time.Minute)
+	// The runner's real error: git's answer for a repository the server does not have.
+	const gitsError = "repository not found"
 	cond := reconcile.GetCondition(hc, kov1alpha1.GitOpsTreeGeneratedCondition)
-	if cond == nil || cond.Reason != kov1alpha1.ScaffoldFailedReason || !strings.Contains(cond.Message, brokenTreeError) {
-		t.Fatalf("GitOpsTreeGenerated = %+v, want ScaffoldFailed with the service's error", cond)
+	if cond == nil || cond.Reason != kov1alpha1.ScaffoldFailedReason || !strings.Contains(cond.Message, gitsError) || !strings.Contains(cond.Message, brokenRepo) {
+		t.Fatalf("GitOpsTreeGenerated = %+v, want ScaffoldFailed with the runner's error", cond)
 	}
-	if !strings.Contains(hc.Status.Message, brokenTreeError) {
-		t.Errorf("message %q lacks the service's error", hc.Status.Message)
+	if !strings.Contains(hc.Status.Message, gitsError) {
+		t.Errorf("message %q lacks the runner's error", hc.Status.Message)
 	}
 }
 
@@ -598,15 +674,18 @@ func TestHostClusterFollowsOnlyItsOwnScaffoldJob(t *testing.T) {
 	e := sharedEnv(t)
 	ctx := context.Background()
 	target := e.hostTarget(t)
-	owner, _, _ := e.tenantWorkspace(t, "hc-jobowner")
+	owner, ownerLC, _ := e.tenantWorkspace(t, "hc-jobowner")
 	thief, _, _ := e.tenantWorkspace(t, "hc-jobthief")
 
 	e.connect(t, owner, e.seedHostCluster(t, "mine", "jobowner1", clusterPath, false), target.Kubeconfig)
 	mine := waitHostClusterPhase(t, owner, "mine", kov1alpha1.HostClusterPhaseReady, 5*time.Minute)
 	jobA := mine.Annotations[kov1alpha1.ScaffoldJobIDAnnotation]
-	if j, ok := e.gitops.Scaffolder.Job(jobA); !ok || j.Status != "succeeded" {
+	if j := e.scaffold(t, jobA); !j.Succeeded() {
 		t.Fatalf("owner's scaffold job %q: %+v", jobA, j)
 	}
+	// A git server that accepts connections and never answers: a scaffold cloning from it runs
+	// until its deadline.
+	hung := framework.StartHangingServer(t)
 
 	for _, tc := range []struct {
 		what string
@@ -616,9 +695,11 @@ func TestHostClusterFollowsOnlyItsOwnScaffoldJob(t *testing.T) {
 		{"another workspace's job", thief, "thief"},
 		{"another HostCluster's job of the same workspace", owner, "sibling"},
 	} {
-		// Its own job runs long (the held slug); meanwhile the tenant points the annotation at
-		// the owner's succeeded job.
-		e.connect(t, tc.c, e.seedHostCluster(t, tc.name, tc.name+"1", "fluxcd/clusters/"+heldTreeSlug, false), target.Kubeconfig)
+		// Its own job runs long (cloning from the hung server); meanwhile the tenant points the
+		// annotation at the owner's succeeded job.
+		held := e.seedHostCluster(t, tc.name, tc.name+"1", "fluxcd/clusters/held", false)
+		held.Spec.GitOpsRepoURL = hung.URL + "/held.git"
+		e.connect(t, tc.c, held, target.Kubeconfig)
 		var own string
 		framework.Eventually(t, 4*time.Minute, tc.name+" waiting for its own scaffold job", func() (bool, string) {
 			hc := getHostCluster(t, tc.c, tc.name)
@@ -643,12 +724,12 @@ func TestHostClusterFollowsOnlyItsOwnScaffoldJob(t *testing.T) {
 			return hc.Status.Phase == kov1alpha1.HostClusterPhaseFailed && !reconcile.IsTrue(hc, kov1alpha1.GitOpsTreeGeneratedCondition) &&
 				!reconcile.IsTrue(hc, kov1alpha1.KubeOperaInstalledCondition), describeHC(hc)
 		})
-		if j, _ := e.gitops.Scaffolder.Job(own); j.Status != "running" {
-			t.Errorf("%s: its own job %s is %q, want still running (held)", tc.what, own, j.Status)
+		if j := e.scaffold(t, own); j.Status != "running" {
+			t.Errorf("%s: its own job %s is %q, want still running (cloning from the hung server)", tc.what, own, j.Status)
 		}
 	}
 	// The owner's job and HostCluster are as they were.
-	if j, _ := e.gitops.Scaffolder.Job(jobA); j.Status != "succeeded" || j.Request.KubeconfigSecretName != "hostcluster-jobowner1-kubeconfig" {
+	if j := e.scaffold(t, jobA); !j.Succeeded() || j.ClusterID != "jobowner1" || !j.BelongsTo(ownerLC, string(mine.UID)) {
 		t.Errorf("the owner's job changed: %+v", j)
 	}
 	if hc := getHostCluster(t, owner, "mine"); hc.Status.Phase != kov1alpha1.HostClusterPhaseReady || hc.Annotations[kov1alpha1.ScaffoldJobIDAnnotation] != jobA {

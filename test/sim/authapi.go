@@ -43,8 +43,8 @@ const (
 // authAPIServiceWait bounds how long Run waits for authapi's Service (Flux applies it).
 const authAPIServiceWait = 5 * time.Minute
 
-// AuthAPI plays authapi's Pod on a target cluster, and the sealed-secrets controller that unseals
-// its Secret there (docs/hostcluster.md#admin-bootstrap). The target is a real kube-apiserver without a
+// AuthAPI plays authapi's Pod on a target cluster, and (unless Unsealed) the sealed-secrets
+// controller that unseals its Secret there (docs/hostcluster.md#admin-bootstrap). The target is a real kube-apiserver without a
 // kubelet, so this process serves what the Pod would, and writes what the kubelet, the
 // endpoints controller and the sealed-secrets controller would write, nothing more:
 //
@@ -56,9 +56,11 @@ const authAPIServiceWait = 5 * time.Minute
 //     own reached over a veth pair (podNet, as FluxPods gives the sealed-secrets controller's
 //     Pod; Endpoints may not hold loopback addresses); without root, on a non-loopback IPv4
 //     address of this machine instead (NonLoopbackIPv4), which other hosts could reach.
-//   - sealed-secrets: once the Service authapi exists in Namespace (Flux applies it from the
-//     tree), Secret authapi-secrets with a random INTERNAL_API_KEY (an existing key is kept, as
-//     an unsealed Secret keeps its value).
+//   - sealed-secrets, unless Unsealed (then the real controller unseals the tree's SealedSecret
+//     and the actor waits for the Secret, as authapi's Pod waits for what it mounts): once the
+//     Service authapi exists in Namespace (Flux applies it from the tree), Secret
+//     authapi-secrets with a random INTERNAL_API_KEY (an existing key is kept, as an unsealed
+//     Secret keeps its value).
 //   - the kubelet: Pod authapi-0 (app=authapi, container port named http = this server's port)
 //     with status Running, podIP(s) = this server's address, Ready; and, as
 //     kube-controller-manager's serviceaccount controller would, ServiceAccount default first,
@@ -80,6 +82,10 @@ type AuthAPI struct {
 	// network namespace of its own (podNet; as root), else the first non-loopback IPv4 address
 	// of an interface that is up.
 	Address string
+	// Unsealed: authapi-secrets comes from the GitOps tree's SealedSecret, which the real
+	// sealed-secrets controller on the target unseals; the actor waits for it and plays
+	// sealed-secrets no more. Without it the actor writes the Secret as that controller would.
+	Unsealed bool
 
 	once         sync.Once
 	ready        chan struct{}
@@ -244,7 +250,12 @@ func (a *AuthAPI) install(ctx context.Context, ns, ip string, port int32) error 
 		return fmt.Errorf("Service %s/%s has no port named %s", ns, AuthAPIService, AuthAPIPortName)
 	}
 
-	key, err := a.ensureSecret(ctx, cs, ns)
+	var key string
+	if a.Unsealed {
+		key, err = a.awaitSecret(ctx, cs, ns)
+	} else {
+		key, err = a.ensureSecret(ctx, cs, ns)
+	}
 	if err != nil {
 		return err
 	}
@@ -282,6 +293,24 @@ func (a *AuthAPI) install(ctx context.Context, ns, ip string, port int32) error 
 		return fmt.Errorf("failed to write Endpoints %s/%s: %w", ns, AuthAPIService, err)
 	}
 	return nil
+}
+
+// awaitSecret waits for authapi-secrets with its key, as authapi's Pod waits for the Secret it
+// mounts, and returns the key.
+func (a *AuthAPI) awaitSecret(ctx context.Context, cs kubernetes.Interface, ns string) (string, error) {
+	var key string
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, authAPIServiceWait, true, func(ctx context.Context) (bool, error) {
+		s, err := cs.CoreV1().Secrets(ns).Get(ctx, AuthAPISecret, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		key = string(s.Data[AuthAPISecretKey])
+		return key != "", nil
+	})
+	if err != nil {
+		return "", fmt.Errorf("no Secret %s/%s with key %s within %s (the sealed-secrets controller unseals it from the GitOps tree): %w", ns, AuthAPISecret, AuthAPISecretKey, authAPIServiceWait, err)
+	}
+	return key, nil
 }
 
 // ensureSecret keeps the key of an existing authapi-secrets, or writes a random one.
@@ -451,4 +480,10 @@ func NonLoopbackIPv4() (string, error) {
 		}
 	}
 	return "", errors.New("this machine has no non-loopback IPv4 address for authapi's Endpoints")
+}
+
+func respondJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(v)
 }

@@ -1,7 +1,8 @@
 // StartTarget and StartGitOps start what a HostCluster needs around the platform, for the e2e suite, the
 // controller suite and bin/devenv: a target cluster (a real kube-apiserver) on which Flux's real
-// controllers run as processes and authapi is played, a real git server, and the gitops-scaffolder
-// stand-in that pushes a cluster's tree into it. It has no testing dependency.
+// controllers (with helm-controller, and the sealed-secrets controller they install) run as
+// processes and authapi is played, and a real git server. The gitops-scaffolder is
+// test/sim/scaffolding's. It has no testing dependency.
 
 package sim
 
@@ -12,10 +13,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
-
-	"k8s.io/client-go/rest"
 
 	"github.com/kubeopera/kubeopera/internal/devenv"
 	"github.com/kubeopera/kubeopera/internal/devenv/gitserver"
@@ -114,7 +112,9 @@ func StartTargetWith(o TargetOptions) (t *Target, stop func(), err error) {
 	}
 	stops = append(stops, func() { _ = fluxLog.Close() })
 	t.Flux = &FluxPods{Target: t.Cluster.Config, KubeconfigPath: t.KubeconfigPath, BinDir: binDir, WorkDir: filepath.Join(dir, "flux"), Log: fluxLog, Processes: procs.With("flux")}
-	t.AuthAPI = &AuthAPI{Target: t.Cluster.Config}
+	// authapi's key comes from the tree the gitops-scaffolder seals, unsealed by the real
+	// sealed-secrets controller Flux installs from it.
+	t.AuthAPI = &AuthAPI{Target: t.Cluster.Config, Unsealed: true}
 	if len(o.Charts) > 0 {
 		if t.Charts, err = StartChartRepo(filepath.Join(dir, "charts"), o.Charts...); err != nil {
 			return nil, nil, err
@@ -153,36 +153,25 @@ const (
 	GitPassword = "local-git-password"
 )
 
-// GitOps is a real git server with one repository, and the gitops-scaffolder stand-in that pushes
-// cluster trees into it.
+// GitOps is a real git server with one repository, the tenants' GitOps repository: the
+// gitops-scaffolder (test/sim/scaffolding, the real service and runner) pushes cluster trees into
+// it, Flux on the targets reads them.
 type GitOps struct {
 	Git *gitserver.Server
 	// RepoURL is the repository's URL without credentials: a HostCluster's spec.gitOpsRepoURL.
 	RepoURL string
-	// Scaffolder plays the gitops-scaffolder service; URL and APIKey are what the manager's
-	// GITOPS_SCAFFOLDER_BASE_URL and GITOPS_SCAFFOLDER_API_KEY must be.
-	Scaffolder *Scaffolder
 }
 
 // GitOpsOptions configure StartGitOps.
 type GitOpsOptions struct {
 	// Dir holds the git server's repositories.
 	Dir string
-	// APIKey is the scaffolder's API key.
-	APIKey string
-	// Backend, when set, lets the scaffolder read the stored kubeconfig Secrets as the real
-	// service does.
-	Backend *rest.Config
-	// FailSlugs: the jobs of these slugs fail with the error text.
-	FailSlugs map[string]string
-	// HoldSlugs: the jobs of these slugs run until the scaffolder stops.
-	HoldSlugs map[string]bool
-	// GitAddr and ScaffolderAddr are where they listen; empty: 127.0.0.1 on a free port.
-	GitAddr, ScaffolderAddr string
+	// GitAddr is where it listens; empty: 127.0.0.1 on a free port.
+	GitAddr string
 }
 
 // StartGitOps starts the git server (basic auth GitUsername/GitPassword) with repository
-// gitops-iac, and the scaffolder pushing into it. stop stops both.
+// gitops-iac. stop stops it.
 func StartGitOps(o GitOpsOptions) (g *GitOps, stop func(), err error) {
 	g = &GitOps{}
 	auth := &gitserver.BasicAuth{Username: GitUsername, Password: GitPassword}
@@ -198,11 +187,5 @@ func StartGitOps(o GitOpsOptions) (g *GitOps, stop func(), err error) {
 		_ = g.Git.Close()
 		return nil, nil, err
 	}
-	withCreds := strings.Replace(g.RepoURL, "://", "://"+GitUsername+":"+GitPassword+"@", 1)
-	g.Scaffolder = &Scaffolder{APIKey: o.APIKey, RepoURL: withCreds, Backend: o.Backend, FailSlugs: o.FailSlugs, HoldSlugs: o.HoldSlugs, Addr: o.ScaffolderAddr}
-	if err := g.Scaffolder.Start(); err != nil {
-		_ = g.Git.Close()
-		return nil, nil, err
-	}
-	return g, func() { _ = g.Scaffolder.Close(); _ = g.Git.Close() }, nil
+	return g, func() { _ = g.Git.Close() }, nil
 }
