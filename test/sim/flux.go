@@ -172,9 +172,10 @@ func (b fluxBinary) overridden(name string) bool {
 //     ("ReplicaSet %q has successfully progressed.") once every replica is updated and
 //     available, else True/ReplicaSetUpdated ("ReplicaSet %q is progressing."). The reason
 //     constants are deploymentutil's (pkg/controller/deployment/util/deployment_util.go lines
-//     73-100).
+//     73-100). And the Deployment's ReplicaSet object with the status the ReplicaSet controller
+//     reports (writeReplicaSet), which Helm's install --wait reads.
 //
-// What it does not play: ReplicaSet objects, Pod objects of Flux's controllers, more than one
+// What it does not play: Pod objects of Flux's controllers, more than one
 // replica (one Pod runs;
 // further replicas stay pending, so the Deployment is available only when maxUnavailable allows
 // it), rolling updates (a new template is played as Recreate), ProgressDeadlineExceeded and
@@ -352,6 +353,9 @@ func (f *FluxPods) sync(ctx context.Context, cs kubernetes.Interface) error {
 			continue
 		}
 		p := f.runPod(ctx, cs, d)
+		if err := writeReplicaSet(ctx, cs, d, p); err != nil && !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) && !apierrors.IsAlreadyExists(err) {
+			errs = append(errs, fmt.Errorf("ReplicaSet of Deployment %s: %w", podKey(d), err))
+		}
 		if err := f.writeStatus(ctx, cs, d, p); err != nil && !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("status of Deployment %s: %w", podKey(d), err))
 		}

@@ -11,6 +11,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -29,7 +30,8 @@ import (
 // generated name <replicaset>-<suffix> (pkg/controller/controller_utils.go
 // getPodsPrefix/GetPodFromTemplate), the template's labels plus pod-template-hash (here
 // FluxPods's own hash of the template, not the ReplicaSet controller's), annotations and spec.
-// No owner reference: FluxPods plays no ReplicaSet object.
+// No owner reference: the ReplicaSet object (writeReplicaSet) is written for the readers of
+// Deployments' rollouts, not as the Pod's controller.
 func createPodObject(ctx context.Context, cs kubernetes.Interface, d *appsv1.Deployment, p *fluxPod) (*corev1.Pod, error) {
 	t := d.Spec.Template
 	lbls := maps.Clone(t.Labels)
@@ -323,4 +325,87 @@ func cutNamespace(key string) (string, string, bool) {
 		}
 	}
 	return "", key, false
+}
+
+// writeReplicaSet writes the ReplicaSet p.rs of d as the Deployment controller creates it and
+// the ReplicaSet controller reports it (k8s.io/kubernetes v1.36.3
+// pkg/controller/deployment/sync.go getNewReplicaSet, lines 195-219: name
+// <deployment>-<pod-template-hash>, the template's labels plus pod-template-hash on the
+// ReplicaSet and its template, the Deployment's selector plus that label, minReadySeconds, a
+// controller reference to the Deployment; pkg/controller/replicaset/replica_set_utils.go
+// calculateStatus: replicas, readyReplicas, availableReplicas, observedGeneration). Helm's
+// install --wait reads it (helm.sh/helm/v3 v3.19.0 pkg/kube/ready.go: GetNewReplicaSet,
+// replicaSetReady, deploymentReady), as helm-controller installs a chart. ReplicaSets of d's
+// earlier templates are scaled to 0, as a Recreate rollout leaves them.
+func writeReplicaSet(ctx context.Context, cs kubernetes.Interface, d *appsv1.Deployment, p podState) error {
+	if p.rs == "" {
+		return nil
+	}
+	hash := p.rs[len(d.Name)+1:]
+	tmpl := *d.Spec.Template.DeepCopy()
+	tmpl.Labels = maps.Clone(tmpl.Labels)
+	if tmpl.Labels == nil {
+		tmpl.Labels = map[string]string{}
+	}
+	tmpl.Labels[appsv1.DefaultDeploymentUniqueLabelKey] = hash
+	sel := d.Spec.Selector.DeepCopy()
+	if sel == nil {
+		sel = &metav1.LabelSelector{}
+	}
+	if sel.MatchLabels == nil {
+		sel.MatchLabels = map[string]string{}
+	}
+	sel.MatchLabels[appsv1.DefaultDeploymentUniqueLabelKey] = hash
+	want := replicas(d)
+	var ready int32
+	if p.ready && want > 0 {
+		ready = 1
+	}
+	rsc := cs.AppsV1().ReplicaSets(d.Namespace)
+	rs, err := rsc.Get(ctx, p.rs, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		rs, err = rsc.Create(ctx, &appsv1.ReplicaSet{
+			ObjectMeta: metav1.ObjectMeta{
+				Name: p.rs, Namespace: d.Namespace, Labels: tmpl.Labels,
+				OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(d, appsv1.SchemeGroupVersion.WithKind("Deployment"))},
+			},
+			Spec: appsv1.ReplicaSetSpec{Replicas: ptr.To(want), MinReadySeconds: d.Spec.MinReadySeconds, Selector: sel, Template: tmpl},
+		}, metav1.CreateOptions{})
+	}
+	if err != nil {
+		return fmt.Errorf("ReplicaSet %s/%s: %w", d.Namespace, p.rs, err)
+	}
+	if ptr.Deref(rs.Spec.Replicas, 0) != want {
+		rs.Spec.Replicas = ptr.To(want)
+		if rs, err = rsc.Update(ctx, rs, metav1.UpdateOptions{}); err != nil {
+			return fmt.Errorf("ReplicaSet %s/%s: %w", d.Namespace, p.rs, err)
+		}
+	}
+	st := appsv1.ReplicaSetStatus{Replicas: want, FullyLabeledReplicas: want, ReadyReplicas: ready, AvailableReplicas: ready, ObservedGeneration: rs.Generation}
+	if !equality.Semantic.DeepEqual(rs.Status, st) {
+		rs.Status = st
+		if _, err := rsc.UpdateStatus(ctx, rs, metav1.UpdateOptions{}); err != nil {
+			return fmt.Errorf("status of ReplicaSet %s/%s: %w", d.Namespace, p.rs, err)
+		}
+	}
+	// Earlier templates' ReplicaSets: scaled to nothing.
+	list, err := rsc.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	for i := range list.Items {
+		old := &list.Items[i]
+		if old.Name == p.rs || !metav1.IsControlledBy(old, d) || (ptr.Deref(old.Spec.Replicas, 0) == 0 && old.Status.Replicas == 0) {
+			continue
+		}
+		old.Spec.Replicas = ptr.To[int32](0)
+		if old, err = rsc.Update(ctx, old, metav1.UpdateOptions{}); err != nil {
+			return err
+		}
+		old.Status = appsv1.ReplicaSetStatus{ObservedGeneration: old.Generation}
+		if _, err := rsc.UpdateStatus(ctx, old, metav1.UpdateOptions{}); err != nil {
+			return err
+		}
+	}
+	return nil
 }

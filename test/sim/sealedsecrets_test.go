@@ -163,6 +163,24 @@ func TestRealSealedSecretsUnsealThroughFlux(t *testing.T) {
 	t.Cleanup(func() { _ = repo.Close() })
 	t.Logf("%s after the HelmRelease: the controller serves its certificate through the service proxy", time.Since(start).Round(time.Millisecond))
 
+	// Helm's install waits for the Deployment's new ReplicaSet to be ready (FluxPods writes it as
+	// the Deployment and ReplicaSet controllers would): the HelmRelease ends Ready, rather than
+	// installing until its timeout and being uninstalled by its remediation.
+	hrs := dynamic.NewForConfigOrDie(target.Config).Resource(schema.GroupVersionResource{Group: "helm.toolkit.fluxcd.io", Version: "v2", Resource: "helmreleases"})
+	framework.Eventually(t, 2*time.Minute, "the sealed-secrets HelmRelease to be Ready", func() (bool, string) {
+		hr, err := hrs.Namespace(sim.FluxNamespace).Get(ctx, sim.SealedSecretsControllerName, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		conds, _, _ := unstructured.NestedSlice(hr.Object, "status", "conditions")
+		for _, c := range conds {
+			if m, _ := c.(map[string]any); m["type"] == "Ready" {
+				return m["status"] == "True", fmt.Sprintf("Ready=%v %v: %v", m["status"], m["reason"], m["message"])
+			}
+		}
+		return false, "no Ready condition yet"
+	})
+
 	// What the kubelet and the endpoints controller were played as: a Pod with a pod-network
 	// address, Ready, and the Service's Endpoints pointing at it.
 	podList, err := cs.CoreV1().Pods(sim.SealedSecretsNamespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=sealed-secrets"})
