@@ -197,6 +197,15 @@ func startEnv() (e *env, err error) {
 	if e.backendC, err = client.New(e.backend.Config, client.Options{Scheme: manager.Scheme()}); err != nil {
 		return e, err
 	}
+	// The platform's backend install, as an admin does it: `kubectl apply -k config` (the
+	// manager's, the provisioner's and the gitops-scaffolder's namespaces, identities, RBAC and
+	// Deployments; no kubelet runs the Deployments here: the suite runs those programs as
+	// processes, each as the ServiceAccount this install made).
+	apply := exec.Command(filepath.Join(framework.ToolsBin(), "kubectl"), "--kubeconfig", e.backend.KubeconfigPath,
+		"apply", "-k", filepath.Join(framework.RepoRoot(), "config"), "--server-side", "--field-manager=admin")
+	if out, err := apply.CombinedOutput(); err != nil {
+		return e, fmt.Errorf("kubectl apply -k config: %v\n%s", err, out)
+	}
 	// On the backend the manager runs as its ServiceAccount with exactly the RBAC and admission
 	// policy the product ships (config/rbac), never as the admin.
 	if e.backendID, err = framework.ManagerIdentity(ctx, e.backend, backendDir); err != nil {
