@@ -304,6 +304,17 @@ func TestHostClusterConnectedInTwoWorkspacesWithTheSameNames(t *testing.T) {
 		t.Errorf("the Git credentials were not seeded on the target: %v", err)
 	}
 
+	// The tree is the two passes' two commits, however many scaffolds of HostClusters sharing
+	// the path ran (concurrently: a push onto a moved branch starts over from a fresh clone, and
+	// a run on a complete tree pushes nothing).
+	log, err := exec.Command("git", "--git-dir", filepath.Join(e.gitops.Git.Dir, "gitops-iac.git"), "log", "--format=%s", "main", "--", clusterPath).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Split(strings.TrimSpace(string(log)), "\n"); len(got) != 2 {
+		t.Errorf("commits touching %s: %q, want the two passes' two", clusterPath, got)
+	}
+
 	// The scaffold's two passes, in the repository: the infrastructure layer, then the apps
 	// layer with the credentials sealed against the target's real sealed-secrets controller,
 	// which unsealed them into Secrets there (authapi's key among them: the admin bootstrap

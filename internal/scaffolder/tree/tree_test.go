@@ -108,7 +108,7 @@ func TestValuesNeverChangeTheStructure(t *testing.T) {
 		t.Fatal(err)
 	}
 	data := cm["data"].(map[string]any)
-	if data["region"] != p.Region || len(data) != 4 || cm["injected"] != nil {
+	if data["region"] != p.Region || len(data) != 3 || cm["injected"] != nil {
 		t.Errorf("data = %v", data)
 	}
 	if strings.Count(string(files["fluxcd/clusters/my-cluster/apps/platform.yaml"]), "\n---\n") != 0 {
