@@ -553,7 +553,6 @@ func simulateCrossplane() error {
 	return errors.Join(err, <-errs)
 }
 
-
 func envOr(key, def string) string {
 	if v := os.Getenv(key); v != "" {
 		return v
