@@ -513,7 +513,7 @@ func walkFleetOverview(t *testing.T, bin, state string, env []string, run *runni
 func newLocalEnv(t *testing.T) (bin, state string, ports []int, env []string) {
 	t.Helper()
 	dir := t.TempDir()
-	bin = buildCommands(t, filepath.Join(dir, "bin"), "manager", "devenv", "terraform-runner")
+	bin = buildCommands(t, filepath.Join(dir, "bin"), "manager", "devenv", "terraform-runner", "scaffold-runner")
 	ports, err := devenv.FreePorts(5)
 	if err != nil {
 		t.Fatal(err)
