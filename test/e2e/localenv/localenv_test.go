@@ -107,8 +107,8 @@ func TestLocalEnvironment(t *testing.T) {
 
 	// The HostCluster walkthrough it printed: the Secrets from bin/devenv hostcluster-secrets,
 	// the sample HostCluster (pointed at this run's git port), Ready with the admin password.
-	if !strings.Contains(first.out.String(), "Started the local git server") || !strings.Contains(first.out.String(), "gitops-scaffolder stand-in") {
-		t.Errorf("devenv did not say it started the git server and the scaffolder stand-in:\n%s", first.out.String())
+	if !strings.Contains(first.out.String(), "Started the local git server") || !strings.Contains(first.out.String(), "the gitops-scaffolder: http://") {
+		t.Errorf("devenv did not say it started the git server and the gitops-scaffolder:\n%s", first.out.String())
 	}
 	secrets := exec.Command(filepath.Join(bin, "devenv"), "hostcluster-secrets")
 	secrets.Dir, secrets.Env = framework.RepoRoot(), env
