@@ -860,14 +860,9 @@ func TestProvisioning(t *testing.T) {
 				strings.Contains(cond.Message, "Waiting for the control plane"), describeHC(hc)
 		})
 		apply := hc.Annotations[kov1alpha1.ProvisionJobIDAnnotation]
-		// The controller writes the object meanwhile: the tenant's edit is retried on a conflict.
-		if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			hc = s.get(t, name)
+		hc = s.edit(t, name, func(hc *kov1alpha1.HostCluster) {
 			hc.Spec.Provisioning.DeletionPolicy = kov1alpha1.DeletionPolicyDestroy
-			return c.Update(ctx, hc)
-		}); err != nil {
-			t.Fatal(err)
-		}
+		})
 		if err := c.Delete(ctx, s.get(t, name)); err != nil {
 			t.Fatal(err)
 		}
@@ -942,14 +937,9 @@ func TestProvisioning(t *testing.T) {
 
 		// Deleted with Destroy, then the tenant drops the annotation that named the apply: the
 		// destroy's POST is refused while the apply runs, and the deletion says it waits.
-		// The controller writes the object meanwhile: the tenant's edit is retried on a conflict.
-		if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			hc = s.get(t, name)
+		hc = s.edit(t, name, func(hc *kov1alpha1.HostCluster) {
 			hc.Spec.Provisioning.DeletionPolicy = kov1alpha1.DeletionPolicyDestroy
-			return c.Update(ctx, hc)
-		}); err != nil {
-			t.Fatal(err)
-		}
+		})
 		if err := c.Delete(ctx, s.get(t, name)); err != nil {
 			t.Fatal(err)
 		}
@@ -996,14 +986,9 @@ func TestProvisioning(t *testing.T) {
 			hc = s.get(t, name)
 			return reconcile.IsTrue(hc, kov1alpha1.ProvisionedCondition), describeHC(hc)
 		})
-		// The controller writes the object meanwhile: the tenant's edit is retried on a conflict.
-		if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			hc = s.get(t, name)
+		hc = s.edit(t, name, func(hc *kov1alpha1.HostCluster) {
 			hc.Spec.Provisioning.DeletionPolicy = kov1alpha1.DeletionPolicyDestroy
-			return c.Update(ctx, hc)
-		}); err != nil {
-			t.Fatal(err)
-		}
+		})
 		if err := c.Delete(ctx, s.get(t, name)); err != nil {
 			t.Fatal(err)
 		}

@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,6 +19,7 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	"github.com/kubeopera/kubeopera/internal/aws/ekstoken"
+	"github.com/kubeopera/kubeopera/internal/jobrun"
 	"github.com/kubeopera/kubeopera/internal/kubeconfig"
 	"github.com/kubeopera/kubeopera/internal/netguard"
 	"github.com/kubeopera/kubeopera/internal/readlimit"
@@ -204,18 +204,10 @@ type StatusSecret struct {
 	Namespace, Name string
 }
 
-// maxMessage bounds the message annotation.
-const maxMessage = 4096
-
 // Report sets the step, message and commits annotations, retrying on conflicts.
 func (s *StatusSecret) Report(ctx context.Context, step, message string, commits []string) error {
-	if len(message) > maxMessage {
-		cut := maxMessage
-		for cut > 0 && !utf8.RuneStart(message[cut]) {
-			cut--
-		}
-		message = message[:cut] + "…"
-	}
+	// Bounded as the scaffolder bounds what it reads back (jobrun.MaxMessageLength).
+	message = jobrun.Truncate(message)
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		sec, err := s.Client.CoreV1().Secrets(s.Namespace).Get(ctx, s.Name, metav1.GetOptions{})
 		if err != nil {
