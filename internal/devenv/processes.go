@@ -243,7 +243,7 @@ func readRecord(path string) (Record, error) {
 	if err := json.Unmarshal(raw, &r); err != nil {
 		return r, fmt.Errorf("%s: %w", path, err)
 	}
-	if r.PID <= 0 || r.Name+".json" != filepath.Base(path) {
+	if r.PID <= 0 || recordFile(r.Name) != filepath.Base(path) {
 		return r, fmt.Errorf("%s: not a process record", path)
 	}
 	return r, nil
@@ -266,13 +266,19 @@ func (p *Processes) record(name string, pid int, command []string) (*Record, err
 	return r, nil
 }
 
+// recordFile is the name of the file recording the process name: the name with every path
+// separator made a "_" (a Deployment's process is named namespace/name), and ".json".
+func recordFile(name string) string {
+	return strings.ReplaceAll(name, string(filepath.Separator), "_") + ".json"
+}
+
 // writeRecord writes r to dir, replacing the file in one step so a reader never sees half of it.
 func writeRecord(dir string, r Record) error {
 	raw, err := json.Marshal(r)
 	if err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(dir, "."+r.Name+"-*")
+	f, err := os.CreateTemp(dir, "."+recordFile(r.Name)+"-*")
 	if err != nil {
 		return err
 	}
@@ -285,7 +291,7 @@ func writeRecord(dir string, r Record) error {
 		_ = os.Remove(f.Name())
 		return err
 	}
-	return os.Rename(f.Name(), filepath.Join(dir, r.Name+".json"))
+	return os.Rename(f.Name(), filepath.Join(dir, recordFile(r.Name)))
 }
 
 // forget removes the record of an exited process, unless a later process of the same name
@@ -294,7 +300,7 @@ func (p *Processes) forget(r *Record) {
 	if p == nil || r == nil {
 		return
 	}
-	path := filepath.Join(p.dir, r.Name+".json")
+	path := filepath.Join(p.dir, recordFile(r.Name))
 	if cur, err := readRecord(path); err == nil && cur.PID == r.PID && cur.Started == r.Started {
 		_ = os.Remove(path)
 	}
@@ -305,7 +311,7 @@ func (p *Processes) forgetExited(name string) {
 	if p == nil || p.dir == "" {
 		return
 	}
-	path := filepath.Join(p.dir, p.prefix+name+".json")
+	path := filepath.Join(p.dir, recordFile(p.prefix+name))
 	if r, err := readRecord(path); err == nil && !r.Running() {
 		_ = os.Remove(path)
 	}
@@ -353,7 +359,7 @@ func (p *Processes) StopLeftovers(ctx context.Context) ([]Record, error) {
 		return nil, err
 	}
 	for _, r := range left {
-		if err := os.Remove(filepath.Join(p.dir, r.Name+".json")); err != nil && !errors.Is(err, os.ErrNotExist) {
+		if err := os.Remove(filepath.Join(p.dir, recordFile(r.Name))); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return nil, err
 		}
 	}

@@ -324,3 +324,40 @@ func runParent(dir string) {
 	fmt.Println("ready")
 	time.Sleep(time.Hour)
 }
+
+// TestStartRecordsAPathLikeName: a process named after a Deployment outside flux-system
+// (namespace/name, as FluxPods names the sealed-secrets controller) starts, is recorded under
+// its name and is stopped as a leftover by the next run.
+func TestStartRecordsAPathLikeName(t *testing.T) {
+	dir := t.TempDir()
+	p, err := OpenProcesses(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("sleep", "300")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	child, err := p.With("target-flux").Start("kube-system/sealed-secrets-controller", cmd)
+	if err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	t.Cleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); <-child.Done() })
+	recs, err := ReadRecords(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 1 || recs[0].Name != "target-flux-kube-system/sealed-secrets-controller" || recs[0].PID != cmd.Process.Pid {
+		t.Fatalf("records %v, want target-flux-kube-system/sealed-secrets-controller (PID %d)", recs, cmd.Process.Pid)
+	}
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	next, err := OpenProcesses(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = next.Close() }()
+	stopped, err := next.StopLeftovers(context.Background())
+	if err != nil || len(stopped) != 1 || stopped[0].PID != cmd.Process.Pid {
+		t.Errorf("StopLeftovers: stopped %v, %v; want the sealed-secrets controller (PID %d)", stopped, err, cmd.Process.Pid)
+	}
+}

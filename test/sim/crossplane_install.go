@@ -14,11 +14,15 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/wait"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/yaml"
+
+	"github.com/kubeopera/kubeopera/internal/crossplane/xr"
 )
 
 // crossplaneXRDV2GVR is where config/crossplane's XRD (apiextensions.crossplane.io/v2) is created.
@@ -28,7 +32,8 @@ var crossplaneXRDV2GVR = schema.GroupVersionResource{Group: "apiextensions.cross
 // (StartCrossplane) and the providers' CRDs: the objects of config/crossplane, in its
 // kustomization.yaml's order (an object already there is kept; `kubectl apply -k` would update
 // it). root is the repository root. It returns once Crossplane established every XRD (the XR's
-// CRD is served) and made a revision of every Composition.
+// CRD is served) and made a revision of every Composition, and kube-controller-manager's garbage
+// collector watches the XR's kind (awaitGarbageCollector).
 func ApplyCrossplaneConfig(ctx context.Context, cfg *rest.Config, root string) error {
 	cfg = rest.CopyConfig(cfg)
 	// XRD v1 (the storage version read back) is deprecated: the apiserver warns at every read.
@@ -75,7 +80,46 @@ func ApplyCrossplaneConfig(ctx context.Context, cfg *rest.Config, root string) e
 			applied = append(applied, u)
 		}
 	}
-	return waitCrossplaneConfig(ctx, dyn, applied)
+	if err := waitCrossplaneConfig(ctx, dyn, applied); err != nil {
+		return err
+	}
+	return awaitGarbageCollector(ctx, dyn)
+}
+
+// awaitGarbageCollector returns once kube-controller-manager's garbage collector watches the
+// XR's kind, and with it every kind served before it: the providers' CRDs, installed first.
+//
+// A Crossplane XR is deleted in the foreground by the KubernetesCluster controller: it is gone
+// only once what Crossplane composed for it is, because each composed resource names it as its
+// controller with blockOwnerDeletion (crossplane composite/composition_render.go,
+// meta.AsController). The garbage collector honours that only for the kinds it watches, and it
+// looks for new kinds in discovery once every 30 s (kube-controller-manager core.go,
+// GarbageCollector.Sync in pkg/controller/garbagecollector/garbagecollector.go): an XR deleted
+// within that window of its provider's install goes at once, its composed resources after it.
+// On a platform the providers are installed long before a tenant composes anything; here they
+// are installed a moment before the tests compose, so this waits for what a platform has.
+//
+// The probe is a paused XR (Crossplane neither composes it nor gives it a finalizer: the pause
+// is checked first, composite/reconciler.go) whose owner does not exist: the garbage collector
+// deletes it as soon as it watches its kind.
+func awaitGarbageCollector(ctx context.Context, dyn dynamic.Interface) error {
+	probe := xr.New(xr.Params{Name: "gc-probe-" + rand.String(5), Namespace: metav1.NamespaceDefault, Provider: "Probe",
+		KubernetesVersion: "1.31", NodeFlavor: "probe", NodeCount: 1, CredentialsSecretName: "none", CredentialsKey: "none", KubeconfigSecretName: "none"}).GetUnstructured()
+	probe.SetAnnotations(map[string]string{"crossplane.io/paused": "true"})
+	probe.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: probe.GetName(), UID: types.UID("no-such-owner-" + rand.String(16))}})
+	gvr := schema.GroupVersionResource{Group: xr.Group, Version: xr.Version, Resource: "managedclusters"}
+	if _, err := dyn.Resource(gvr).Namespace(probe.GetNamespace()).Create(ctx, probe, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("create the garbage collector's probe: %w", err)
+	}
+	var last error
+	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, last = dyn.Resource(gvr).Namespace(probe.GetNamespace()).Get(ctx, probe.GetName(), metav1.GetOptions{})
+		return apierrors.IsNotFound(last), nil
+	})
+	if err != nil {
+		return fmt.Errorf("kube-controller-manager's garbage collector never deleted %s %s/%s, whose owner does not exist: it does not watch the XR's kind (%v)", xr.Kind, probe.GetNamespace(), probe.GetName(), last)
+	}
+	return nil
 }
 
 // waitCrossplaneConfig waits until every XRD of objs is Established (definition/reconciler.go
