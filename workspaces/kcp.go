@@ -68,11 +68,20 @@ func TenantWorkspaceTypeIn(platformWorkspace string) WorkspaceType {
 // EnsureWorkspace creates workspace name under parentPath (e.g. "root:orgs") unless it exists,
 // waits until it is Ready and returns its logical cluster name. An empty type uses kcp's default.
 func EnsureWorkspace(ctx context.Context, cfg *rest.Config, parentPath, name string, wsType WorkspaceType) (string, error) {
+	return EnsureWorkspaceOn(ctx, cfg, parentPath, name, wsType, "")
+}
+
+// EnsureWorkspaceOn is EnsureWorkspace on the shard named shard (its Shard object's label
+// name=<shard>, matched by the Workspace's spec.location.selector); empty lets kcp choose.
+func EnsureWorkspaceOn(ctx context.Context, cfg *rest.Config, parentPath, name string, wsType WorkspaceType, shard string) (string, error) {
 	c, err := client.New(ClusterConfig(cfg, parentPath), client.Options{Scheme: KCPScheme()})
 	if err != nil {
 		return "", fmt.Errorf("failed to create client for workspace %s: %w", parentPath, err)
 	}
 	ws := &tenancyv1alpha1.Workspace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if shard != "" {
+		ws.Spec.Location = &tenancyv1alpha1.WorkspaceLocation{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"name": shard}}}
+	}
 	if wsType.Name != "" {
 		ws.Spec.Type = &tenancyv1alpha1.WorkspaceTypeReference{
 			Name: tenancyv1alpha1.WorkspaceTypeName(wsType.Name),

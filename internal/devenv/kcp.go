@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -44,13 +45,19 @@ type KCPOptions struct {
 	Processes *Processes
 }
 
-// KCP is a running kcp server.
+// KCP is a running kcp: one server (StartKCP), or shards behind a front proxy
+// (StartShardedKCP).
 type KCP struct {
-	proc *Child
-	// KubeconfigPath is kcp's admin kubeconfig (contexts root, base, system:admin).
+	// procs are its processes, in the order they started.
+	procs []*Child
+	// KubeconfigPath is kcp's admin kubeconfig (contexts root, base, system:admin, user).
 	KubeconfigPath string
 	// Config is the admin config of the root workspace.
 	Config *rest.Config
+	// FrontProxyURL is where a sharded kcp's front proxy serves; empty for one server.
+	FrontProxyURL string
+	// Shards are a sharded kcp's shards, root first; empty for one server.
+	Shards []Shard
 }
 
 // StartKCP starts kcp bound to 127.0.0.1, so every URL it advertises (workspaces, virtual
@@ -88,7 +95,7 @@ func StartKCP(ctx context.Context, opts KCPOptions) (*KCP, error) {
 	if err != nil {
 		return nil, fmt.Errorf("failed to start kcp: %w", err)
 	}
-	k := &KCP{proc: proc, KubeconfigPath: filepath.Join(opts.RootDir, "admin.kubeconfig")}
+	k := &KCP{procs: []*Child{proc}, KubeconfigPath: filepath.Join(opts.RootDir, "admin.kubeconfig")}
 
 	if err := k.waitReady(ctx, port); err != nil {
 		k.Stop()
@@ -104,7 +111,7 @@ func (k *KCP) waitReady(ctx context.Context, port int) error {
 	}}
 	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
 		select {
-		case <-k.proc.Done():
+		case <-k.procs[0].Done():
 			return false, errors.New("kcp exited before it became ready")
 		default:
 		}
@@ -145,12 +152,14 @@ func (k *KCP) ContextConfig(context string) (*rest.Config, error) {
 		&clientcmd.ConfigOverrides{CurrentContext: context}).ClientConfig()
 }
 
-// Stop terminates kcp and waits for it to exit.
+// Stop terminates kcp's processes, the last started first, and waits for them to exit.
 func (k *KCP) Stop() {
 	if k == nil {
 		return
 	}
-	StopProcessGroup(k.proc.Cmd, k.proc.Done(), 30*time.Second)
+	for _, p := range slices.Backward(k.procs) {
+		StopProcessGroup(p.Cmd, p.Done(), 30*time.Second)
+	}
 }
 
 // StopProcessGroup sends SIGTERM to cmd's process group (started with Setpgid), waits until done
