@@ -412,61 +412,6 @@ func TestKubernetesCluster(t *testing.T) {
 		}
 	})
 
-	t.Run("a built node pool keeps its flavor when the catalog gains a smaller match", func(t *testing.T) {
-		small := platformv1alpha1.Capabilities{VCPUCount: 3, MemorySize: resource.MustParse("6Gi")}
-		s.demo(t, "globex", passwordCredentials, "caps-small", small, &platformv1alpha1.KubernetesCluster{ObjectMeta: metav1.ObjectMeta{Name: "pinned"}})
-		kc := s.waitReady(t, "globex", "pinned")
-		built := kc.Status.Flavor
-		if built == "" {
-			t.Fatalf("no flavor matched: %s", describe(kc))
-		}
-		// The platform admin adds a flavor that fits exactly: the smallest match from now on.
-		tight := &platformv1alpha1.ProviderMachineFlavor{ObjectMeta: metav1.ObjectMeta{Name: "otc-test-tight"},
-			Spec: platformv1alpha1.ProviderMachineFlavorSpec{Available: true, ProviderRef: platformv1alpha1.ProviderRef{Type: "OTC"}, Flavor: "test.tight.1",
-				Capabilities: small, AvailableZones: []string{"eu-de-01", "eu-de-02", "eu-de-03"}}}
-		if err := s.h.PlatformAdmin(t).Create(s.ctx, tight); err != nil {
-			t.Fatal(err)
-		}
-		// The cluster looks at the catalog again when its MachineCapabilities change (a Ready one
-		// is not woken by the catalog): the same request, written another way, until a pass has
-		// seen the new flavor in the workspace's copy of the catalog.
-		memory := []string{"6144Mi", "6Gi"}
-		var touched time.Time
-		framework.Eventually(t, 2*time.Minute, "globex/pinned's FlavorMatched naming the catalog's new smallest", func() (bool, string) {
-			if err := s.h.WS["globex"].Get(s.ctx, client.ObjectKey{Namespace: "default", Name: "pinned"}, kc); err != nil {
-				return false, err.Error()
-			}
-			if c := reconcile.GetCondition(kc, platformv1alpha1.FlavorMatchedCondition); c != nil && strings.Contains(c.Message, "smallest match now is test.tight.1") {
-				return true, ""
-			}
-			if time.Since(touched) > 3*time.Second {
-				caps := &platformv1alpha1.MachineCapabilities{}
-				if err := s.h.WS["globex"].Get(s.ctx, client.ObjectKey{Namespace: "default", Name: "caps-small"}, caps); err != nil {
-					return false, err.Error()
-				}
-				caps.Spec.MemorySize = resource.MustParse(memory[0])
-				memory[0], memory[1] = memory[1], memory[0]
-				if err := s.h.WS["globex"].Update(s.ctx, caps); err != nil {
-					return false, err.Error()
-				}
-				touched = time.Now()
-			}
-			return false, describe(kc)
-		})
-		if kc.Status.Flavor != built {
-			t.Errorf("status.flavor %q, want %q, which the pool was built with", kc.Status.Flavor, built)
-		}
-		pool := s.backendObject(t, "globex", "NodePoolV3", "kc-default-pinned-pool")
-		if f, _, _ := unstructured.NestedString(pool.Object, "spec", "forProvider", "flavor"); f != built {
-			t.Errorf("the node pool's flavor became %q, want %q kept", f, built)
-		}
-		// A new cluster asking the same gets the new smallest.
-		s.demo(t, "globex", passwordCredentials, "caps-small", small, &platformv1alpha1.KubernetesCluster{ObjectMeta: metav1.ObjectMeta{Name: "fresh"}})
-		if kc := s.waitCondition(t, "globex", "fresh", platformv1alpha1.FlavorMatchedCondition, commonv1alpha1.SucceededReason, "test.tight.1"); kc.Status.Flavor != "test.tight.1" {
-			t.Errorf("a new cluster's flavor %q, want the catalog's new smallest test.tight.1", kc.Status.Flavor)
-		}
-	})
-
 	t.Run("a missing MachineCapabilities or ProviderConfig is waited for, named", func(t *testing.T) {
 		c := s.h.WS["globex"]
 		kc := &platformv1alpha1.KubernetesCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "orphan"}, Spec: platformv1alpha1.KubernetesClusterSpec{

@@ -149,59 +149,11 @@ func matchFlavor(ctx context.Context, s *scope) error {
 	if res.Best == nil {
 		return reconcile.Waiting(platformv1alpha1.NoMatchingFlavorReason, res.Missing, referenceRecheck)
 	}
-	// A node pool built with a flavor that still satisfies the request keeps it: the catalog
-	// gaining a smaller match (or a workspace's copy of it filling in after the pool was built)
-	// never turns into a change of a live pool's flavor, which CCE and EKS cannot make in place.
-	built, err := builtFlavor(ctx, s)
-	if err != nil {
-		return err
-	}
-	if built != "" && built != res.Best.Spec.Flavor && satisfies(catalog.Items, res.Matching, built) {
-		s.flavor = built
-		kc.Status.Flavor = built
-		reconcile.MarkTrue(kc, platformv1alpha1.FlavorMatchedCondition, commonv1alpha1.SucceededReason,
-			fmt.Sprintf("%s, which the node pool was built with, still has what MachineCapabilities %s asks: it is kept (the catalog's smallest match now is %s; a built pool's flavor is never changed)", built, name, res.Best.Spec.Flavor))
-		return nil
-	}
 	s.flavor = res.Best.Spec.Flavor
 	kc.Status.Flavor = s.flavor
 	reconcile.MarkTrue(kc, platformv1alpha1.FlavorMatchedCondition, commonv1alpha1.SucceededReason,
 		fmt.Sprintf("%s (%s) is the smallest catalog flavor with what MachineCapabilities %s asks", s.flavor, res.Best.Name, name))
 	return nil
-}
-
-// builtFlavor is the flavor the KubernetesCluster's nodes were built with: an OTC node pool's
-// (unless its create failed: a failed pool is replaced anyway), or the composite cluster's
-// spec.nodeFlavor; "" when nothing is built yet or the object is not this cluster's.
-func builtFlavor(ctx context.Context, s *scope) (string, error) {
-	gvk, suffix, path := xr.GVK, "cluster", []string{"spec", "nodeFlavor"}
-	if isOTC(s.kc) {
-		gvk, suffix, path = otc.NodePoolGVK, "pool", []string{"spec", "forProvider", "flavor"}
-	}
-	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(gvk)
-	err := s.Backend.Client.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: s.name(suffix)}, u)
-	switch {
-	case apierrors.IsNotFound(err) || crossplane.NotServed(err):
-		return "", nil
-	case err != nil:
-		return "", err
-	case !syncer.OwnedBy(u, s.objects.LogicalCluster, s.objects.Owner) || (isOTC(s.kc) && otc.ObserveNodePool(u).CreateFailed):
-		return "", nil
-	}
-	f, _, _ := unstructured.NestedString(u.Object, path...)
-	return f, nil
-}
-
-// satisfies reports whether flavor (a spec.flavor) is one of the matching catalog entries
-// (metadata.names from flavors.Match).
-func satisfies(catalog []platformv1alpha1.ProviderMachineFlavor, matching []string, flavor string) bool {
-	for i := range catalog {
-		if catalog[i].Spec.Flavor == flavor && slices.Contains(matching, catalog[i].Name) {
-			return true
-		}
-	}
-	return false
 }
 
 func (s *scope) object(suffix string) otc.Object {

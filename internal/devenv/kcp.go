@@ -7,13 +7,10 @@ package devenv
 
 import (
 	"context"
-	"crypto/tls"
-	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -105,28 +102,11 @@ func StartKCP(ctx context.Context, opts KCPOptions) (*KCP, error) {
 }
 
 func (k *KCP) waitReady(ctx context.Context, port int) error {
-	url := fmt.Sprintf("https://127.0.0.1:%d/readyz", port)
-	httpClient := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{
-		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // readiness probe of our own local server
-	}}
-	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
-		select {
-		case <-k.procs[0].Done():
-			return false, errors.New("kcp exited before it became ready")
-		default:
-		}
-		if _, err := os.Stat(k.KubeconfigPath); err != nil {
-			return false, nil
-		}
-		resp, err := httpClient.Get(url)
-		if err != nil {
-			return false, nil
-		}
-		_ = resp.Body.Close()
-		return resp.StatusCode == http.StatusOK || resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden, nil
-	})
-	if err != nil {
-		return fmt.Errorf("kcp did not become ready: %w", err)
+	if err := waitFile(ctx, k.procs[0], "kcp", k.KubeconfigPath); err != nil {
+		return err
+	}
+	if err := waitReadyz(ctx, k.procs[0], "kcp", fmt.Sprintf("https://127.0.0.1:%d/readyz", port)); err != nil {
+		return err
 	}
 	cfg, err := k.ContextConfig("root")
 	if err != nil {

@@ -27,6 +27,12 @@ func StartKCP(t testing.TB) *devenv.KCP {
 // an environment shared by several tests (started once, e.g. from TestMain); stop stops it. Set
 // KUBEOPERA_TEST_KCP_LOG=1 to see its logs on stderr instead.
 func StartKCPIn(dir string) (k *devenv.KCP, stop func(), err error) {
+	return StartShardedKCPIn(dir, 1)
+}
+
+// StartShardedKCPIn is StartKCPIn with shards shards behind kcp's front proxy
+// (devenv.StartShardedKCP); 1 starts one kcp server.
+func StartShardedKCPIn(dir string, shards int) (k *devenv.KCP, stop func(), err error) {
 	opts := devenv.KCPOptions{
 		Binary:  filepath.Join(ToolsBin(), "kcp"),
 		RootDir: filepath.Join(dir, "kcp"),
@@ -40,7 +46,11 @@ func StartKCPIn(dir string) (k *devenv.KCP, stop func(), err error) {
 		}
 		opts.Output, closeLog = f, func() { _ = f.Close() }
 	}
-	k, err = devenv.StartKCP(context.Background(), opts)
+	if shards > 1 {
+		k, err = devenv.StartShardedKCP(context.Background(), devenv.ShardedKCPOptions{BinDir: ToolsBin(), RootDir: opts.RootDir, Shards: shards, Output: opts.Output})
+	} else {
+		k, err = devenv.StartKCP(context.Background(), opts)
+	}
 	if err != nil {
 		closeLog()
 		msg := fmt.Sprintf("failed to start kcp: %v", err)

@@ -65,6 +65,9 @@ type Harness struct {
 	WS   map[string]client.Client
 	LC   map[string]string
 	Path map[string]string
+	// Shard is the shard each tenant workspace was placed on (StartShardedExport); empty on one
+	// kcp server.
+	Shard map[string]string
 	// Guard checks the addresses controllers dial on tenants' behalf, as internal/manager.Run
 	// makes it (the platform's own addresses read from kcp and the backend), with the exception
 	// the tests' targets need: AllowedTargets. Give it to the HostCluster reconciler.
@@ -88,12 +91,20 @@ func Start(t *testing.T, names ...string) *Harness {
 // StartExport is Start for the export whose endpoint slice is slice, its fleet named provider.
 func StartExport(t *testing.T, provider, slice string, names ...string) *Harness {
 	t.Helper()
+	return StartShardedExport(t, provider, slice, 1, names...)
+}
+
+// StartShardedExport is StartExport on a kcp of shards shards behind its front proxy, the tenant
+// workspaces placed on them in turn (names[i] on shard i mod shards, h.Shard says which); 1 is one
+// kcp server.
+func StartShardedExport(t *testing.T, provider, slice string, shards int, names ...string) *Harness {
+	t.Helper()
 	ctx := t.Context()
-	h := &Harness{WS: map[string]client.Client{}, LC: map[string]string{}, Path: map[string]string{}}
+	h := &Harness{WS: map[string]client.Client{}, LC: map[string]string{}, Path: map[string]string{}, Shard: map[string]string{}}
 	framework.SkipWithoutServers(t)
 	// kcp and the backend side by side, installed as bin/devenv installs them
 	// (devenv.InstallPlatform).
-	p, stop, err := platform.Start(ctx, t.TempDir())
+	p, stop, err := platform.StartSharded(ctx, t.TempDir(), shards)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,10 +158,13 @@ func StartExport(t *testing.T, provider, slice string, names ...string) *Harness
 	h.Managed, h.Manager, h.Fleet, h.Guard = m, m, m.Workspaces[provider], m.Guard
 
 	suffix := strconv.FormatInt(time.Now().UnixNano()%(1<<20), 36)
-	for _, name := range names {
+	for i, name := range names {
 		wsName := name + "-" + suffix
 		path := "root:orgs:" + wsName
-		lc, err := workspaces.EnsureWorkspace(ctx, h.KCP.Config, "root:orgs", wsName, workspaces.TenantWorkspaceTypeIn(bootstrap.PlatformWorkspace))
+		if len(h.KCP.Shards) > 0 {
+			h.Shard[name] = h.KCP.Shards[i%len(h.KCP.Shards)].Name
+		}
+		lc, err := workspaces.EnsureWorkspaceOn(ctx, h.KCP.Config, "root:orgs", wsName, workspaces.TenantWorkspaceTypeIn(bootstrap.PlatformWorkspace), h.Shard[name])
 		if err != nil {
 			t.Fatal(err)
 		}

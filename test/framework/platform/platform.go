@@ -25,6 +25,12 @@ type Platform struct {
 // Start starts kcp and a backend side by side with their state in dir (kcp/, backend/) and
 // installs the platform as bin/devenv does (devenv.InstallPlatform). stop stops both servers.
 func Start(ctx context.Context, dir string) (p *Platform, stop func(), err error) {
+	return StartSharded(ctx, dir, 1)
+}
+
+// StartSharded is Start with kcp on shards shards behind its front proxy
+// (framework.StartShardedKCPIn); 1 starts one kcp server.
+func StartSharded(ctx context.Context, dir string, shards int) (p *Platform, stop func(), err error) {
 	p = &Platform{}
 	var stops []func()
 	stop = func() {
@@ -53,7 +59,7 @@ func Start(ctx context.Context, dir string) (p *Platform, stop func(), err error
 		defer close(backendUp)
 		p.Backend, backendStop, backendErr = framework.StartBackendIn(backendDir)
 	}()
-	kcp, kcpStop, kcpErr := framework.StartKCPIn(kcpDir)
+	kcp, kcpStop, kcpErr := framework.StartShardedKCPIn(kcpDir, shards)
 	<-backendUp
 	if kcpErr == nil {
 		p.KCP = kcp
