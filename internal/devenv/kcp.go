@@ -17,6 +17,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -157,26 +158,58 @@ func StopProcessGroup(cmd *exec.Cmd, done <-chan struct{}, grace time.Duration) 
 // FreePorts returns n distinct free TCP ports on 127.0.0.1 for servers started later, from below
 // the kernel's ephemeral range (net.ipv4.ip_local_port_range): a port from inside it, as ":0"
 // gives, can be taken by any process's outgoing connection before the server binds it, which
-// on a busy machine running several suites at once it sometimes was.
+// on a busy machine running several suites at once it sometimes was. It never returns a port of
+// ReservedPorts' band.
 func FreePorts(n int) ([]int, error) {
+	return freePortsIn(n, reservedHi, ephemeralLow(), nil)
+}
+
+// reservedLo and reservedHi bound ReservedPorts' band, which FreePorts never picks from.
+const reservedLo, reservedHi = 10000, 10500
+
+// handedOut are the ports ReservedPorts gave in this process.
+var handedOut = struct {
+	sync.Mutex
+	ports map[int]bool
+}{ports: map[int]bool{}}
+
+// ReservedPorts is FreePorts for a server bound long after the ports were chosen (a test
+// starting bin/devenv, whose git server binds a minute later): from a band FreePorts never
+// returns, so the many servers other suites start meanwhile cannot take them, and never a port it
+// gave before in this process.
+func ReservedPorts(n int) ([]int, error) {
+	handedOut.Lock()
+	defer handedOut.Unlock()
+	ports, err := freePortsIn(n, reservedLo, reservedHi, func(p int) bool { return handedOut.ports[p] })
+	for _, p := range ports {
+		handedOut.ports[p] = true
+	}
+	return ports, err
+}
+
+// freePortsIn returns n distinct free ports of [lo, hi) on 127.0.0.1, none for which skip says so.
+func freePortsIn(n, lo, hi int, skip func(int) bool) ([]int, error) {
 	var ls []net.Listener
 	defer func() {
 		for _, l := range ls {
 			_ = l.Close()
 		}
 	}()
-	lo, hi := 10000, ephemeralLow()
 	ports := make([]int, 0, n)
 	for tries := 0; len(ports) < n; tries++ {
 		if tries > 1000 {
 			return nil, fmt.Errorf("found only %d free ports in %d-%d on 127.0.0.1, want %d", len(ports), lo, hi-1, n)
 		}
-		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(lo+rand.IntN(hi-lo))))
+		p := lo + rand.IntN(hi-lo)
+		if skip != nil && skip(p) {
+			continue
+		}
+		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p)))
 		if err != nil {
 			continue // taken
 		}
 		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+		ports = append(ports, p)
 	}
 	return ports, nil
 }

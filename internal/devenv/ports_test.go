@@ -34,3 +34,34 @@ func TestFreePortsAreOutsideTheEphemeralRange(t *testing.T) {
 		_ = l.Close()
 	}
 }
+
+// TestReservedPortsAreTheirOwn: ReservedPorts hands out ports of its band only, never one twice in
+// a process, and FreePorts never picks from that band, so a server bound long after its port was
+// chosen cannot lose it to another suite's server.
+func TestReservedPortsAreTheirOwn(t *testing.T) {
+	seen := map[int]bool{}
+	for range 5 {
+		ports, err := ReservedPorts(10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range ports {
+			if p < reservedLo || p >= reservedHi {
+				t.Errorf("reserved port %d is outside %d-%d", p, reservedLo, reservedHi-1)
+			}
+			if seen[p] {
+				t.Errorf("reserved port %d handed out twice", p)
+			}
+			seen[p] = true
+		}
+	}
+	free, err := FreePorts(300)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range free {
+		if p >= reservedLo && p < reservedHi {
+			t.Errorf("FreePorts handed out %d, of the reserved band", p)
+		}
+	}
+}

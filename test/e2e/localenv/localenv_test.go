@@ -514,7 +514,7 @@ func newLocalEnv(t *testing.T) (bin, state string, ports []int, env []string) {
 	t.Helper()
 	dir := t.TempDir()
 	bin = buildCommands(t, filepath.Join(dir, "bin"), "manager", "devenv", "terraform-runner", "scaffold-runner")
-	ports, err := devenv.FreePorts(5)
+	ports, err := devenv.ReservedPorts(5)
 	if err != nil {
 		t.Fatal(err)
 	}
