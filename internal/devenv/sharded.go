@@ -15,16 +15,17 @@ import (
 	"syscall"
 	"time"
 
+	corev1alpha1 "github.com/kcp-dev/sdk/apis/core/v1alpha1"
 	"github.com/kcp-dev/sdk/testing/third_party/library-go/crypto"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apiserver/pkg/authentication/user"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
+
+	"github.com/kubeopera/kubeopera/workspaces"
 )
 
 // ShardedKCPOptions configure StartShardedKCP.
@@ -270,21 +271,20 @@ func StartShardedKCP(ctx context.Context, opts ShardedKCPOptions) (k *KCP, err e
 
 // waitShards waits until root lists every shard through the front proxy.
 func (k *KCP) waitShards(ctx context.Context) error {
-	dyn, err := dynamic.NewForConfig(k.Config)
+	c, err := client.New(k.Config, client.Options{Scheme: workspaces.KCPScheme()})
 	if err != nil {
 		return err
 	}
-	gvr := schema.GroupVersionResource{Group: "core.kcp.io", Version: "v1alpha1", Resource: "shards"}
 	var last string
 	err = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-		l, err := dyn.Resource(gvr).List(ctx, metav1.ListOptions{})
-		if err != nil {
+		l := &corev1alpha1.ShardList{}
+		if err := c.List(ctx, l); err != nil {
 			last = err.Error()
 			return false, nil
 		}
 		var names []string
 		for _, s := range l.Items {
-			names = append(names, s.GetName())
+			names = append(names, s.Name)
 		}
 		last = fmt.Sprintf("shards %v", names)
 		for _, s := range k.Shards {

@@ -9,23 +9,18 @@ import (
 	"testing"
 	"time"
 
+	apisv1alpha1 "github.com/kcp-dev/sdk/apis/apis/v1alpha1"
+	corev1alpha1 "github.com/kcp-dev/sdk/apis/core/v1alpha1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/dynamic"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	kov1alpha1 "github.com/kubeopera/kubeopera/apis/kubeopera/v1alpha1"
 	"github.com/kubeopera/kubeopera/internal/devenv"
 	"github.com/kubeopera/kubeopera/test/framework"
 	"github.com/kubeopera/kubeopera/workspaces"
 	"github.com/kubeopera/kubeopera/workspaces/bootstrap"
-)
-
-var (
-	logicalClusterGVR = schema.GroupVersionResource{Group: "core.kcp.io", Version: "v1alpha1", Resource: "logicalclusters"}
-	endpointSliceGVR  = schema.GroupVersionResource{Group: "apis.kcp.io", Version: "v1alpha1", Resource: "apiexportendpointslices"}
-	tenantGVR         = schema.GroupVersionResource{Group: "kubeopera.io", Version: "v1alpha1", Resource: "tenants"}
 )
 
 // TestShardedKCP: two shards behind the front proxy share what the platform needs. The platform
@@ -79,7 +74,7 @@ func TestShardedKCP(t *testing.T) {
 		cfg := rest.CopyConfig(admin)
 		cfg.Timeout = 20 * time.Second
 		cfg.Host = s.BaseURL + "/clusters/" + lc
-		_, err := dynamic.NewForConfigOrDie(cfg).Resource(logicalClusterGVR).Get(ctx, "cluster", metav1.GetOptions{})
+		err := kcpClient(t, cfg).Get(ctx, client.ObjectKey{Name: corev1alpha1.LogicalClusterName}, &corev1alpha1.LogicalCluster{})
 		switch {
 		case s.Name == "shard-1" && err != nil:
 			t.Errorf("shard-1 does not serve the workspace it was placed on: %v", err)
@@ -90,23 +85,21 @@ func TestShardedKCP(t *testing.T) {
 
 	// The export's endpoint slice lists shard-1's virtual workspace once the binding is there, and
 	// the manager's identity reads the workspace's Tenants through it.
-	platform := rest.CopyConfig(k.Config)
+	platform := workspaces.ClusterConfig(k.Config, bootstrap.PlatformWorkspace)
 	platform.Timeout = 20 * time.Second
-	platform.Host = strings.TrimSuffix(platform.Host, "/clusters/root") + "/clusters/" + bootstrap.PlatformWorkspace
 	var vw string
 	framework.Eventually(t, 2*time.Minute, "shard-1's URL in the kubeopera.io endpoint slice", func() (bool, string) {
-		es, err := dynamic.NewForConfigOrDie(platform).Resource(endpointSliceGVR).Get(ctx, "kubeopera.io", metav1.GetOptions{})
-		if err != nil {
+		es := &apisv1alpha1.APIExportEndpointSlice{}
+		if err := kcpClient(t, platform).Get(ctx, client.ObjectKey{Name: "kubeopera.io"}, es); err != nil {
 			return false, err.Error()
 		}
-		eps, _, _ := unstructured.NestedSlice(es.Object, "status", "endpoints")
-		for _, ep := range eps {
-			if u, _ := ep.(map[string]any)["url"].(string); strings.HasPrefix(u, k.Shards[1].BaseURL+"/") {
-				vw = u
+		for _, ep := range es.Status.APIExportEndpoints {
+			if strings.HasPrefix(ep.URL, k.Shards[1].BaseURL+"/") {
+				vw = ep.URL
 				return true, ""
 			}
 		}
-		return false, fmt.Sprint(eps)
+		return false, fmt.Sprint(es.Status.APIExportEndpoints)
 	})
 	t.Logf("shard-1's virtual workspace: %s", vw)
 	user, err := k.ContextConfig(devenv.ManagerKCPUser)
@@ -115,8 +108,25 @@ func TestShardedKCP(t *testing.T) {
 	}
 	user.Host = vw + "/clusters/" + lc
 	user.Timeout = 20 * time.Second
+	scheme := runtime.NewScheme()
+	if err := kov1alpha1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
 	framework.Eventually(t, time.Minute, "the manager's identity lists the workspace's Tenants on shard-1", func() (bool, string) {
-		_, err := dynamic.NewForConfigOrDie(user).Resource(tenantGVR).List(ctx, metav1.ListOptions{})
+		c, err := client.New(user, client.Options{Scheme: scheme})
+		if err == nil {
+			err = c.List(ctx, &kov1alpha1.TenantList{})
+		}
 		return err == nil, fmt.Sprint(err)
 	})
+}
+
+// kcpClient is a client of cfg that knows kcp's types.
+func kcpClient(t *testing.T, cfg *rest.Config) client.Client {
+	t.Helper()
+	c, err := client.New(cfg, client.Options{Scheme: workspaces.KCPScheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
