@@ -26,8 +26,6 @@ import (
 func TestLocalEnvironmentStartsAgainAfterKill(t *testing.T) {
 	framework.SkipWithoutServers(t)
 	bin, state, ports, env := newLocalEnv(t)
-	// The repo's chart: no registry is asked whether the default one is reachable.
-	env = append(env, "VCLUSTER_CHART="+framework.VClusterChart(), "VCLUSTER_CHART_VERSION=")
 
 	// Another process (this test) holds kcp's port and the backend's etcd directory.
 	l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(ports[0]))

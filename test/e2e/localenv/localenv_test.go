@@ -67,8 +67,8 @@ func TestLocalEnvironment(t *testing.T) {
 	framework.SkipWithoutServers(t)
 	bin, state, ports, env := newLocalEnv(t)
 	first := startDevenv(t, bin, state, env)
-	if !strings.Contains(first.out.String(), "using the repo's local chart") && !strings.Contains(first.out.String(), "vCluster chart oci://") {
-		t.Errorf("devenv did not say which vCluster chart it uses:\n%s", first.out.String())
+	if !strings.Contains(first.out.String(), "vCluster chart "+framework.VClusterChart()) {
+		t.Errorf("devenv did not say it uses the vCluster chart it was given (%s):\n%s", framework.VClusterChart(), first.out.String())
 	}
 
 	// The tenant's commands, with the paths it printed.
@@ -521,6 +521,9 @@ func newLocalEnv(t *testing.T) (bin, state string, ports []int, env []string) {
 	state = filepath.Join(dir, "state")
 	env = append(os.Environ(), "KUBEOPERA_DEV_DIR="+state, "KUBEOPERA_BIN_DIR="+bin, "KCP_PORT="+strconv.Itoa(ports[0]), "BACKEND_KUBECONFIG=",
 		"KUBEOPERA_GIT_PORT="+strconv.Itoa(ports[1]), "KUBEOPERA_SCAFFOLDER_PORT="+strconv.Itoa(ports[2]),
-		"KUBEOPERA_PROVISIONER_PORT="+strconv.Itoa(ports[3]), "KUBEOPERA_FLEET_OVERVIEW_PORT="+strconv.Itoa(ports[4]))
+		"KUBEOPERA_PROVISIONER_PORT="+strconv.Itoa(ports[3]), "KUBEOPERA_FLEET_OVERVIEW_PORT="+strconv.Itoa(ports[4]),
+		// The repo's chart: no registry off this machine is asked whether the default one is
+		// reachable (a test sends nothing off the machine, not even a DNS query).
+		"VCLUSTER_CHART="+framework.VClusterChart(), "VCLUSTER_CHART_VERSION=")
 	return bin, state, ports, env
 }
